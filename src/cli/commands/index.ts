@@ -1,0 +1,4 @@
+import type { Command } from '../command';
+
+/** Every CLI command, in the order `storyteller --help` lists them. Each lives in its own file. */
+export const COMMANDS: Command[] = [];

@@ -1,0 +1,42 @@
+import { EXIT, UsageError, parseCommandArgs, type CliIo, type Command } from './command';
+import { COMMANDS } from './commands';
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'storyteller — campaign knowledge and story engine (same core as the VS Code extension)',
+    '',
+    'usage: storyteller <command> [options]   (every command takes --json)',
+    '',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    "Run 'storyteller <command> --help' for a command's options.",
+  ].join('\n');
+}
+
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout.write(`${help()}\n`);
+    return name ? EXIT.ok : EXIT.usage;
+  }
+  const command: Command | undefined = COMMANDS.find((c) => c.name === name);
+  if (!command) {
+    io.stderr.write(`storyteller: unknown command '${name}'\n\n${help()}\n`);
+    return EXIT.usage;
+  }
+  try {
+    const args = parseCommandArgs(command, rest);
+    if (args.values.help === true) {
+      io.stdout.write(`usage: ${command.usage}\n\n${command.summary}\n`);
+      return EXIT.ok;
+    }
+    return await command.run(args, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`storyteller ${command.name}: ${error.message}\nusage: ${command.usage}\n`);
+      return EXIT.usage;
+    }
+    throw error;
+  }
+}

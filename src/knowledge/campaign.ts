@@ -1,0 +1,116 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass } from './types';
+
+/** A folder is a campaign when it holds this file. */
+export const CAMPAIGN_FILE = 'campaign.yaml';
+/** Per-campaign data folder: the derived index and the play database. */
+export const DATA_DIR = '.storyteller';
+
+export const CampaignFileSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'id must be lowercase letters, digits, - or _'),
+    title: z.string().min(1),
+    /** Class of a file that neither its front matter nor a folder rule classifies. */
+    default_class: z.enum(KNOWLEDGE_CLASSES).default('reference'),
+    /** Folder (campaign-relative) → class, e.g. `reference/srd: reference`. The longest match wins. */
+    folders: z.record(z.string(), z.enum(KNOWLEDGE_CLASSES)).default({}),
+    /** Campaign-relative path prefixes never imported. */
+    ignore: z.array(z.string()).default([]),
+    size_cap_bytes: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export type CampaignFile = z.infer<typeof CampaignFileSchema>;
+
+export interface Campaign {
+  root: string;
+  id: string;
+  title: string;
+  defaultClass: KnowledgeClass;
+  folderRules: Record<string, KnowledgeClass>;
+  ignore: string[];
+  sizeCapBytes: number | undefined;
+  indexPath: string;
+  playPath: string;
+}
+
+export class CampaignError extends Error {
+  constructor(
+    readonly file: string,
+    reason: string,
+    readonly line?: number,
+  ) {
+    super(`${file}${line ? `:${line}` : ''}: ${reason}`);
+  }
+}
+
+export function loadCampaign(root: string): Campaign {
+  const file = path.join(root, CAMPAIGN_FILE);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    throw new CampaignError(file, `no ${CAMPAIGN_FILE} here: this folder is not a campaign`);
+  }
+  const doc = YAML.parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0]!;
+    throw new CampaignError(file, `not valid YAML: ${first.message.split('\n')[0]}`, first.linePos?.[0]?.line);
+  }
+  const parsed = CampaignFileSchema.safeParse(doc.toJS() ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new CampaignError(file, `${issue.path.join('.') || 'campaign'}: ${issue.message}`);
+  }
+  const data = parsed.data;
+  return {
+    root: path.resolve(root),
+    id: data.id,
+    title: data.title,
+    defaultClass: data.default_class,
+    folderRules: data.folders,
+    ignore: data.ignore,
+    sizeCapBytes: data.size_cap_bytes,
+    indexPath: path.join(root, DATA_DIR, 'index.db'),
+    playPath: path.join(root, DATA_DIR, 'play.db'),
+  };
+}
+
+/** The campaign that contains `start` (a file or folder), searching upwards. */
+export function findCampaignRoot(start: string): string | undefined {
+  let dir = path.resolve(start);
+  if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) dir = path.dirname(dir);
+  for (;;) {
+    if (fs.existsSync(path.join(dir, CAMPAIGN_FILE))) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+const SKIPPED_DIRS = new Set(['node_modules', '.git', DATA_DIR]);
+
+/** Every campaign folder below `root` (campaigns do not nest: a campaign's own subfolders are its sources). */
+export function findCampaigns(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    if (entries.some((e) => e.isFile() && e.name === CAMPAIGN_FILE)) {
+      found.push(dir);
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory() && !SKIPPED_DIRS.has(entry.name)) walk(path.join(dir, entry.name));
+    }
+  };
+  walk(path.resolve(root));
+  return found.sort();
+}

@@ -1,0 +1,93 @@
+import type { Migration } from './sqlite';
+
+/**
+ * The knowledge index (`<campaign>/.storyteller/index.db`) is derived from the campaign's files and can be
+ * deleted and rebuilt at any time. Play data lives in a separate database (src/story/playSchema.ts) so that
+ * a rebuild can never touch it.
+ */
+export const INDEX_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'sources, passages, FTS5 index, content-hash keyed embeddings, model calibrations',
+    up(db) {
+      db.exec(`
+        CREATE TABLE sources (
+          id               TEXT PRIMARY KEY,
+          campaign_id      TEXT NOT NULL,
+          path             TEXT NOT NULL,
+          title            TEXT NOT NULL,
+          class            TEXT NOT NULL CHECK (class IN ('canon','reference','inspiration')),
+          class_origin     TEXT NOT NULL,            -- JSON ClassOrigin
+          enabled          INTEGER NOT NULL,
+          visibility       TEXT NOT NULL CHECK (visibility IN ('normal','hidden')),
+          always_include   INTEGER NOT NULL,
+          priority         TEXT NOT NULL CHECK (priority IN ('low','normal','high')),
+          scope            TEXT,
+          tags             TEXT NOT NULL,            -- JSON string[]
+          entities         TEXT NOT NULL,            -- JSON string[]
+          notes            TEXT,
+          sha256           TEXT NOT NULL,
+          size             INTEGER NOT NULL,
+          mtime_ms         INTEGER NOT NULL,
+          imported_at      TEXT NOT NULL,
+          updated_at       TEXT NOT NULL,
+          parser_version   INTEGER NOT NULL,
+          chunking_version INTEGER NOT NULL,
+          lexical_state    TEXT NOT NULL,
+          semantic_state   TEXT NOT NULL,
+          duplicate_of     TEXT,
+          issues           TEXT NOT NULL,            -- JSON SourceIssue[]
+          content          TEXT NOT NULL,            -- original text as read (display, export)
+          UNIQUE (campaign_id, path)
+        );
+        CREATE INDEX sources_by_hash ON sources (campaign_id, sha256);
+
+        CREATE TABLE passages (
+          rowid        INTEGER PRIMARY KEY,
+          id           TEXT NOT NULL UNIQUE,
+          source_id    TEXT NOT NULL REFERENCES sources (id) ON DELETE CASCADE,
+          campaign_id  TEXT NOT NULL,
+          idx          INTEGER NOT NULL,
+          class        TEXT NOT NULL,
+          heading_path TEXT NOT NULL,                -- JSON string[]
+          text         TEXT NOT NULL,
+          token_count  INTEGER NOT NULL,
+          content_hash TEXT NOT NULL,
+          start_line   INTEGER NOT NULL,
+          end_line     INTEGER NOT NULL
+        );
+        CREATE INDEX passages_by_source ON passages (source_id, idx);
+        CREATE INDEX passages_by_hash ON passages (content_hash);
+
+        -- Rows are written and deleted together with their passage, inside the source's transaction.
+        -- Text is NFC-normalized for matching; the passage row keeps the display text.
+        CREATE VIRTUAL TABLE passages_fts USING fts5 (
+          heading, body,
+          tokenize = 'unicode61 remove_diacritics 2'
+        );
+
+        -- Keyed by what was embedded, not by which passage: an unchanged passage keeps its vector
+        -- across edits of its neighbours, reindexing and rebuilds.
+        CREATE TABLE embeddings (
+          model            TEXT NOT NULL,
+          content_hash     TEXT NOT NULL,
+          dimensions       INTEGER NOT NULL,
+          chunking_version INTEGER NOT NULL,
+          vector           BLOB NOT NULL,            -- Float32Array bytes
+          created_at       TEXT NOT NULL,
+          PRIMARY KEY (model, content_hash)
+        );
+
+        -- A semantic floor is only meaningful for the model it was measured on.
+        CREATE TABLE embedding_models (
+          model         TEXT PRIMARY KEY,
+          dimensions    INTEGER NOT NULL,
+          floor         REAL,
+          calibrated_at TEXT,
+          sample_pairs  INTEGER NOT NULL DEFAULT 0,
+          details       TEXT NOT NULL DEFAULT '{}'  -- JSON: distribution summary
+        );
+      `);
+    },
+  },
+];

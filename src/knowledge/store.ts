@@ -1,0 +1,279 @@
+import type { Campaign } from './campaign';
+import { INDEX_MIGRATIONS } from './indexSchema';
+import { assertFts5, openDatabase, type Db } from './sqlite';
+import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from './types';
+
+/** Passage text as it is matched: NFC so that composed and decomposed spellings meet. */
+export function normalizeForIndex(text: string): string {
+  return text.normalize('NFC');
+}
+
+interface SourceRow {
+  id: string;
+  campaign_id: string;
+  path: string;
+  title: string;
+  class: SourceRecord['class'];
+  class_origin: string;
+  enabled: number;
+  visibility: SourceRecord['visibility'];
+  always_include: number;
+  priority: SourceRecord['priority'];
+  scope: SourceRecord['scope'];
+  tags: string;
+  entities: string;
+  notes: string | null;
+  sha256: string;
+  size: number;
+  mtime_ms: number;
+  imported_at: string;
+  updated_at: string;
+  parser_version: number;
+  chunking_version: number;
+  lexical_state: SourceRecord['lexicalState'];
+  semantic_state: SourceRecord['semanticState'];
+  duplicate_of: string | null;
+  issues: string;
+}
+
+interface PassageRow {
+  rowid: number;
+  id: string;
+  source_id: string;
+  campaign_id: string;
+  idx: number;
+  class: PassageRecord['class'];
+  heading_path: string;
+  text: string;
+  token_count: number;
+  content_hash: string;
+  start_line: number;
+  end_line: number;
+}
+
+function toSource(row: SourceRow): SourceRecord {
+  return {
+    id: row.id,
+    campaignId: row.campaign_id,
+    path: row.path,
+    title: row.title,
+    class: row.class,
+    classOrigin: JSON.parse(row.class_origin) as ClassOrigin,
+    enabled: row.enabled === 1,
+    visibility: row.visibility,
+    alwaysInclude: row.always_include === 1,
+    priority: row.priority,
+    scope: row.scope,
+    tags: JSON.parse(row.tags) as string[],
+    entities: JSON.parse(row.entities) as string[],
+    notes: row.notes,
+    sha256: row.sha256,
+    size: row.size,
+    mtimeMs: row.mtime_ms,
+    importedAt: row.imported_at,
+    updatedAt: row.updated_at,
+    parserVersion: row.parser_version,
+    chunkingVersion: row.chunking_version,
+    lexicalState: row.lexical_state,
+    semanticState: row.semantic_state,
+    duplicateOf: row.duplicate_of,
+    issues: JSON.parse(row.issues) as SourceIssue[],
+  };
+}
+
+export function toPassage(row: PassageRow): PassageRecord {
+  return {
+    id: row.id,
+    sourceId: row.source_id,
+    campaignId: row.campaign_id,
+    index: row.idx,
+    class: row.class,
+    headingPath: JSON.parse(row.heading_path) as string[],
+    text: row.text,
+    tokenCount: row.token_count,
+    contentHash: row.content_hash,
+    startLine: row.start_line,
+    endLine: row.end_line,
+  };
+}
+
+/**
+ * The derived knowledge index of one campaign. Every write of a source — its row, its passages and their
+ * FTS rows — is one transaction, so a failure leaves the previous state, never half a source.
+ */
+export class KnowledgeStore {
+  readonly db: Db;
+
+  private constructor(
+    readonly campaignId: string,
+    db: Db,
+  ) {
+    this.db = db;
+  }
+
+  static open(campaign: Pick<Campaign, 'id' | 'indexPath'>): KnowledgeStore {
+    const db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS);
+    assertFts5(db);
+    return new KnowledgeStore(campaign.id, db);
+  }
+
+  /** For tests and throwaway previews. */
+  static inMemory(campaignId: string): KnowledgeStore {
+    return KnowledgeStore.open({ id: campaignId, indexPath: ':memory:' });
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** Replaces a source and all its passages atomically. `content` is the original text as read. */
+  writeSource(source: SourceRecord, content: string, passages: readonly PassageRecord[]): void {
+    if (source.campaignId !== this.campaignId) {
+      throw new Error(`source ${source.path} belongs to campaign ${source.campaignId}, not ${this.campaignId}`);
+    }
+    this.db.transaction(() => {
+      this.deletePassages(source.id);
+      this.db
+        .prepare(
+          `INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility,
+             always_include, priority, scope, tags, entities, notes, sha256, size, mtime_ms, imported_at,
+             updated_at, parser_version, chunking_version, lexical_state, semantic_state, duplicate_of,
+             issues, content)
+           VALUES (@id, @campaign_id, @path, @title, @class, @class_origin, @enabled, @visibility,
+             @always_include, @priority, @scope, @tags, @entities, @notes, @sha256, @size, @mtime_ms,
+             @imported_at, @updated_at, @parser_version, @chunking_version, @lexical_state,
+             @semantic_state, @duplicate_of, @issues, @content)
+           ON CONFLICT (id) DO UPDATE SET
+             path = excluded.path, title = excluded.title, class = excluded.class,
+             class_origin = excluded.class_origin, enabled = excluded.enabled,
+             visibility = excluded.visibility, always_include = excluded.always_include,
+             priority = excluded.priority, scope = excluded.scope, tags = excluded.tags,
+             entities = excluded.entities, notes = excluded.notes, sha256 = excluded.sha256,
+             size = excluded.size, mtime_ms = excluded.mtime_ms, updated_at = excluded.updated_at,
+             parser_version = excluded.parser_version, chunking_version = excluded.chunking_version,
+             lexical_state = excluded.lexical_state, semantic_state = excluded.semantic_state,
+             duplicate_of = excluded.duplicate_of, issues = excluded.issues, content = excluded.content`,
+        )
+        .run({
+          id: source.id,
+          campaign_id: source.campaignId,
+          path: source.path,
+          title: source.title,
+          class: source.class,
+          class_origin: JSON.stringify(source.classOrigin),
+          enabled: source.enabled ? 1 : 0,
+          visibility: source.visibility,
+          always_include: source.alwaysInclude ? 1 : 0,
+          priority: source.priority,
+          scope: source.scope,
+          tags: JSON.stringify(source.tags),
+          entities: JSON.stringify(source.entities),
+          notes: source.notes,
+          sha256: source.sha256,
+          size: source.size,
+          mtime_ms: Math.trunc(source.mtimeMs),
+          imported_at: source.importedAt,
+          updated_at: source.updatedAt,
+          parser_version: source.parserVersion,
+          chunking_version: source.chunkingVersion,
+          lexical_state: source.lexicalState,
+          semantic_state: source.semanticState,
+          duplicate_of: source.duplicateOf,
+          issues: JSON.stringify(source.issues),
+          content,
+        });
+      const insertPassage = this.db.prepare(
+        `INSERT INTO passages (id, source_id, campaign_id, idx, class, heading_path, text, token_count,
+           content_hash, start_line, end_line)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      const insertFts = this.db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+      for (const p of passages) {
+        const { lastInsertRowid } = insertPassage.run(
+          p.id,
+          source.id,
+          source.campaignId,
+          p.index,
+          source.class,
+          JSON.stringify(p.headingPath),
+          p.text,
+          p.tokenCount,
+          p.contentHash,
+          p.startLine,
+          p.endLine,
+        );
+        insertFts.run(lastInsertRowid, normalizeForIndex(p.headingPath.join(' › ')), normalizeForIndex(p.text));
+      }
+    })();
+  }
+
+  /** Removes the source, its passages and index rows. Play data (turn snapshots) is elsewhere and untouched. */
+  deleteSource(sourceId: string): boolean {
+    return this.db.transaction(() => {
+      this.deletePassages(sourceId);
+      return this.db.prepare('DELETE FROM sources WHERE id = ?').run(sourceId).changes > 0;
+    })();
+  }
+
+  private deletePassages(sourceId: string): void {
+    const rows = this.db.prepare('SELECT rowid FROM passages WHERE source_id = ?').all(sourceId) as { rowid: number }[];
+    const deleteFts = this.db.prepare('DELETE FROM passages_fts WHERE rowid = ?');
+    for (const row of rows) deleteFts.run(row.rowid);
+    this.db.prepare('DELETE FROM passages WHERE source_id = ?').run(sourceId);
+  }
+
+  listSources(): SourceRecord[] {
+    return (this.db.prepare('SELECT * FROM sources WHERE campaign_id = ? ORDER BY path').all(this.campaignId) as SourceRow[]).map(
+      toSource,
+    );
+  }
+
+  getSource(sourceId: string): SourceRecord | undefined {
+    const row = this.db.prepare('SELECT * FROM sources WHERE id = ? AND campaign_id = ?').get(sourceId, this.campaignId) as
+      | SourceRow
+      | undefined;
+    return row && toSource(row);
+  }
+
+  getSourceByPath(relPath: string): SourceRecord | undefined {
+    const row = this.db.prepare('SELECT * FROM sources WHERE path = ? AND campaign_id = ?').get(relPath, this.campaignId) as
+      | SourceRow
+      | undefined;
+    return row && toSource(row);
+  }
+
+  getSourceContent(sourceId: string): string | undefined {
+    const row = this.db.prepare('SELECT content FROM sources WHERE id = ?').get(sourceId) as { content: string } | undefined;
+    return row?.content;
+  }
+
+  /** The source already holding this exact content, if another one does. */
+  findByHash(sha256: string, exceptId: string): SourceRecord | undefined {
+    const row = this.db
+      .prepare("SELECT * FROM sources WHERE campaign_id = ? AND sha256 = ? AND id <> ? AND lexical_state = 'ready' ORDER BY path LIMIT 1")
+      .get(this.campaignId, sha256, exceptId) as SourceRow | undefined;
+    return row && toSource(row);
+  }
+
+  listPassages(sourceId: string): PassageRecord[] {
+    return (this.db.prepare('SELECT * FROM passages WHERE source_id = ? ORDER BY idx').all(sourceId) as PassageRow[]).map(toPassage);
+  }
+
+  getPassage(passageId: string): PassageRecord | undefined {
+    const row = this.db.prepare('SELECT * FROM passages WHERE id = ?').get(passageId) as PassageRow | undefined;
+    return row && toPassage(row);
+  }
+
+  counts(): { sources: number; passages: number } {
+    const sources = (this.db.prepare('SELECT count(*) n FROM sources WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
+    const passages = (this.db.prepare('SELECT count(*) n FROM passages WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
+    return { sources, passages };
+  }
+
+  /** Empties the derived index (sources, passages, FTS) while keeping the embedding cache, which is keyed by content. */
+  clear(): void {
+    this.db.transaction(() => {
+      this.db.exec("DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM sources;");
+    })();
+  }
+}

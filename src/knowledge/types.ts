@@ -1,0 +1,78 @@
+// Shared vocabulary of the knowledge core. Every surface (CLI, extension, tests) speaks these types.
+
+export const KNOWLEDGE_CLASSES = ['canon', 'reference', 'inspiration'] as const;
+export type KnowledgeClass = (typeof KNOWLEDGE_CLASSES)[number];
+
+export const VISIBILITIES = ['normal', 'hidden'] as const;
+/** `hidden` = narrator-only: reaches the narrator marked secret, never player-facing text. */
+export type Visibility = (typeof VISIBILITIES)[number];
+
+export const PRIORITIES = ['low', 'normal', 'high'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+export const SCOPES = ['invariant', 'initial', 'descriptive', 'historical'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Where a source's class came from, so every surface can say why a file is Canon. */
+export type ClassOrigin =
+  | { kind: 'front-matter' }
+  | { kind: 'folder-rule'; folder: string }
+  | { kind: 'campaign-default' };
+
+export type LexicalState = 'pending' | 'ready' | 'error' | 'duplicate';
+export type SemanticState = 'off' | 'pending' | 'ready' | 'error' | 'stale';
+
+/** A problem with one file, located so the editor can show it (lines are 1-based). */
+export interface SourceIssue {
+  severity: 'error' | 'warning';
+  code: string;
+  message: string;
+  line?: number;
+}
+
+export interface SourceRecord {
+  id: string;
+  campaignId: string;
+  /** Campaign-relative POSIX path. */
+  path: string;
+  title: string;
+  class: KnowledgeClass;
+  classOrigin: ClassOrigin;
+  enabled: boolean;
+  visibility: Visibility;
+  alwaysInclude: boolean;
+  priority: Priority;
+  scope: Scope | null;
+  tags: string[];
+  entities: string[];
+  notes: string | null;
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  importedAt: string;
+  updatedAt: string;
+  parserVersion: number;
+  chunkingVersion: number;
+  lexicalState: LexicalState;
+  semanticState: SemanticState;
+  duplicateOf: string | null;
+  issues: SourceIssue[];
+}
+
+export interface PassageRecord {
+  id: string;
+  sourceId: string;
+  campaignId: string;
+  index: number;
+  class: KnowledgeClass;
+  headingPath: string[];
+  text: string;
+  tokenCount: number;
+  contentHash: string;
+  /** 1-based inclusive line range in the original file. */
+  startLine: number;
+  endLine: number;
+}
+
+export const PARSER_VERSION = 1;
+export const CHUNKING_VERSION = 1;

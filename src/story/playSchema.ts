@@ -1,0 +1,108 @@
+import type { Migration } from '../knowledge/sqlite';
+
+/**
+ * Play data (`<campaign>/.storyteller/play.db`) is what the writer played: it is not derived, so it is
+ * never rebuilt, only migrated forward, and exported with the campaign.
+ */
+export const PLAY_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'adventures, turn tree, immutable prompt snapshots, memories, summaries, conflict decisions',
+    up(db) {
+      db.exec(`
+        CREATE TABLE adventures (
+          id               TEXT PRIMARY KEY,
+          campaign_id      TEXT NOT NULL,
+          title            TEXT NOT NULL,
+          persona_name     TEXT NOT NULL DEFAULT '',
+          persona_pronouns TEXT NOT NULL DEFAULT '',
+          persona_desc     TEXT NOT NULL DEFAULT '',
+          plot_essentials  TEXT NOT NULL DEFAULT '',
+          authors_note     TEXT NOT NULL DEFAULT '',
+          stat_schema      TEXT NOT NULL DEFAULT '{}',  -- JSON
+          head_turn_id     TEXT,                        -- the turn the writer is looking at
+          created_at       TEXT NOT NULL,
+          updated_at       TEXT NOT NULL
+        );
+
+        -- A tree: retry adds a sibling, fork continues from any turn. A branch is a lineage to the root.
+        CREATE TABLE turns (
+          id                TEXT PRIMARY KEY,
+          adventure_id      TEXT NOT NULL REFERENCES adventures (id) ON DELETE CASCADE,
+          parent_id         TEXT REFERENCES turns (id),
+          depth             INTEGER NOT NULL,
+          action_kind       TEXT NOT NULL,             -- do | say | story | continue | start
+          action            TEXT NOT NULL,
+          narration         TEXT NOT NULL DEFAULT '',
+          status            TEXT NOT NULL,             -- pending | streaming | complete | incomplete | error
+          error             TEXT,
+          model             TEXT,
+          state_delta       TEXT,                      -- JSON as proposed by the model
+          state_after       TEXT NOT NULL DEFAULT '{}',-- JSON world state after this turn
+          refusals          TEXT NOT NULL DEFAULT '[]',-- JSON string[]
+          prompt_eval_count INTEGER,
+          eval_count        INTEGER,
+          created_at        TEXT NOT NULL,
+          updated_at        TEXT NOT NULL
+        );
+        CREATE INDEX turns_by_parent ON turns (adventure_id, parent_id);
+
+        -- Written once, before generation starts: exactly what was sent, so the turn stays reproducible
+        -- after its sources change or disappear.
+        CREATE TABLE prompt_snapshots (
+          turn_id      TEXT PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+          sections     TEXT NOT NULL,                  -- JSON rendered sections with token counts
+          retrieval    TEXT NOT NULL,                  -- JSON full retrieval record
+          total_tokens INTEGER NOT NULL,
+          created_at   TEXT NOT NULL
+        );
+
+        -- Which passages each turn's retrieval considered, for "retrieved by N turns" and "never retrieved".
+        CREATE TABLE turn_passages (
+          turn_id    TEXT NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+          passage_id TEXT NOT NULL,
+          source_id  TEXT NOT NULL,
+          selected   INTEGER NOT NULL,
+          reason     TEXT NOT NULL,
+          PRIMARY KEY (turn_id, passage_id)
+        );
+        CREATE INDEX turn_passages_by_passage ON turn_passages (passage_id);
+        CREATE INDEX turn_passages_by_source ON turn_passages (source_id);
+
+        CREATE TABLE memories (
+          id               TEXT PRIMARY KEY,
+          adventure_id     TEXT NOT NULL REFERENCES adventures (id) ON DELETE CASCADE,
+          anchor_turn_id   TEXT REFERENCES turns (id),  -- last turn of the block; its lineage owns the memory
+          source_start     INTEGER,                     -- depth range summarized (null: hand-written)
+          source_end       INTEGER,
+          text             TEXT NOT NULL,
+          pinned           INTEGER NOT NULL DEFAULT 0,
+          retrieved_count  INTEGER NOT NULL DEFAULT 0,
+          embed_model      TEXT,
+          embedding        BLOB,
+          created_at       TEXT NOT NULL,
+          updated_at       TEXT NOT NULL
+        );
+        CREATE INDEX memories_by_adventure ON memories (adventure_id);
+
+        CREATE TABLE story_summaries (
+          adventure_id   TEXT NOT NULL REFERENCES adventures (id) ON DELETE CASCADE,
+          anchor_turn_id TEXT NOT NULL REFERENCES turns (id),
+          text           TEXT NOT NULL,
+          created_at     TEXT NOT NULL,
+          PRIMARY KEY (adventure_id, anchor_turn_id)
+        );
+
+        -- The writer's decisions about detected canon conflicts (ignored pairs, accepted suggestions).
+        CREATE TABLE conflict_decisions (
+          campaign_id  TEXT NOT NULL,
+          conflict_key TEXT NOT NULL,
+          decision     TEXT NOT NULL,                  -- ignored | accepted | dismissed
+          note         TEXT,
+          created_at   TEXT NOT NULL,
+          PRIMARY KEY (campaign_id, conflict_key)
+        );
+      `);
+    },
+  },
+];

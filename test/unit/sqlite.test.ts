@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { assertFts5, migrate, openDatabase, type Migration } from '../../src/knowledge/sqlite';
+import { INDEX_MIGRATIONS } from '../../src/knowledge/indexSchema';
+import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+
+describe('database migrations', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-sqlite-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('creates the index and play schemas at their newest version, with FTS5 working', () => {
+    const index = openDatabase(path.join(dir, 'index.db'), INDEX_MIGRATIONS);
+    assertFts5(index);
+    assert.equal(index.pragma('user_version', { simple: true }), INDEX_MIGRATIONS.at(-1)!.version);
+    index.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (1, ?, ?)').run('Crypt', 'The bronze door');
+    assert.equal((index.prepare("SELECT rowid FROM passages_fts WHERE passages_fts MATCH 'bronze'").get() as { rowid: number }).rowid, 1);
+    const play = openDatabase(path.join(dir, 'play.db'), PLAY_MIGRATIONS);
+    assert.equal(play.pragma('user_version', { simple: true }), PLAY_MIGRATIONS.at(-1)!.version);
+    index.close();
+    play.close();
+  });
+
+  it('keeps the previous version intact when a migration fails', () => {
+    const file = path.join(dir, 'x.db');
+    const good: Migration = { version: 1, description: 'a', up: (db) => db.exec('CREATE TABLE a (x)') };
+    openDatabase(file, [good]).close();
+    const bad: Migration = {
+      version: 2,
+      description: 'b',
+      up: (db) => {
+        db.exec('CREATE TABLE b (x)');
+        throw new Error('boom');
+      },
+    };
+    assert.throws(() => openDatabase(file, [good, bad]), /boom/);
+    const db = openDatabase(file, [good]);
+    assert.equal(db.pragma('user_version', { simple: true }), 1);
+    assert.equal((db.prepare("SELECT count(*) n FROM sqlite_master WHERE name = 'b'").get() as { n: number }).n, 0);
+    db.close();
+  });
+
+  it('refuses a database written by a newer build', () => {
+    const file = path.join(dir, 'y.db');
+    const db = openDatabase(file, [{ version: 5, description: 'v5', up: () => undefined }]);
+    db.close();
+    assert.throws(() => openDatabase(file, INDEX_MIGRATIONS), /schema version 5 is newer/);
+  });
+
+  it('is idempotent when opened again', () => {
+    const db = openDatabase(':memory:', INDEX_MIGRATIONS);
+    migrate(db, INDEX_MIGRATIONS);
+    assert.equal(db.pragma('user_version', { simple: true }), 1);
+  });
+});
