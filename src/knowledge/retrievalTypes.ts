@@ -1,0 +1,118 @@
+import type { KnowledgeClass } from './types';
+
+/**
+ * The contract between retrieval (src/knowledge/retrieval*.ts) and every consumer: the story engine's
+ * context builder, the CLI's `search`/`context`, the provenance tree. Changing it changes all of them.
+ */
+
+/** Who will read what retrieval returns. Hidden (narrator-only) canon never reaches `player`. */
+export type RetrievalStage = 'narrator' | 'player';
+
+export interface KnowledgeBudgets {
+  /** Tokens for always_include canon; overflowing it is a reported conflict, never a silent drop. */
+  alwaysInclude: number;
+  canon: number;
+  reference: number;
+  inspiration: number;
+}
+
+export interface RetrievalQuery {
+  /** The writer's action or search text. */
+  input: string;
+  /** Recent story text (last narration/actions), newest last. */
+  recent?: string[];
+  scene?: string;
+  /** Entity names standing in the current state (characters present, location). */
+  entities?: string[];
+  persona?: string;
+  /** Facts already in current world state, so retrieval can suppress passages that only repeat them. */
+  stateFacts?: string[];
+  stage: RetrievalStage;
+  budgets: KnowledgeBudgets;
+}
+
+export type CandidateOutcome =
+  | 'selected'
+  | 'not-relevant' // failed admission: relevance alone, before any comparison
+  | 'over-budget'
+  | 'duplicate'
+  | 'in-state' // repeats a fact already in current state
+  | 'disabled'
+  | 'hidden-for-stage'
+  | 'not-ready';
+
+export type KnowledgeSection = 'alwaysInclude' | 'canon' | 'reference' | 'inspiration';
+
+export interface CandidateDecision {
+  passageId: string;
+  sourceId: string;
+  sourcePath: string;
+  sourceTitle: string;
+  class: KnowledgeClass;
+  headingPath: string[];
+  tokenCount: number;
+  /** Why relevance admitted (or refused) it: matched terms, similarity against the model's floor. */
+  admitted: boolean;
+  matchedTerms: string[];
+  lexicalScore: number | null;
+  similarity: number | null;
+  semanticFloor: number | null;
+  /** Hybrid relevance × class weight × boosts; null when not admitted. */
+  score: number | null;
+  boosts: { name: string; factor: number }[];
+  outcome: CandidateOutcome;
+  /** One sentence a writer can read: "matched 'abbey', 'crypt'; over the reference budget (412/400 tokens)". */
+  reason: string;
+  section: KnowledgeSection | null;
+  duplicateOf: string | null;
+}
+
+export interface SelectedPassage {
+  passageId: string;
+  sourceId: string;
+  sourcePath: string;
+  sourceTitle: string;
+  class: KnowledgeClass;
+  headingPath: string[];
+  text: string;
+  tokenCount: number;
+  /** Narrator-only: must be framed as secret and never rendered to the player. */
+  hidden: boolean;
+  score: number | null;
+  reason: string;
+  startLine: number;
+  endLine: number;
+}
+
+export interface BudgetConflict {
+  kind: 'always-include-overflow';
+  message: string;
+  budget: number;
+  needed: number;
+  passageIds: string[];
+}
+
+export interface SemanticStatus {
+  used: boolean;
+  model: string | null;
+  /** Why semantic retrieval did or did not run ("no calibrated floor for model x", "server down"). */
+  reason: string;
+}
+
+export interface RetrievalRecord {
+  createdAt: string;
+  campaignId: string;
+  stage: RetrievalStage;
+  /** The query text actually searched, and the terms extracted from it. */
+  queryText: string;
+  terms: string[];
+  semantic: SemanticStatus;
+  budgets: KnowledgeBudgets;
+  candidates: CandidateDecision[];
+  conflicts: BudgetConflict[];
+}
+
+export interface RetrievalResult {
+  sections: Record<KnowledgeSection, SelectedPassage[]>;
+  record: RetrievalRecord;
+}
