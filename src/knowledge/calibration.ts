@@ -64,6 +64,14 @@ export function calibrateSemanticFloor(store: KnowledgeStore, model: string, opt
   if (sources.size < 2) {
     throw new CalibrationError(`calibrating '${model}' needs embedded passages from at least two sources; this library has ${sources.size}`);
   }
+  const perSource = new Map<string, number>();
+  for (const r of rows) perSource.set(r.source, (perSource.get(r.source) ?? 0) + 1);
+  const distinctPairs = (rows.length ** 2 - [...perSource.values()].reduce((n, k) => n + k * k, 0)) / 2;
+  if (distinctPairs < MIN_PAIRS) {
+    throw new CalibrationError(
+      `only ${distinctPairs} unrelated passage pairs exist for '${model}' (need ${MIN_PAIRS}): import more material before calibrating`,
+    );
+  }
   const vectors = rows.map((r) => normalized(blobToVector(r.vector)));
   const next = random(seed);
   const similarities: number[] = [];

@@ -136,8 +136,19 @@ export async function embedPassages(store: KnowledgeStore, embedder: Embedder, o
        GROUP BY content_hash ORDER BY min(rowid)`,
     )
     .all(store.campaignId, embedder.model) as { content_hash: string; text: string }[];
+  const known = getEmbeddingModel(store, embedder.model);
+  if (pending.length === 0 && known) {
+    // Nothing new to embed, but the model behind the name may have changed (a re-pull): one probe tells.
+    const probe = db.prepare('SELECT text FROM passages WHERE campaign_id = ? LIMIT 1').get(store.campaignId) as { text: string } | undefined;
+    const [vector] = probe ? await embedder.embed([probe.text]) : [];
+    if (vector && vector.length !== known.dimensions) {
+      const dropped = discardModel(store, embedder.model);
+      const again = await embedPassages(store, embedder, options);
+      return { ...again, modelChanged: modelChangedMessage(embedder.model, vector.length, known.dimensions, dropped) };
+    }
+  }
   const total = (db.prepare('SELECT count(DISTINCT content_hash) n FROM passages WHERE campaign_id = ?').get(store.campaignId) as { n: number }).n;
-  const report: EmbedReport = { model: embedder.model, dimensions: getEmbeddingModel(store, embedder.model)?.dimensions ?? null, embedded: 0, reused: total - pending.length, modelChanged: null };
+  const report: EmbedReport = { model: embedder.model, dimensions: known?.dimensions ?? null, embedded: 0, reused: total - pending.length, modelChanged: null };
   const insert = db.prepare(
     `INSERT OR REPLACE INTO embeddings (model, content_hash, dimensions, chunking_version, vector, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
   );
@@ -149,11 +160,9 @@ export async function embedPassages(store: KnowledgeStore, embedder: Embedder, o
       throw new Error(`embedding model '${embedder.model}' returned vectors of inconsistent size (${[...new Set(vectors.map((v) => v.length))].join(', ')})`);
     }
     db.transaction(() => {
-      const known = getEmbeddingModel(store, embedder.model);
-      if (known && known.dimensions !== dims) {
-        const dropped = db.prepare('DELETE FROM embeddings WHERE model = ?').run(embedder.model).changes;
-        db.prepare('DELETE FROM embedding_models WHERE model = ?').run(embedder.model);
-        report.modelChanged = `'${embedder.model}' now returns ${dims}-dimensional vectors (was ${known.dimensions}): its ${dropped} old vectors and its floor were discarded; recalibrate`;
+      const current = getEmbeddingModel(store, embedder.model);
+      if (current && current.dimensions !== dims) {
+        report.modelChanged = modelChangedMessage(embedder.model, dims, current.dimensions, discardModel(store, embedder.model));
       }
       db.prepare('INSERT INTO embedding_models (model, dimensions) VALUES (?, ?) ON CONFLICT (model) DO NOTHING').run(embedder.model, dims);
       const now = new Date().toISOString();
@@ -168,6 +177,19 @@ export async function embedPassages(store: KnowledgeStore, embedder: Embedder, o
     return { ...again, modelChanged: report.modelChanged };
   }
   return report;
+}
+
+/** Vectors and floor of a model that changed: derived data that no longer means anything. */
+function discardModel(store: KnowledgeStore, model: string): number {
+  return store.db.transaction(() => {
+    const dropped = store.db.prepare('DELETE FROM embeddings WHERE model = ?').run(model).changes;
+    store.db.prepare('DELETE FROM embedding_models WHERE model = ?').run(model);
+    return dropped;
+  })();
+}
+
+function modelChangedMessage(model: string, dims: number, was: number, dropped: number): string {
+  return `'${model}' now returns ${dims}-dimensional vectors (was ${was}): its ${dropped} old vectors and its floor were discarded; recalibrate`;
 }
 
 interface VectorEntry {

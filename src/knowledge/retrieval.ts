@@ -331,7 +331,7 @@ function scoreSurvivors(
   for (const w of admitted) {
     const d = w.decision;
     const lexical = bestLexical > 0 && w.bm25 !== null ? -w.bm25 / bestLexical : 0;
-    const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : similarities.has(w.row.id) && floor !== null ? 1 : 0;
+    const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
     const boosts: CandidateDecision['boosts'] = [];
     if (w.row.priority !== 'normal') boosts.push({ name: `priority ${w.row.priority}`, factor: PRIORITY_BOOST[w.row.priority] });

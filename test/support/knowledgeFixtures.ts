@@ -1,4 +1,6 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { KnowledgeStore } from '../../src/knowledge/store';
 import { estimateTokens } from '../../src/knowledge/tokens';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SourceRecord } from '../../src/knowledge/types';
@@ -77,4 +79,44 @@ export function storeWith(campaignId: string, fixtures: FixtureSource[]): Knowle
   const store = KnowledgeStore.inMemory(campaignId);
   for (const f of fixtures) writeFixtureSource(store, f);
   return store;
+}
+
+/**
+ * A folder of markdown written into the store one paragraph group per passage (~120 words), front matter
+ * dropped. Stands in for the importer where a test needs real material rather than the importer's rules.
+ */
+export function writeFolderAsFixtures(store: KnowledgeStore, root: string, options: { class?: SourceRecord['class'] } = {}): number {
+  let count = 0;
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.md')) {
+        const body = fs.readFileSync(full, 'utf8').replace(/^---\n[\s\S]*?\n---\n/, '');
+        const passages: [string[], string][] = [];
+        let heading: string[] = [];
+        let buffer: string[] = [];
+        const flush = () => {
+          if (buffer.join(' ').trim()) passages.push([heading, buffer.join('\n\n')]);
+          buffer = [];
+        };
+        for (const block of body.split(/\n\s*\n/)) {
+          const h = /^(#+)\s+(.*)/.exec(block.trim());
+          if (h) {
+            flush();
+            heading = [...heading.slice(0, h[1]!.length - 1), h[2]!];
+            continue;
+          }
+          buffer.push(block.trim());
+          if (buffer.join(' ').split(/\s+/).length > 120) flush();
+        }
+        flush();
+        if (passages.length === 0) continue;
+        writeFixtureSource(store, { path: path.relative(root, full).split(path.sep).join('/'), class: options.class ?? 'canon', passages });
+        count++;
+      }
+    }
+  };
+  walk(root);
+  return count;
 }
