@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../src/knowledge/retrieval';
 import { tokenize } from '../src/knowledge/retrievalTerms';
-import { KnowledgeStore } from '../src/knowledge/store';
+import type { KnowledgeStore } from '../src/knowledge/store';
 import { corpusPath } from '../test/support/corpora';
-import { writeFolderAsFixtures } from '../test/support/knowledgeFixtures';
+import { importCorpora, replicateSources } from '../test/support/knowledgeFixtures';
 
 /**
  * Retrieval quality and speed on real material nobody wrote for this project.
@@ -135,22 +135,22 @@ async function timed(runs: number, queries: readonly string[], fn: (q: string) =
   return { p50: round(percentile(times, 0.5)), p95: round(percentile(times, 0.95)) };
 }
 
-/** A writer's library: a setting bible as canon and the SRD as reference, in one campaign. */
-function buildEvalLibrary(): KnowledgeStore {
-  const store = KnowledgeStore.inMemory('eval');
-  store.db.transaction(() => {
-    writeFolderAsFixtures(store, corpusPath('torys'), { class: 'canon', prefix: TORYS });
-    writeFolderAsFixtures(store, corpusPath('dnd-srd-5.1'), { class: 'reference', prefix: SRD });
-  })();
-  return store;
+/** A writer's library: a setting bible as canon and the SRD as reference, in one campaign, imported for real. */
+function importEvalLibrary() {
+  return importCorpora('eval', {
+    [TORYS.slice(0, -1)]: { corpus: corpusPath('torys'), class: 'canon' },
+    [SRD.slice(0, -1)]: { corpus: corpusPath('dnd-srd-5.1'), class: 'reference' },
+  });
 }
 
-function buildSrdTimesTen(): KnowledgeStore {
-  const store = KnowledgeStore.inMemory('srd10');
-  store.db.transaction(() => {
-    for (let copy = 0; copy < 10; copy++) writeFolderAsFixtures(store, corpusPath('dnd-srd-5.1'), { class: 'reference', prefix: `copy${copy}/` });
-  })();
-  return store;
+/**
+ * The SRD imported once, then its sources written nine more times under new paths. The importer would
+ * rightly refuse identical copies as duplicates, so the copies bypass it to make an index ten times the size.
+ */
+async function importSrdTimesTen() {
+  const library = await importCorpora('srd10', { srd: { corpus: corpusPath('dnd-srd-5.1'), class: 'reference' } });
+  replicateSources(library.store, 9);
+  return library;
 }
 
 export interface RetrievalBenchResult {
@@ -172,7 +172,8 @@ export interface RetrievalBenchResult {
 }
 
 export async function measureRetrievalQuality(log: (line: string) => void = () => undefined): Promise<RetrievalBenchResult['quality']> {
-  const evalStore = buildEvalLibrary();
+  const evalLibrary = await importEvalLibrary();
+  const evalStore = evalLibrary.store;
   log(`eval library: ${JSON.stringify(evalStore.counts())}`);
   const ours: string[][] = [];
   const baseline: string[][] = [];
@@ -194,12 +195,13 @@ export async function measureRetrievalQuality(log: (line: string) => void = () =
     retrieval: { ...recall(ours, EVAL_QUESTIONS), answeredOnTopic: round(answered / EVAL_QUESTIONS.length), abstentionOffTopic: round(abstainedOurs / OFF_TOPIC_QUESTIONS.length) },
     plainBm25: { ...recall(baseline, EVAL_QUESTIONS), answeredOnTopic: 1, abstentionOffTopic: round(abstainedBaseline / OFF_TOPIC_QUESTIONS.length) },
   };
-  evalStore.close();
+  evalLibrary.dispose();
   return quality;
 }
 
 export async function measureRetrievalSpeed(log: (line: string) => void = () => undefined): Promise<RetrievalBenchResult['speed']> {
-  const store = buildSrdTimesTen();
+  const srd10 = await importSrdTimesTen();
+  const store = srd10.store;
   const library = store.counts();
   log(`SRD x10: ${JSON.stringify(library)}`);
   const queries = EVAL_QUESTIONS.filter((e) => e.expect[0]!.startsWith(SRD)).map((e) => e.q);
@@ -217,7 +219,7 @@ export async function measureRetrievalSpeed(log: (line: string) => void = () => 
           budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS },
         }),
   );
-  store.close();
+  srd10.dispose();
   return {
       library,
       queries: queries.length,
