@@ -52,6 +52,12 @@ export interface TurnOutcome {
   memoryError: string | null;
 }
 
+export class TurnInProgressError extends Error {
+  constructor(title: string) {
+    super(`a turn of '${title}' is still being generated; wait for it or cancel it first`);
+  }
+}
+
 /** How often a streaming reply is flushed to disk, so a crash keeps nearly all of it. */
 const FLUSH_INTERVAL_MS = 250;
 /** Memories written per pass at most, so catching up never stalls play. */
@@ -65,6 +71,8 @@ export class StoryEngine {
   readonly settings: EngineSettings;
   private readonly estimators = new Map<string, TokenEstimator>();
   private readonly knownContextLengths = new Map<string, number | null>();
+  /** Adventures with a turn being generated: one at a time each, or two replies would race for the head. */
+  private readonly busy = new Set<string>();
 
   constructor(
     private readonly store: PlayStore,
@@ -92,20 +100,20 @@ export class StoryEngine {
   }
 
   /** Plays an action after the head turn (or replaces a head that failed with nothing to show). */
-  takeTurn(adventureId: string, action: PlayerAction, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
+  async takeTurn(adventureId: string, action: PlayerAction, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
     const adventure = this.store.adventure(adventureId);
     return this.run(adventure, this.parentForNewAction(adventure), action, handlers);
   }
 
   /** Asks again: a sibling of the turn with the same action. The old reply stays in the tree. */
-  retry(adventureId: string, turnId?: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
+  async retry(adventureId: string, turnId?: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
     const adventure = this.store.adventure(adventureId);
     const target = this.store.turn(turnId ?? this.requireHead(adventure));
     return this.run(adventure, target.parentId, target.action, handlers);
   }
 
   /** Rewrites a turn's action and plays it: a new sibling, so the original action and reply are not lost. */
-  editAction(adventureId: string, turnId: string, text: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
+  async editAction(adventureId: string, turnId: string, text: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
     const adventure = this.store.adventure(adventureId);
     const target = this.store.turn(turnId);
     return this.run(adventure, target.parentId, { kind: target.action.kind, text }, handlers);
@@ -174,6 +182,20 @@ export class StoryEngine {
   }
 
   private async run(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
+    if (this.busy.has(adventure.id)) throw new TurnInProgressError(adventure.title);
+    this.busy.add(adventure.id);
+    try {
+      return await this.generateTurn(adventure, parentId, action, handlers);
+    } finally {
+      this.busy.delete(adventure.id);
+    }
+  }
+
+  isGenerating(adventureId: string): boolean {
+    return this.busy.has(adventureId);
+  }
+
+  private async generateTurn(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
     const model = this.settings.model;
     const parent = parentId === null ? null : this.store.turn(parentId);
     const parentState = this.stateAt(adventure, parent);

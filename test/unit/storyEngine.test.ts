@@ -78,6 +78,7 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     const user = sentMessages(1)[1]!.content;
     assert.match(user, /Refused state changes\n.*\n- persona\.name is not a tracked value\n- milestones\.crypt_opened: a milestone is sticky/);
     assert.match(sentMessages(1)[0]!.content, /You are Kaelen \(he\/him\)/);
+    assert.equal(sentMessages(1)[0]!.content, sentMessages(0)[0]!.content, 'the cacheable prefix is byte-identical across turns');
     fake.queue({ chunks: ['Quiet.'] });
     await engine.takeTurn(adventureId, { kind: 'do', text: 'wait again' });
     assert.doesNotMatch(sentMessages(2)[1]!.content, /Refused state changes/, 'a refusal is fed back once');
@@ -212,6 +213,15 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     const preview = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Sister Mara about her ledger' });
     assert.doesNotMatch(JSON.stringify(preview.sections), /keeps a ledger of every patient/);
     assert.equal(JSON.stringify(store.getSnapshot(outcome.turn.id)), before);
+  });
+
+  it('refuses a second turn on the same adventure while one is generating', async () => {
+    const engine = engineFor();
+    fake.queue({ chunks: ['Slow ', 'reply.'], chunkDelayMs: 100 });
+    const first = engine.takeTurn(adventureId, { kind: 'do', text: 'wait' });
+    await assert.rejects(engine.takeTurn(adventureId, { kind: 'do', text: 'also wait' }), /still being generated/);
+    assert.equal((await first).turn.narration, 'Slow reply.');
+    assert.equal(store.allTurns(adventureId).length, 1);
   });
 
   it('previews a context without calling the model', async () => {
