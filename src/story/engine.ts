@@ -327,13 +327,22 @@ export class StoryEngine {
     return written;
   }
 
+  /** Folds the memories written since the previous summary on this lineage into an updated summary. */
   private async updateSummary(adventure: Adventure, anchorTurnId: string): Promise<void> {
     const lineage = this.store.lineage(anchorTurnId);
-    const previous = this.store.summaryForLineage(adventure.id, lineage.slice(0, -1))?.text ?? null;
+    const previous = this.store.summaryForLineage(adventure.id, lineage.slice(0, -1));
+    const since = previous ? lineage.find((t) => t.id === previous.anchorTurnId)!.depth : -1;
     const memories = this.store
       .memoriesForLineage(adventure.id, lineage)
+      .filter((m) => (previous ? m.sourceEnd !== null && m.sourceEnd > since : true))
       .sort((a, b) => (a.sourceEnd ?? -1) - (b.sourceEnd ?? -1));
-    const messages = buildSummaryPrompt({ persona: adventure.persona, cast: await this.castFor(adventure), setting: adventure.plotEssentials, previous, memories });
+    const messages = buildSummaryPrompt({
+      persona: adventure.persona,
+      cast: await this.castFor(adventure),
+      setting: adventure.plotEssentials,
+      previous: previous?.text ?? null,
+      memories,
+    });
     const text = await this.complete(messages);
     if (text) this.store.putSummary(adventure.id, anchorTurnId, text);
   }
