@@ -183,6 +183,9 @@ export class StoryEngine {
   }
 
   private async run(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
+    if ((action.kind === 'do' || action.kind === 'say' || action.kind === 'story') && action.text.trim() === '') {
+      throw new Error(`a '${action.kind}' action needs some text`);
+    }
     if (this.busy.has(adventure.id)) throw new TurnInProgressError(adventure.title);
     this.busy.add(adventure.id);
     try {

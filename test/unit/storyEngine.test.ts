@@ -222,6 +222,8 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     await assert.rejects(engine.takeTurn(adventureId, { kind: 'do', text: 'also wait' }), /still being generated/);
     assert.equal((await first).turn.narration, 'Slow reply.');
     assert.equal(store.allTurns(adventureId).length, 1);
+    await assert.rejects(engine.takeTurn(adventureId, { kind: 'say', text: '  ' }), /a 'say' action needs some text/);
+    assert.equal(store.allTurns(adventureId).length, 1, 'an empty action stores nothing');
   });
 
   it('previews a context without calling the model', async () => {
