@@ -110,6 +110,16 @@ export class EntityNames {
     return [...this.parent.keys()].filter((k) => this.find(k) === root).map((k) => this.display.get(k)!);
   }
 
+  /** Every entity with all its declared spellings, in declaration order. */
+  entities(): { key: string; display: string; names: string[] }[] {
+    const groups = new Map<string, string[]>();
+    for (const key of this.parent.keys()) {
+      const root = this.find(key);
+      groups.set(root, [...(groups.get(root) ?? []), this.display.get(key)!]);
+    }
+    return [...groups].map(([key, names]) => ({ key, display: this.display.get(key)!, names }));
+  }
+
   private find(key: string): string {
     let root = key;
     while (this.parent.get(root) !== root) root = this.parent.get(root)!;
