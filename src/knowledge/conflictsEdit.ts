@@ -1,4 +1,5 @@
-import YAML, { isCollection, isScalar, isSeq, LineCounter } from 'yaml';
+import YAML, { isCollection, isScalar, isSeq } from 'yaml';
+import { splitFrontMatter } from './frontMatter';
 
 /**
  * "Mark as superseding": the winning source's front matter gains `supersedes: [<loser path>]`.
@@ -19,8 +20,6 @@ export interface TextEdit {
   endColumn: number;
   newText: string;
 }
-
-const FRONT_MATTER = /^---\r?\n([\s\S]*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|$)/;
 
 function yamlScalar(value: string): string {
   return YAML.stringify(value).trimEnd();
@@ -44,14 +43,16 @@ function insertionAt(text: string, offset: number, newText: string): TextEdit {
 export function supersedesEdit(text: string, supersededPath: string): TextEdit | null {
   const eol = text.includes('\r\n') ? '\r\n' : '\n';
   const entry = yamlScalar(supersededPath);
-  const match = FRONT_MATTER.exec(text);
-  if (!match) return insertionAt(text, 0, `---${eol}supersedes:${eol}  - ${entry}${eol}---${eol}`);
+  const split = splitFrontMatter(text);
+  if (!split.present) return insertionAt(text, 0, `---${eol}supersedes:${eol}  - ${entry}${eol}---${eol}`);
+  const broken = split.issues.find((i) => i.code === 'front-matter-yaml' || i.code === 'front-matter-unclosed' || i.code === 'front-matter-shape');
+  if (broken) throw new Error(broken.message);
 
-  const yamlStart = match[0].indexOf('\n') + 1;
-  const yamlText = match[1] ?? '';
-  const doc = YAML.parseDocument(yamlText, { lineCounter: new LineCounter() });
-  if (doc.errors.length > 0) throw new Error(`front matter is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
-  const closingFence = yamlStart + yamlText.length;
+  // The YAML lies between the opening fence (line 1) and the closing fence (the line before the body).
+  const yamlStart = text.indexOf('\n') + 1;
+  let closingFence = yamlStart;
+  for (let line = 2; line < split.bodyStartLine - 1; line++) closingFence = text.indexOf('\n', closingFence) + 1;
+  const doc = YAML.parseDocument(text.slice(yamlStart, closingFence));
   const node = doc.get('supersedes', true);
 
   if (node === undefined) {

@@ -25,10 +25,7 @@ entities: [Mara, Sister Mara]
 describe('canon conflicts: deterministic detection', () => {
   it('finds no conflict in the example campaign, whose canon agrees with itself', () => {
     const sources = ['canon.md', 'rules.md', 'characters/mara.md', 'characters/brother-aldric.md', 'places/old-abbey.md'].map((file) => {
-      const text = fs.readFileSync(path.join(EXAMPLE_CAMPAIGN, file), 'utf8');
-      const title = /title: (.*)/.exec(text)![1]!;
-      const entities = /entities: \[(.*)\]/.exec(text)?.[1]!.split(',').map((e) => e.trim()) ?? [];
-      return canon(file, text, { title, entities });
+      return factSourceFromText(file, fs.readFileSync(path.join(EXAMPLE_CAMPAIGN, file), 'utf8'), { class: 'canon' });
     });
     const analysis = analyzeConflicts(sources);
     assert.deepEqual(

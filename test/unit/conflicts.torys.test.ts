@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import YAML from 'yaml';
 import { analyzeConflicts, type CanonConflict } from '../../src/knowledge/conflicts';
 import { factSourceFromText } from '../../src/knowledge/factsInput';
 import { corpusPath } from '../support/corpora';
@@ -176,13 +175,7 @@ function loadCampaign(root: string) {
   const files = fs.readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md')).map((f) => f.split(path.sep).join('/'));
   return files.sort().map((file) => {
     const text = fs.readFileSync(path.join(root, file), 'utf8');
-    const fm = /^---\n([\s\S]*?)\n---/.exec(text);
-    const meta = (fm ? YAML.parse(fm[1]!) : {}) as { title?: string; entities?: string[] };
-    return factSourceFromText(file, text, {
-      title: meta.title ?? path.basename(file, '.md'),
-      entities: meta.entities ?? [],
-      class: file.startsWith('reference/') ? 'reference' : 'canon',
-    });
+    return factSourceFromText(file, text, { class: file.startsWith('reference/') ? 'reference' : 'canon' });
   });
 }
 
