@@ -134,9 +134,9 @@ export function embeddingFindings(store: KnowledgeStore, model: string | null): 
       findings.push({ severity: 'error', code: 'embedding-mismatch', message: `${row.wrong_size} of ${row.passages} passages have ${model} vectors of another size than the model now produces (${modelRow!.dimensions}); reindex to re-embed`, location: at });
     }
     if (row.old_chunking > 0 || row.state === 'stale') {
-      findings.push({ severity: 'warning', code: 'embedding-stale', message: `embeddings are stale (${row.old_chunking} made for an older chunking); reindex to re-embed with ${model}`, location: at });
-    }
-    if (row.state === 'error') {
+      const why = row.old_chunking > 0 ? `${row.old_chunking} of ${row.passages} were made for an older chunking` : 'the source changed since it was embedded';
+      findings.push({ severity: 'warning', code: 'embedding-stale', message: `embeddings are stale (${why}); reindex to re-embed with ${model}`, location: at });
+    } else if (row.state === 'error') {
       findings.push({ severity: 'warning', code: 'embedding-failed', message: `embedding with ${model} failed; lexical search still works`, location: at });
     } else if (row.missing > 0 && row.state !== 'off' && row.state !== 'pending') {
       findings.push({ severity: 'warning', code: 'embedding-missing', message: `${row.missing} of ${row.passages} passages have no ${model} embedding`, location: at });

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
+import { clearConflictDecision, listConflictDecisions, loadConflictDecisions, recordConflictDecision } from '../../src/knowledge/conflictsDecisions';
+import { analyzeStoreConflicts } from '../../src/knowledge/conflictsIndex';
+import { campaignHealth, passageRetrievalCounts } from '../../src/knowledge/health';
+import { importCampaign } from '../../src/knowledge/importer';
+import { openDatabase, type Db } from '../../src/knowledge/sqlite';
+import { KnowledgeStore } from '../../src/knowledge/store';
+import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+import { EXAMPLE_CAMPAIGN } from '../support/corpora';
+
+/** The example campaign, copied and edited the way a busy writer's campaign drifts. */
+function driftedCampaign(): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'health-'));
+  fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+  fs.appendFileSync(path.join(root, 'campaign.yaml'), 'size_cap_bytes: 4000\n');
+  fs.writeFileSync(path.join(root, 'places', 'infirmary.md'), '---\ntitle: The Infirmary\n---\n# The Infirmary\n\n## Sister Mara\n\n- **Age:** 41\n- **Home:** the Old Abbey\n');
+  fs.writeFileSync(path.join(root, 'loose-notes.md'), '# Loose notes\n\nThe ferryman charges a copper a crossing.\n');
+  fs.copyFileSync(path.join(root, 'inspiration.md'), path.join(root, 'inspiration-copy.md'));
+  fs.writeFileSync(path.join(root, 'places', 'huge.md'), `# Huge\n\n${'The river runs on. '.repeat(300)}\n`);
+  fs.writeFileSync(path.join(root, 'places', 'latin1.md'), Buffer.from([0x23, 0x20, 0x43, 0x61, 0x66, 0xe9, 0x0a]));
+  return root;
+}
+
+describe('campaign health', () => {
+  let root: string;
+  let campaign: Campaign;
+  let store: KnowledgeStore;
+  let play: Db;
+
+  before(async () => {
+    root = driftedCampaign();
+    campaign = loadCampaign(root);
+    store = KnowledgeStore.open(campaign);
+    await importCampaign(campaign, store);
+    play = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
+  });
+  after(() => {
+    store.close();
+    play.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('reports every kind of problem, each at its file, errors first', () => {
+    const health = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), playDb: play, alwaysIncludeBudget: 20, embeddingModel: null });
+    const seen = health.findings.map((f) => `${f.severity} ${f.code} ${f.location?.path}`);
+    assert.deepEqual(
+      seen.filter((s) => !s.includes('never-retrieved')),
+      [
+        'error canon-conflict characters/mara.md',
+        'error oversize places/huge.md',
+        'error encoding places/latin1.md',
+        'warning duplicate inspiration.md',
+        'warning unclassified loose-notes.md',
+        'warning always-include-over-budget rules.md',
+      ],
+    );
+    const conflict = health.findings[0]!;
+    assert.match(conflict.message, /Sister Mara — Age: "34" \(characters\/mara\.md:8\) vs "41" \(places\/infirmary\.md:8\)/);
+    assert.deepEqual(conflict.related?.map((r) => `${r.path}:${r.line}`), ['places/infirmary.md:8']);
+    assert.match(health.findings.find((f) => f.code === 'always-include-over-budget')!.message, /over its 20-token budget/);
+    // Nothing was played yet, so "never retrieved" would be noise.
+    assert.ok(!seen.some((s) => s.includes('never-retrieved')));
+    assert.equal(health.counts.error, 3);
+  });
+
+  it('an ignored conflict leaves the report, and comes back when un-ignored', () => {
+    const key = analyzeStoreConflicts(store).conflicts[0]!.key;
+    recordConflictDecision(play, campaign.id, key, 'ignored', 'the infirmary notes are old');
+    const ignored = campaignHealth({ store, conflicts: analyzeStoreConflicts(store, loadConflictDecisions(play, campaign.id)), alwaysIncludeBudget: 1000, embeddingModel: null });
+    assert.ok(!ignored.findings.some((f) => f.code === 'canon-conflict'));
+    assert.deepEqual(listConflictDecisions(play, campaign.id).map((d) => [d.key, d.decision, d.note]), [[key, 'ignored', 'the infirmary notes are old']]);
+    assert.ok(clearConflictDecision(play, campaign.id, key));
+    assert.equal(analyzeStoreConflicts(store, loadConflictDecisions(play, campaign.id)).openConflicts.length, 1);
+  });
+
+  it('finds stale and mismatched embeddings against the configured model', () => {
+    const passages = store.listPassages(store.getSourceByPath('canon.md')!.id);
+    const mara = store.listPassages(store.getSourceByPath('characters/mara.md')!.id);
+    store.db.prepare("UPDATE sources SET semantic_state = 'ready' WHERE path IN ('canon.md', 'characters/mara.md', 'rules.md')").run();
+    store.db.prepare("UPDATE sources SET semantic_state = 'stale' WHERE path = 'rules.md'").run();
+    store.db.prepare("INSERT INTO embedding_models (model, dimensions) VALUES ('nomic-embed-text', 4)").run();
+    const insert = store.db.prepare("INSERT INTO embeddings (model, content_hash, dimensions, chunking_version, vector, created_at) VALUES ('nomic-embed-text', ?, ?, ?, ?, 'now')");
+    for (const p of passages) insert.run(p.contentHash, 4, 1, Buffer.alloc(16));
+    insert.run(mara[0]!.contentHash, 8, 1, Buffer.alloc(32));
+    const health = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
+    const embedding = health.findings.filter((f) => f.code.startsWith('embedding')).map((f) => `${f.code} ${f.location?.path}`);
+    // canon.md has every vector at the right size; mara's is 8-dimensional where the model makes 4.
+    assert.deepEqual(embedding, ['embedding-mismatch characters/mara.md', 'embedding-stale rules.md']);
+    store.db.prepare("UPDATE sources SET semantic_state = 'ready' WHERE path = 'rules.md'").run();
+    const missing = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
+    assert.match(missing.findings.find((f) => f.code === 'embedding-missing' && f.location?.path === 'rules.md')!.message, /1 of 1 passages have no nomic-embed-text embedding/);
+    // Semantic search off: nothing can be stale.
+    assert.ok(!campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: null }).findings.some((f) => f.code.startsWith('embedding')));
+  });
+
+  it('names the sources no turn has used, once turns exist, and counts retrievals per passage', () => {
+    const canon = store.getSourceByPath('canon.md')!;
+    const [first, second] = store.listPassages(canon.id);
+    play.exec(`INSERT INTO adventures (id, campaign_id, title, created_at, updated_at) VALUES ('a1', '${campaign.id}', 'Test', 'now', 'now')`);
+    for (const turn of ['t1', 't2']) {
+      play.prepare("INSERT INTO turns (id, adventure_id, depth, action_kind, action, status, created_at, updated_at) VALUES (?, 'a1', 0, 'do', 'look', 'complete', 'now', 'now')").run(turn);
+      play.prepare("INSERT INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES (?, ?, ?, 1, 'matched')").run(turn, first!.id, canon.id);
+    }
+    play.prepare("INSERT INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES ('t2', ?, ?, 0, 'over budget')").run(second!.id, canon.id);
+    const counts = passageRetrievalCounts(play, [first!.id, second!.id]);
+    assert.deepEqual(counts.get(first!.id), { used: 2, considered: 2 });
+    assert.deepEqual(counts.get(second!.id), { used: 0, considered: 1 });
+    const never = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), playDb: play, alwaysIncludeBudget: 1000, embeddingModel: null })
+      .findings.filter((f) => f.code === 'never-retrieved')
+      .map((f) => f.location?.path);
+    // canon.md was used; rules.md is always included; duplicates and broken files could never be retrieved.
+    assert.deepEqual(never, ['characters/brother-aldric.md', 'characters/mara.md', 'inspiration-copy.md', 'loose-notes.md', 'places/infirmary.md', 'places/old-abbey.md', 'reference.md']);
+  });
+});
