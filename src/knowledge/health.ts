@@ -99,47 +99,46 @@ export function alwaysIncludeFindings(store: KnowledgeStore, budgetTokens: numbe
 }
 
 /**
- * Embeddings that no longer describe their passages: vectors from another chunking version, vectors whose
- * size differs from what the model produces now, passages never embedded, sources marked stale or failed.
- * With no embedding model configured there is nothing to be stale against.
+ * Embeddings that no longer describe their passages: vectors whose size differs from what the model makes
+ * now, vectors made for an older chunking, and passages with no vector (new or changed since the last
+ * embedding run, or the run failed). With no embedding model configured there is nothing to be stale against.
  */
 export function embeddingFindings(store: KnowledgeStore, model: string | null): HealthFinding[] {
   if (!model) return [];
-  const findings: HealthFinding[] = [];
   const modelRow = store.db.prepare('SELECT dimensions FROM embedding_models WHERE model = ?').get(model) as { dimensions: number } | undefined;
+  if (!modelRow) {
+    return [{ severity: 'warning', code: 'embedding-missing', message: `semantic search is set to ${model} but nothing has been embedded with it yet; reindex with Ollama reachable` }];
+  }
   const rows = store.db
     .prepare(
-      `SELECT s.path, s.semantic_state AS state,
-              count(p.id) AS passages,
+      `SELECT s.path, count(p.id) AS passages,
               sum(CASE WHEN e.content_hash IS NULL THEN 1 ELSE 0 END) AS missing,
-              sum(CASE WHEN e.chunking_version IS NOT NULL AND e.chunking_version <> ? THEN 1 ELSE 0 END) AS old_chunking,
-              sum(CASE WHEN e.dimensions IS NOT NULL AND ? IS NOT NULL AND e.dimensions <> ? THEN 1 ELSE 0 END) AS wrong_size
+              sum(CASE WHEN e.chunking_version <> ? THEN 1 ELSE 0 END) AS old_chunking,
+              sum(CASE WHEN e.dimensions <> ? THEN 1 ELSE 0 END) AS wrong_size
          FROM sources s
          JOIN passages p ON p.source_id = s.id
          LEFT JOIN embeddings e ON e.model = ? AND e.content_hash = p.content_hash
         WHERE s.campaign_id = ? AND s.enabled = 1 AND s.lexical_state = 'ready'
         GROUP BY s.id ORDER BY s.path`,
     )
-    .all(CHUNKING_VERSION, modelRow?.dimensions ?? null, modelRow?.dimensions ?? null, model, store.campaignId) as {
-    path: string;
-    state: string;
-    passages: number;
-    missing: number;
-    old_chunking: number;
-    wrong_size: number;
-  }[];
+    .all(CHUNKING_VERSION, modelRow.dimensions, model, store.campaignId) as { path: string; passages: number; missing: number; old_chunking: number; wrong_size: number }[];
+  const findings: HealthFinding[] = [];
   for (const row of rows) {
     const at = { path: row.path, line: 1 };
     if (row.wrong_size > 0) {
-      findings.push({ severity: 'error', code: 'embedding-mismatch', message: `${row.wrong_size} of ${row.passages} passages have ${model} vectors of another size than the model now produces (${modelRow!.dimensions}); reindex to re-embed`, location: at });
+      findings.push({
+        severity: 'error',
+        code: 'embedding-mismatch',
+        message: `${row.wrong_size} of ${row.passages} passages have ${model} vectors of another size than the model makes now (${modelRow.dimensions}); semantic search skips them until they are re-embedded`,
+        location: at,
+      });
     }
-    if (row.old_chunking > 0 || row.state === 'stale') {
-      const why = row.old_chunking > 0 ? `${row.old_chunking} of ${row.passages} were made for an older chunking` : 'the source changed since it was embedded';
-      findings.push({ severity: 'warning', code: 'embedding-stale', message: `embeddings are stale (${why}); reindex to re-embed with ${model}`, location: at });
-    } else if (row.state === 'error') {
-      findings.push({ severity: 'warning', code: 'embedding-failed', message: `embedding with ${model} failed; lexical search still works`, location: at });
-    } else if (row.missing > 0 && row.state !== 'off' && row.state !== 'pending') {
-      findings.push({ severity: 'warning', code: 'embedding-missing', message: `${row.missing} of ${row.passages} passages have no ${model} embedding`, location: at });
+    const stale = row.missing + row.old_chunking;
+    if (stale > 0) {
+      const why = [row.missing > 0 ? `${row.missing} never embedded or changed since` : '', row.old_chunking > 0 ? `${row.old_chunking} embedded for an older chunking` : '']
+        .filter(Boolean)
+        .join(', ');
+      findings.push({ severity: 'warning', code: 'embedding-stale', message: `${stale} of ${row.passages} passages lack a current ${model} vector (${why}); they are found lexically only until reindexed`, location: at });
     }
   }
   return findings;

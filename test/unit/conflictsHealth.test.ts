@@ -9,6 +9,7 @@ import { campaignHealth, passageRetrievalCounts } from '../../src/knowledge/heal
 import { importCampaign } from '../../src/knowledge/importer';
 import { openDatabase, type Db } from '../../src/knowledge/sqlite';
 import { KnowledgeStore } from '../../src/knowledge/store';
+import { CHUNKING_VERSION } from '../../src/knowledge/types';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 
@@ -78,21 +79,23 @@ describe('campaign health', () => {
   });
 
   it('finds stale and mismatched embeddings against the configured model', () => {
-    const passages = store.listPassages(store.getSourceByPath('canon.md')!.id);
-    const mara = store.listPassages(store.getSourceByPath('characters/mara.md')!.id);
-    store.db.prepare("UPDATE sources SET semantic_state = 'ready' WHERE path IN ('canon.md', 'characters/mara.md', 'rules.md')").run();
-    store.db.prepare("UPDATE sources SET semantic_state = 'stale' WHERE path = 'rules.md'").run();
+    const none = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
+    assert.deepEqual(none.findings.filter((f) => f.code.startsWith('embedding')).map((f) => f.code), ['embedding-missing'], 'configured but never run');
+
+    // Simulate an embedding run: every passage gets a 4-dimensional vector, then three sources drift.
     store.db.prepare("INSERT INTO embedding_models (model, dimensions) VALUES ('nomic-embed-text', 4)").run();
-    const insert = store.db.prepare("INSERT INTO embeddings (model, content_hash, dimensions, chunking_version, vector, created_at) VALUES ('nomic-embed-text', ?, ?, ?, ?, 'now')");
-    for (const p of passages) insert.run(p.contentHash, 4, 1, Buffer.alloc(16));
-    insert.run(mara[0]!.contentHash, 8, 1, Buffer.alloc(32));
+    const vector = store.db.prepare("INSERT OR REPLACE INTO embeddings (model, content_hash, dimensions, chunking_version, vector, created_at) VALUES ('nomic-embed-text', ?, ?, ?, ?, 'now')");
+    const passagesOf = (p: string) => store.listPassages(store.getSourceByPath(p)!.id);
+    for (const source of store.listSources()) for (const p of store.listPassages(source.id)) vector.run(p.contentHash, 4, CHUNKING_VERSION, Buffer.alloc(16));
+    vector.run(passagesOf('characters/mara.md')[0]!.contentHash, 8, CHUNKING_VERSION, Buffer.alloc(32));
+    vector.run(passagesOf('places/old-abbey.md')[0]!.contentHash, 4, CHUNKING_VERSION - 1, Buffer.alloc(16));
+    store.db.prepare("DELETE FROM embeddings WHERE content_hash = ?").run(passagesOf('rules.md')[0]!.contentHash);
+
     const health = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
-    const embedding = health.findings.filter((f) => f.code.startsWith('embedding')).map((f) => `${f.code} ${f.location?.path}`);
-    // canon.md has every vector at the right size; mara's is 8-dimensional where the model makes 4.
-    assert.deepEqual(embedding, ['embedding-mismatch characters/mara.md', 'embedding-stale rules.md']);
-    store.db.prepare("UPDATE sources SET semantic_state = 'ready' WHERE path = 'rules.md'").run();
-    const missing = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
-    assert.match(missing.findings.find((f) => f.code === 'embedding-missing' && f.location?.path === 'rules.md')!.message, /1 of 1 passages have no nomic-embed-text embedding/);
+    const embedding = health.findings.filter((f) => f.code.startsWith('embedding'));
+    assert.deepEqual(embedding.map((f) => `${f.code} ${f.location?.path}`), ['embedding-mismatch characters/mara.md', 'embedding-stale places/old-abbey.md', 'embedding-stale rules.md']);
+    assert.match(embedding[0]!.message, /vectors of another size than the model makes now \(4\)/);
+    assert.match(embedding[2]!.message, /1 of 1 passages lack a current nomic-embed-text vector \(1 never embedded or changed since\)/);
     // Semantic search off: nothing can be stale.
     assert.ok(!campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: null }).findings.some((f) => f.code.startsWith('embedding')));
   });
