@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
 import { clearConflictDecision, listConflictDecisions, loadConflictDecisions, recordConflictDecision } from '../../src/knowledge/conflictsDecisions';
 import { analyzeStoreConflicts } from '../../src/knowledge/conflictsIndex';
-import { campaignHealth, passageRetrievalCounts } from '../../src/knowledge/health';
+import { campaignHealth, indexHealth, passageRetrievalCounts } from '../../src/knowledge/health';
 import { importCampaign } from '../../src/knowledge/importer';
 import { openDatabase, type Db } from '../../src/knowledge/sqlite';
 import { KnowledgeStore } from '../../src/knowledge/store';
@@ -45,41 +45,45 @@ describe('campaign health', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('reports every kind of problem, each at its file, errors first', () => {
-    const health = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), playDb: play, alwaysIncludeBudget: 20, embeddingModel: null });
-    const seen = health.findings.map((f) => `${f.severity} ${f.code} ${f.location?.path}`);
-    assert.deepEqual(
-      seen.filter((s) => !s.includes('never-retrieved')),
-      [
-        'error canon-conflict characters/mara.md',
-        'error oversize places/huge.md',
-        'error encoding places/latin1.md',
-        'warning duplicate inspiration.md',
-        'warning unclassified loose-notes.md',
-        'warning always-include-over-budget rules.md',
-      ],
-    );
-    const conflict = health.findings[0]!;
-    assert.match(conflict.message, /Sister Mara — Age: "34" \(characters\/mara\.md:8\) vs "41" \(places\/infirmary\.md:8\)/);
-    assert.deepEqual(conflict.related?.map((r) => `${r.path}:${r.line}`), ['places/infirmary.md:8']);
+  it('reports every kind of problem at its file, through the same producers lint runs', async () => {
+    const health = await indexHealth(campaign, store, { playDb: play, alwaysIncludeBudget: 20 });
+    const seen = health.findings.map((f) => `${f.severity} ${f.code} ${f.path}${f.line ? `:${f.line}` : ''}`);
+    assert.deepEqual(seen, [
+      'error canon-conflict characters/mara.md:8',
+      'warning duplicate inspiration.md',
+      'info unclassified loose-notes.md',
+      'error oversize places/huge.md',
+      'error encoding places/latin1.md:1',
+      'warning always-include-over-budget rules.md',
+    ]);
+    assert.equal(health.findings[0]!.message, 'canon contradicts itself: Sister Mara — Age is "34" here but "41" in places/infirmary.md:8');
     assert.match(health.findings.find((f) => f.code === 'always-include-over-budget')!.message, /over its 20-token budget/);
     // Nothing was played yet, so "never retrieved" would be noise.
-    assert.ok(!seen.some((s) => s.includes('never-retrieved')));
-    assert.equal(health.counts.error, 3);
+    assert.equal(health.errors, 3);
   });
 
-  it('an ignored conflict leaves the report, and comes back when un-ignored', () => {
+  it('gives CI the same findings from the files alone, writing nothing into the campaign', async () => {
+    const before = fs.statSync(campaign.indexPath).mtimeMs;
+    const report = await campaignHealth(campaign, { alwaysIncludeBudget: 20 });
+    assert.deepEqual(
+      report.findings.map((f) => f.code),
+      (await indexHealth(campaign, store, { alwaysIncludeBudget: 20 })).findings.map((f) => f.code),
+    );
+    assert.equal(fs.statSync(campaign.indexPath).mtimeMs, before);
+  });
+
+  it('an ignored conflict leaves the report, and comes back when un-ignored', async () => {
     const key = analyzeStoreConflicts(store).conflicts[0]!.key;
     recordConflictDecision(play, campaign.id, key, 'ignored', 'the infirmary notes are old');
-    const ignored = campaignHealth({ store, conflicts: analyzeStoreConflicts(store, loadConflictDecisions(play, campaign.id)), alwaysIncludeBudget: 1000, embeddingModel: null });
+    const ignored = await indexHealth(campaign, store, { playDb: play });
     assert.ok(!ignored.findings.some((f) => f.code === 'canon-conflict'));
     assert.deepEqual(listConflictDecisions(play, campaign.id).map((d) => [d.key, d.decision, d.note]), [[key, 'ignored', 'the infirmary notes are old']]);
     assert.ok(clearConflictDecision(play, campaign.id, key));
     assert.equal(analyzeStoreConflicts(store, loadConflictDecisions(play, campaign.id)).openConflicts.length, 1);
   });
 
-  it('finds stale and mismatched embeddings against the configured model', () => {
-    const none = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
+  it('finds stale and mismatched embeddings against the configured model', async () => {
+    const none = await indexHealth(campaign, store, { embeddingModel: 'nomic-embed-text' });
     assert.deepEqual(none.findings.filter((f) => f.code.startsWith('embedding')).map((f) => f.code), ['embedding-missing'], 'configured but never run');
 
     // Simulate an embedding run: every passage gets a 4-dimensional vector, then three sources drift.
@@ -91,16 +95,19 @@ describe('campaign health', () => {
     vector.run(passagesOf('places/old-abbey.md')[0]!.contentHash, 4, CHUNKING_VERSION - 1, Buffer.alloc(16));
     store.db.prepare("DELETE FROM embeddings WHERE content_hash = ?").run(passagesOf('rules.md')[0]!.contentHash);
 
-    const health = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: 'nomic-embed-text' });
+    const health = await indexHealth(campaign, store, { embeddingModel: 'nomic-embed-text' });
     const embedding = health.findings.filter((f) => f.code.startsWith('embedding'));
-    assert.deepEqual(embedding.map((f) => `${f.code} ${f.location?.path}`), ['embedding-mismatch characters/mara.md', 'embedding-stale places/old-abbey.md', 'embedding-stale rules.md']);
+    assert.deepEqual(embedding.map((f) => `${f.code} ${f.path}`), ['embedding-mismatch characters/mara.md', 'embedding-stale places/old-abbey.md', 'embedding-stale rules.md']);
     assert.match(embedding[0]!.message, /vectors of another size than the model makes now \(4\)/);
     assert.match(embedding[2]!.message, /1 of 1 passages lack a current nomic-embed-text vector \(1 never embedded or changed since\)/);
     // Semantic search off: nothing can be stale.
-    assert.ok(!campaignHealth({ store, conflicts: analyzeStoreConflicts(store), alwaysIncludeBudget: 1000, embeddingModel: null }).findings.some((f) => f.code.startsWith('embedding')));
+    assert.ok(!(await indexHealth(campaign, store)).findings.some((f) => f.code.startsWith('embedding')));
+    // CI reads the campaign's own embedding cache against a fresh index of the files: same verdict.
+    const ci = await campaignHealth(campaign, { embeddingModel: 'nomic-embed-text' });
+    assert.deepEqual(ci.findings.filter((f) => f.code.startsWith('embedding')).map((f) => `${f.code} ${f.path}`), embedding.map((f) => `${f.code} ${f.path}`));
   });
 
-  it('names the sources no turn has used, once turns exist, and counts retrievals per passage', () => {
+  it('names the sources no turn has used, once turns exist, and counts retrievals per passage', async () => {
     const canon = store.getSourceByPath('canon.md')!;
     const [first, second] = store.listPassages(canon.id);
     play.exec(`INSERT INTO adventures (id, campaign_id, title, created_at, updated_at) VALUES ('a1', '${campaign.id}', 'Test', 'now', 'now')`);
@@ -112,9 +119,7 @@ describe('campaign health', () => {
     const counts = passageRetrievalCounts(play, [first!.id, second!.id]);
     assert.deepEqual(counts.get(first!.id), { used: 2, considered: 2 });
     assert.deepEqual(counts.get(second!.id), { used: 0, considered: 1 });
-    const never = campaignHealth({ store, conflicts: analyzeStoreConflicts(store), playDb: play, alwaysIncludeBudget: 1000, embeddingModel: null })
-      .findings.filter((f) => f.code === 'never-retrieved')
-      .map((f) => f.location?.path);
+    const never = (await indexHealth(campaign, store, { playDb: play })).findings.filter((f) => f.code === 'never-retrieved').map((f) => f.path);
     // canon.md was used; rules.md is always included; duplicates and broken files could never be retrieved.
     assert.deepEqual(never, ['characters/brother-aldric.md', 'characters/mara.md', 'inspiration-copy.md', 'loose-notes.md', 'places/infirmary.md', 'places/old-abbey.md', 'reference.md']);
   });
