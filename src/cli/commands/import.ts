@@ -2,6 +2,7 @@ import path from 'node:path';
 import { CampaignError, findCampaignRoot } from '../../knowledge/campaign';
 import { LorebookError, type UnmappedField } from '../../knowledge/lorebook';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, type LorebookImportResult } from '../../knowledge/lorebookImport';
+import { BundleError, importCampaignBundle } from '../../story/bundle';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/types';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 
@@ -69,6 +70,32 @@ export const importLorebookCommand: Command = {
       if (error instanceof LorebookError || error instanceof CampaignError) {
         return refuse(io, args, 'import-lorebook', error.message);
       }
+      throw error;
+    }
+  },
+};
+
+export const importCommand: Command = {
+  name: 'import',
+  summary: 'restore a campaign bundle into a new folder (files, adventures; the index is rebuilt)',
+  usage: 'storyteller import <bundle> --into <new-dir> [--json]',
+  options: { into: { type: 'string' } },
+  async run(args, io) {
+    const [bundle, ...extra] = args.positionals;
+    if (!bundle || extra.length > 0) throw new UsageError('give exactly one bundle file');
+    const into = stringOption(args, 'into');
+    if (!into) throw new UsageError('--into <dir> is required: a new or empty folder for the campaign');
+    try {
+      const summary = await importCampaignBundle(path.resolve(io.cwd, bundle), path.resolve(io.cwd, into));
+      emit(io, args, summary, () =>
+        [
+          `Restored campaign ${summary.campaignId} into ${path.relative(io.cwd, summary.target) || summary.target}: ${summary.files} files.`,
+          `Play data: ${Object.entries(summary.playRows).map(([t, n]) => `${t} ${n}`).join(', ') || 'none'}.`,
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'import', error.message);
       throw error;
     }
   },

@@ -1,0 +1,44 @@
+import path from 'node:path';
+import { CampaignError } from '../../knowledge/campaign';
+import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../story/bundle';
+import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
+import { campaignRootOption, refuse } from './import';
+
+function campaignArgument(positionals: string[], cwd: string): string {
+  if (positionals.length > 1) throw new UsageError('give at most one campaign folder');
+  return campaignRootOption(positionals[0], cwd);
+}
+
+export const exportCommand: Command = {
+  name: 'export',
+  summary: 'write the whole campaign (files, source metadata, adventures) to one bundle file',
+  usage: `storyteller export [campaign-dir] --out <file${BUNDLE_EXTENSION}> [--embeddings] [--force] [--json]`,
+  options: {
+    out: { type: 'string' },
+    embeddings: { type: 'boolean', default: false },
+    force: { type: 'boolean', default: false },
+  },
+  async run(args, io) {
+    const out = stringOption(args, 'out');
+    if (!out) throw new UsageError(`--out is required (for example campaign${BUNDLE_EXTENSION})`);
+    const root = campaignArgument(args.positionals, io.cwd);
+    try {
+      const summary = await exportCampaignBundle(root, path.resolve(io.cwd, out), {
+        embeddings: args.values.embeddings === true,
+        force: args.values.force === true,
+      });
+      emit(io, args, summary, () =>
+        [
+          `Exported ${summary.files} files (${summary.sources} indexed sources) to ${path.relative(io.cwd, summary.file) || summary.file}.`,
+          `Play data: ${Object.entries(summary.playRows).map(([t, n]) => `${t} ${n}`).join(', ') || 'none'}.`,
+          args.values.embeddings === true ? `Embeddings: ${summary.embeddings} vectors with their model metadata.` : 'Embeddings left out (rebuilt after import).',
+          ...summary.skipped.map((p) => `Skipped (not a regular file): ${p}`),
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'export', error.message);
+      throw error;
+    }
+  },
+};
