@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../knowledge/campaign';
+import { importCampaign, type ImportReport } from '../knowledge/importer';
 import { INDEX_MIGRATIONS } from '../knowledge/indexSchema';
 import { migrate, openDatabase, type Db, type Migration } from '../knowledge/sqlite';
 import { KnowledgeStore } from '../knowledge/store';
@@ -326,20 +327,22 @@ export interface ExportSummary {
   skipped: string[];
 }
 
-/** Builds the bundle of a campaign in memory. The campaign folder and its databases are only read. */
-export function buildBundle(campaign: Campaign, options: ExportOptions = {}): { bundle: CampaignBundle; summary: ExportSummary } {
-  const { files: paths, skipped } = walkCampaign(campaign.root);
+/**
+ * Builds the bundle of a campaign in memory. The index is first brought up to date (it is derived, and the
+ * metadata must describe the files as they are); the campaign's files and play data are only read.
+ */
+export async function buildBundle(campaign: Campaign, options: ExportOptions = {}): Promise<{ bundle: CampaignBundle; summary: ExportSummary }> {
   const sources = new Map<string, SourceRecord>();
   let embeddings: BundleDatabase | null = null;
-  if (fs.existsSync(campaign.indexPath)) {
-    const store = KnowledgeStore.open(campaign);
-    try {
-      for (const source of store.listSources()) sources.set(source.path, source);
-      if (options.embeddings) embeddings = dumpDatabase(store.db, EMBEDDING_TABLES);
-    } finally {
-      store.close();
-    }
+  const store = KnowledgeStore.open(campaign);
+  try {
+    await importCampaign(campaign, store);
+    for (const source of store.listSources()) sources.set(source.path, source);
+    if (options.embeddings) embeddings = dumpDatabase(store.db, EMBEDDING_TABLES);
+  } finally {
+    store.close();
   }
+  const { files: paths, skipped } = walkCampaign(campaign.root);
   const files: BundleFile[] = paths.map((relPath) => {
     const bytes = fs.readFileSync(path.join(campaign.root, ...relPath.split('/')));
     const source = sources.get(relPath);
@@ -376,11 +379,15 @@ export function buildBundle(campaign: Campaign, options: ExportOptions = {}): { 
 }
 
 /** Writes the bundle of the campaign at `campaignRoot` to `outFile` (atomically; an existing file only with `force`). */
-export function exportCampaignBundle(campaignRoot: string, outFile: string, options: ExportOptions & { force?: boolean } = {}): ExportSummary & { file: string } {
+export async function exportCampaignBundle(
+  campaignRoot: string,
+  outFile: string,
+  options: ExportOptions & { force?: boolean } = {},
+): Promise<ExportSummary & { file: string }> {
   const campaign = loadCampaign(campaignRoot);
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new BundleError(out, 'already exists; choose another name or pass --force to replace it');
-  const { bundle, summary } = buildBundle(campaign, options);
+  const { bundle, summary } = await buildBundle(campaign, options);
   const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     fs.writeFileSync(temp, serializeBundle(bundle), { flag: 'wx' });
@@ -490,11 +497,6 @@ function checkDatabase(file: string, db: BundleDatabase | null, what: string, li
 
 export interface ImportBundleOptions {
   limits?: BundleLimits;
-  /**
-   * Rebuilds the index of the restored campaign (the knowledge importer). Runs inside the temporary folder
-   * before it is renamed, so a failure leaves nothing behind.
-   */
-  reindex?: (campaign: Campaign) => Promise<void>;
 }
 
 export interface ImportBundleSummary {
@@ -503,6 +505,8 @@ export interface ImportBundleSummary {
   files: number;
   playRows: Record<string, number>;
   embeddings: number;
+  /** The rebuilt index: sources per outcome (indexed, duplicate, error...). */
+  index: ImportReport['counts'];
 }
 
 /** Restores a bundle into `targetDir`, which must not exist or be an empty folder. All or nothing. */
@@ -524,6 +528,7 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   }
   fs.mkdirSync(path.dirname(target), { recursive: true });
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
+  let counts: ImportReport['counts'];
   try {
     fs.mkdirSync(temp);
     for (const member of files) {
@@ -534,7 +539,15 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     const campaign = loadCampaign(temp);
     if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
     if (bundle.embeddings) restoreDatabase(campaign.indexPath, INDEX_MIGRATIONS, bundle.embeddings, 'embedding', file);
-    await options.reindex?.(campaign);
+    // Indexed inside the temporary folder, so a failure here also leaves nothing behind.
+    const store = KnowledgeStore.open(campaign);
+    let index: ImportReport;
+    try {
+      index = await importCampaign(campaign, store);
+    } finally {
+      store.close();
+    }
+    counts = index.counts;
     if (fs.existsSync(target)) fs.rmdirSync(target);
     fs.renameSync(temp, target);
   } catch (error) {
@@ -547,6 +560,7 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     files: files.length,
     playRows: Object.fromEntries((bundle.play?.tables ?? []).map((t) => [t.name, t.rows.length])),
     embeddings: bundle.embeddings?.tables.find((t) => t.name === 'embeddings')?.rows.length ?? 0,
+    index: counts,
   };
 }
 

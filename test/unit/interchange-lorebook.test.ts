@@ -2,14 +2,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import zlib from 'node:zlib';
 import YAML from 'yaml';
-import { runCli } from '../../src/cli/run';
 import { LorebookError, parseLorebook, type ParsedLorebook } from '../../src/knowledge/lorebook';
+import { exportCampaignWorldInfo } from '../../src/knowledge/lorebookExport';
 import { importLorebookFile, portableSlug } from '../../src/knowledge/lorebookImport';
+import { loadCampaign } from '../../src/knowledge/campaign';
+import { importCampaign } from '../../src/knowledge/importer';
+import { KnowledgeStore } from '../../src/knowledge/store';
 import { readPngTextChunks } from '../../src/knowledge/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
+import { listTree, runCliCaptured } from '../support/interchange';
 
 const LOREBOOKS = corpusPath('lorebooks');
 const sample = (name: string): string => path.join(LOREBOOKS, name);
@@ -36,10 +39,6 @@ function readEntryFile(file: string): { meta: Record<string, unknown>; body: str
   const match = /^---\n([\s\S]*?)\n---\n/.exec(text);
   assert.ok(match, `${file} opens with front matter`);
   return { meta: YAML.parse(match[1]!) as Record<string, unknown>, body: text.slice(match[0].length) };
-}
-
-function listTree(dir: string): string[] {
-  return (fs.readdirSync(dir, { recursive: true }) as string[]).map((p) => p.split(path.sep).join('/')).sort();
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {
@@ -267,6 +266,33 @@ describe('lorebook import: writing campaign markdown', () => {
     );
   });
 
+  it('writes front matter the knowledge importer reads as mapped: class, entities, tags, always_include, enabled', async () => {
+    const data = readJson('Eldoria.worldinfo.st-current.json') as { entries: Record<string, Record<string, unknown>> };
+    Object.assign(data.entries['0']!, { constant: true });
+    Object.assign(data.entries['1']!, { disable: true, keysecondary: ['night'], selectiveLogic: 3 });
+    const file = path.join(dir, 'Eldoria varied.json');
+    fs.writeFileSync(file, JSON.stringify(data));
+    importLorebookFile(file, { campaignRoot: campaign, class: 'reference', folder: 'lore/eldoria' });
+    const store = KnowledgeStore.inMemory('westhaven');
+    const report = await importCampaign(loadCampaign(campaign), store);
+    const lore = report.files.filter((f) => f.path.startsWith('lore/'));
+    assert.deepEqual(lore.map((f) => [f.path, f.outcome, f.issues.length]), [
+      ['lore/eldoria/eldoria.md', 'indexed', 0],
+      ['lore/eldoria/glade.md', 'indexed', 0],
+      ['lore/eldoria/power.md', 'indexed', 0],
+      ['lore/eldoria/shadowfang.md', 'indexed', 0],
+    ]);
+    const eldoria = store.getSourceByPath('lore/eldoria/eldoria.md')!;
+    assert.deepEqual(
+      { class: eldoria.class, origin: eldoria.classOrigin.kind, title: eldoria.title, entities: eldoria.entities, always: eldoria.alwaysInclude, enabled: eldoria.enabled },
+      { class: 'reference', origin: 'front-matter', title: 'eldoria', entities: ELDORIA_KEYS[0], always: true, enabled: true },
+    );
+    const shadowfang = store.getSourceByPath('lore/eldoria/shadowfang.md')!;
+    assert.equal(shadowfang.enabled, false);
+    assert.deepEqual(shadowfang.tags, ['night']);
+    store.close();
+  });
+
   describe('bad input: a clear reason naming the file, and nothing written', () => {
     const png = (): Buffer => fs.readFileSync(sample('default_Seraphina.card-v2.png'));
     const json = (): Buffer => fs.readFileSync(sample('Eldoria.worldinfo.st-current.json'));
@@ -346,19 +372,7 @@ describe('lorebook import: CLI', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    let stdout = '';
-    let stderr = '';
-    const sink = (append: (s: string) => void): Writable =>
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          append(chunk.toString());
-          done();
-        },
-      });
-    const code = await runCli(argv, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)), cwd: campaign });
-    return { code, stdout, stderr };
-  }
+  const cli = (argv: string[]) => runCliCaptured(argv, campaign);
 
   it('imports from inside the campaign and prints the field report', async () => {
     const { code, stdout } = await cli(['import-lorebook', sample('Eldoria.worldinfo.st-2024-09.json'), '--class', 'inspiration']);
@@ -384,5 +398,56 @@ describe('lorebook import: CLI', () => {
     assert.equal(code, 3);
     assert.match((JSON.parse(stdout) as { error: string }).error, /bad\.json: the file is not valid JSON/);
     assert.ok(!fs.existsSync(path.join(campaign, 'lore')));
+  });
+});
+
+describe('lorebook export: canon as SillyTavern World Info', () => {
+  let dir: string;
+  let campaign: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-lorebook-export-'));
+    campaign = path.join(dir, 'campaign');
+    fs.cpSync(EXAMPLE_CAMPAIGN, campaign, { recursive: true });
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('exports only canon, and a lorebook imported as canon comes back with its keys, text and flags', async () => {
+    const data = readJson('Eldoria.worldinfo.st-current.json') as { entries: Record<string, Record<string, unknown>> };
+    Object.assign(data.entries['0']!, { constant: true });
+    Object.assign(data.entries['1']!, { disable: true });
+    const original = path.join(dir, 'eldoria.json');
+    fs.writeFileSync(original, JSON.stringify(data));
+    importLorebookFile(original, { campaignRoot: campaign, class: 'canon' });
+    const out = path.join(dir, 'world.json');
+    const result = await exportCampaignWorldInfo(campaign, out);
+
+    const back = parseLorebook(out, fs.readFileSync(out));
+    assert.equal(back.format, 'sillytavern-world-info');
+    const byTitle = new Map(back.entries.map((e) => [e.title, e]));
+    const before = parseLorebook(original, fs.readFileSync(original));
+    for (const entry of before.entries) {
+      const exported = byTitle.get(entry.title)!;
+      assert.deepEqual(
+        { keys: exported.keys, content: exported.content, always: exported.alwaysInclude, enabled: exported.enabled },
+        { keys: entry.keys, content: entry.content, always: entry.alwaysInclude, enabled: entry.enabled },
+        entry.title,
+      );
+    }
+    const paths = result.entries.map((e) => e.path);
+    assert.ok(paths.includes('characters/mara.md') && paths.includes('canon.md'));
+    assert.ok(!paths.includes('reference.md') && !paths.includes('inspiration.md'), 'reference and inspiration stay out');
+    assert.deepEqual(byTitle.get('Sister Mara')!.keys, ['Mara', 'Sister Mara']);
+    assert.ok(!byTitle.get('Sister Mara')!.content.startsWith('---'), 'front matter is not part of the entry text');
+    assert.deepEqual(result.keyedByTitle, ['rules.md']);
+  });
+
+  it('answers the CLI with --json and refuses to overwrite without --force', async () => {
+    const first = await runCliCaptured(['export-lorebook', '--out', '../world.json', '--json'], campaign);
+    assert.equal(first.code, 0, first.stderr);
+    assert.ok((JSON.parse(first.stdout) as { entries: unknown[] }).entries.length > 0);
+    const again = await runCliCaptured(['export-lorebook', '--out', '../world.json'], campaign);
+    assert.equal(again.code, 3);
+    assert.match(again.stderr, /world\.json: already exists/);
+    assert.equal((await runCliCaptured(['export-lorebook', '--out', '../world.json', '--force'], campaign)).code, 0);
   });
 });

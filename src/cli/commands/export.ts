@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
+import { LorebookError } from '../../knowledge/lorebook';
+import { exportCampaignWorldInfo } from '../../knowledge/lorebookExport';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../story/bundle';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
@@ -38,6 +40,32 @@ export const exportCommand: Command = {
       return EXIT.ok;
     } catch (error) {
       if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'export', error.message);
+      throw error;
+    }
+  },
+};
+
+export const exportLorebookCommand: Command = {
+  name: 'export-lorebook',
+  summary: "write the campaign's canon as a SillyTavern World Info file",
+  usage: 'storyteller export-lorebook [campaign-dir] --out <world.json> [--force] [--json]',
+  options: { out: { type: 'string' }, force: { type: 'boolean', default: false } },
+  async run(args, io) {
+    const out = stringOption(args, 'out');
+    if (!out) throw new UsageError('--out is required (for example world.json)');
+    const root = campaignArgument(args.positionals, io.cwd);
+    try {
+      const result = await exportCampaignWorldInfo(root, path.resolve(io.cwd, out), { force: args.values.force === true });
+      emit(io, args, result, () =>
+        [
+          `Exported ${result.entries.length} canon entries to ${path.relative(io.cwd, result.file) || result.file}.`,
+          ...result.keyedByTitle.map((p) => `Keyed by its title (no entities): ${p}`),
+          ...result.skipped.map((s) => `Left out: ${s.path}: ${s.reason}`),
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof LorebookError || error instanceof CampaignError) return refuse(io, args, 'export-lorebook', error.message);
       throw error;
     }
   },

@@ -1,7 +1,9 @@
 import path from 'node:path';
-import { CampaignError, findCampaignRoot } from '../../knowledge/campaign';
+import { CampaignError, findCampaignRoot, loadCampaign } from '../../knowledge/campaign';
+import { indexFile, type FileOutcome } from '../../knowledge/importer';
 import { LorebookError, type UnmappedField } from '../../knowledge/lorebook';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, type LorebookImportResult } from '../../knowledge/lorebookImport';
+import { KnowledgeStore } from '../../knowledge/store';
 import { BundleError, importCampaignBundle } from '../../story/bundle';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/types';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
@@ -30,13 +32,29 @@ function describeUnmapped(fields: readonly UnmappedField[]): string[] {
   ];
 }
 
-function describeLorebookImport(result: LorebookImportResult, cwd: string): string {
+/** Indexes the new files at once, so they are searchable from the shell; the extension's watcher would do the same. */
+async function indexLoreFiles(campaignRoot: string, paths: readonly string[]): Promise<FileOutcome[]> {
+  const campaign = loadCampaign(campaignRoot);
+  const store = KnowledgeStore.open(campaign);
+  try {
+    const outcomes: FileOutcome[] = [];
+    for (const relPath of paths) outcomes.push(...(await indexFile(campaign, store, relPath)).files);
+    return outcomes;
+  } finally {
+    store.close();
+  }
+}
+
+function describeLorebookImport(result: LorebookImportResult, cwd: string, indexed: readonly FileOutcome[]): string {
+  const problems = indexed.flatMap((o) => o.issues.map((i) => `  ${o.path}${i.line ? `:${i.line}` : ''}: ${i.severity}: ${i.message}`));
   const width = Math.max(...result.written.map((w) => w.path.length));
   return [
     `Imported ${result.written.length} entries from ${result.formatName} ${path.relative(cwd, result.file) || result.file}${result.bookName ? ` (${result.bookName})` : ''} into ${result.folder}/ as ${result.class}:`,
     ...result.written.map((w) => `  ${w.path.padEnd(width)}  ${w.title} (entry ${w.entryId})`),
     ...describeUnmapped(result.unmapped),
     ...result.notes.map((n) => `Note: ${n}`),
+    `Indexed ${indexed.filter((o) => o.outcome === 'indexed').length} of ${indexed.length} new files.`,
+    ...problems,
   ].join('\n');
 }
 
@@ -64,7 +82,8 @@ export const importLorebookCommand: Command = {
         class: cls as KnowledgeClass,
         ...(folder !== undefined ? { folder } : {}),
       });
-      emit(io, args, result, () => describeLorebookImport(result, io.cwd));
+      const indexed = await indexLoreFiles(campaignRoot, result.written.map((w) => w.path));
+      emit(io, args, { ...result, indexed }, () => describeLorebookImport(result, io.cwd, indexed));
       return EXIT.ok;
     } catch (error) {
       if (error instanceof LorebookError || error instanceof CampaignError) {

@@ -1,6 +1,8 @@
 import type { Command } from '../command';
-import { exportCommand } from './export';
+import { contextCommand } from './context';
+import { exportCommand, exportLorebookCommand } from './export';
 import { importCommand, importLorebookCommand } from './import';
+import { searchCommand } from './search';
 
 /** Every CLI command, in the order `storyteller --help` lists them. Each lives in its own file. */
-export const COMMANDS: Command[] = [exportCommand, importCommand, importLorebookCommand];
+export const COMMANDS: Command[] = [searchCommand, contextCommand, exportCommand, importCommand, importLorebookCommand, exportLorebookCommand];
