@@ -1,0 +1,240 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A loopback HTTP server that speaks Ollama's documented API (../shared/reference/ollama-api.md) closely
+ * enough for the real `ollama` client: NDJSON streaming with a final `done` chunk carrying counts,
+ * `{"error": …}` bodies with real status codes, 404 for an unknown model, an error line after streaming
+ * began. Tests script what it says and read what it was asked.
+ */
+
+export interface ChatScript {
+  /** Content pieces, streamed one NDJSON line each (or joined when the request is not streaming). */
+  chunks?: string[];
+  promptEvalCount?: number;
+  evalCount?: number;
+  /** Delay between streamed chunks. */
+  chunkDelayMs?: number;
+  /** Delay before the first byte (for timeouts). */
+  delayMs?: number;
+  /** After this many chunks, write `{"error": message}` with status 200, as Ollama does mid-stream. */
+  errorAfterChunks?: { after: number; message: string };
+  /** Close the stream without the final done chunk. */
+  endWithoutDone?: boolean;
+  /** Fail before any byte with this status and `{"error": error}`. */
+  status?: number;
+  error?: string;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  body: unknown;
+}
+
+export interface EmbedBehaviour {
+  /** Fail every embed request with this status and error text. */
+  fail?: { status: number; error: string };
+  /** Return vectors of this many dimensions instead of the model's own. */
+  dimensionsOverride?: number;
+  delayMs?: number;
+}
+
+export interface FakeOllamaOptions {
+  /** Chat/generate models the server "has pulled". */
+  chatModels?: string[];
+  /** Embedding models and their dimensions. */
+  embedModels?: Record<string, number>;
+  contextLength?: number;
+}
+
+const STOP_WORDS = new Set(
+  'a an and are as at be by for from has have he her his i in is it its of on or she that the their them they this to was were will with you your'.split(
+    ' ',
+  ),
+);
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/**
+ * A deterministic embedding with meaning: texts that share content words point the same way. A constant
+ * component gives unrelated texts a positive baseline similarity, as real embedding models do, so a
+ * fixed floor of 0 would be wrong and calibration has something to measure.
+ */
+export function bagOfWordsEmbedding(text: string, dimensions: number): number[] {
+  const vector = new Array<number>(dimensions).fill(0);
+  const words = text
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 2 && !STOP_WORDS.has(w))
+    .map((w) => w.replace(/(ing|ed|es|s)$/, ''));
+  for (const word of words) {
+    const h = fnv1a(word);
+    vector[1 + (h % (dimensions - 1))]! += (h & 0x100) === 0 ? 1 : -1;
+  }
+  const norm = Math.hypot(...vector) || 1;
+  const baseline = 0.75;
+  vector[0] = baseline;
+  const scaled = vector.map((v, i) => (i === 0 ? v : v / norm));
+  const total = Math.hypot(...scaled);
+  return scaled.map((v) => v / total);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class FakeOllama {
+  readonly requests: RecordedRequest[] = [];
+  /** Replies for /api/chat and /api/generate, used in order; when empty, `defaultReply` answers. */
+  readonly replies: ChatScript[] = [];
+  defaultReply: ChatScript = { chunks: ['The fog ', 'thickens.'] };
+  embed: EmbedBehaviour = {};
+  readonly chatModels: Set<string>;
+  readonly embedModels: Map<string, number>;
+
+  private constructor(
+    private readonly server: http.Server,
+    readonly url: string,
+    options: FakeOllamaOptions,
+    private readonly contextLength: number,
+  ) {
+    this.chatModels = new Set(options.chatModels ?? ['llama3.2']);
+    this.embedModels = new Map(Object.entries(options.embedModels ?? { 'nomic-embed-text': 64 }));
+  }
+
+  static async start(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
+    const server = http.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const fake = new FakeOllama(server, `http://127.0.0.1:${port}`, options, options.contextLength ?? 8192);
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void fake.handle(req, res));
+    return fake;
+  }
+
+  queue(...scripts: ChatScript[]): void {
+    this.replies.push(...scripts);
+  }
+
+  requestsTo(path: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.path === path);
+  }
+
+  /** Stops listening: afterwards the URL refuses connections, which is how "server down" looks. */
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const raw = await new Promise<string>((resolve) => {
+      let data = '';
+      req.on('data', (chunk: Buffer) => (data += chunk.toString('utf8')));
+      req.on('end', () => resolve(data));
+    });
+    let body: Record<string, unknown> = {};
+    if (raw) {
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch (error) {
+        return this.fail(res, 400, String(error));
+      }
+    }
+    const path = (req.url ?? '/').split('?')[0]!;
+    this.requests.push({ method: req.method ?? 'GET', path, body });
+    const model = typeof body.model === 'string' ? body.model : '';
+    switch (path) {
+      case '/api/version':
+        return this.json(res, 200, { version: '0.12.0' });
+      case '/api/tags':
+        return this.json(res, 200, {
+          models: [...this.chatModels, ...this.embedModels.keys()].map((name) => ({ name, model: name, size: 1, digest: 'fake' })),
+        });
+      case '/api/show':
+        if (!this.chatModels.has(model) && !this.embedModels.has(model)) return this.fail(res, 404, `model '${model}' not found`);
+        return this.json(res, 200, { details: { family: 'fake' }, model_info: { 'general.architecture': 'fake', 'fake.context_length': this.contextLength } });
+      case '/api/embed':
+        return this.handleEmbed(res, model, body);
+      case '/api/chat':
+      case '/api/generate':
+        return this.handleGeneration(res, path, model, body);
+      default:
+        return this.fail(res, 404, '404 page not found');
+    }
+  }
+
+  private async handleEmbed(res: http.ServerResponse, model: string, body: Record<string, unknown>): Promise<void> {
+    if (this.embed.delayMs) await sleep(this.embed.delayMs);
+    if (this.embed.fail) return this.fail(res, this.embed.fail.status, this.embed.fail.error);
+    const dims = this.embedModels.get(model);
+    if (dims === undefined) return this.fail(res, 404, `model '${model}' not found`);
+    const input = body.input;
+    const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
+    if (!texts || texts.some((t) => typeof t !== 'string')) return this.fail(res, 400, 'invalid input type');
+    const size = this.embed.dimensionsOverride ?? dims;
+    return this.json(res, 200, { model, embeddings: (texts as string[]).map((t) => bagOfWordsEmbedding(t, size)), prompt_eval_count: texts.length });
+  }
+
+  private async handleGeneration(res: http.ServerResponse, path: string, model: string, body: Record<string, unknown>): Promise<void> {
+    const script = this.replies.shift() ?? this.defaultReply;
+    if (script.delayMs) await sleep(script.delayMs);
+    if (res.destroyed) return;
+    if (script.status) return this.fail(res, script.status, script.error ?? 'the model failed to generate a response');
+    if (!this.chatModels.has(model)) return this.fail(res, 404, `model '${model}' not found`);
+    const chunks = script.chunks ?? [];
+    const field = (content: string) =>
+      path === '/api/chat' ? { message: { role: 'assistant', content } } : { response: content };
+    const done = {
+      model,
+      created_at: new Date().toISOString(),
+      ...field(''),
+      done: true,
+      done_reason: 'stop',
+      prompt_eval_count: script.promptEvalCount ?? 100,
+      eval_count: script.evalCount ?? chunks.length,
+      total_duration: 1,
+    };
+    if (body.stream === false) {
+      return this.json(res, 200, { ...done, ...field(chunks.join('')) });
+    }
+    res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+    for (let i = 0; i < chunks.length; i++) {
+      if (script.errorAfterChunks && i === script.errorAfterChunks.after) {
+        res.end(`${JSON.stringify({ error: script.errorAfterChunks.message })}\n`);
+        return;
+      }
+      if (res.destroyed) return;
+      res.write(`${JSON.stringify({ model, created_at: new Date().toISOString(), ...field(chunks[i]!), done: false })}\n`);
+      if (script.chunkDelayMs) await sleep(script.chunkDelayMs);
+    }
+    if (script.errorAfterChunks && script.errorAfterChunks.after >= chunks.length) {
+      res.end(`${JSON.stringify({ error: script.errorAfterChunks.message })}\n`);
+      return;
+    }
+    res.end(script.endWithoutDone ? '' : `${JSON.stringify(done)}\n`);
+  }
+
+  private json(res: http.ServerResponse, status: number, data: unknown): void {
+    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify(data));
+  }
+
+  private fail(res: http.ServerResponse, status: number, error: string): void {
+    this.json(res, status, { error });
+  }
+}
+
+/** A loopback URL nothing listens on. */
+export async function unusedLoopbackUrl(): Promise<string> {
+  const fake = await FakeOllama.start();
+  const { url } = fake;
+  await fake.close();
+  return url;
+}
