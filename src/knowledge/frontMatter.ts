@@ -1,0 +1,227 @@
+import YAML, { isMap, isScalar, LineCounter, type Document } from 'yaml';
+import { z } from 'zod';
+import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceIssue } from './types';
+
+/** What a source's front matter may say about it. Every key is optional; absent keys fall back to defaults. */
+export interface FrontMatter {
+  class?: (typeof KNOWLEDGE_CLASSES)[number];
+  enabled?: boolean;
+  visibility?: (typeof VISIBILITIES)[number];
+  always_include?: boolean;
+  priority?: (typeof PRIORITIES)[number];
+  tags?: string[];
+  entities?: string[];
+  title?: string;
+  notes?: string;
+  scope?: (typeof SCOPES)[number];
+}
+
+/** Writers type `Canon` as often as `canon`; case is not a meaningful difference for an enumerated value. */
+const lowerEnum = <T extends readonly [string, ...string[]]>(values: T) =>
+  z
+    .string()
+    .transform((s) => s.trim().toLowerCase())
+    .pipe(z.enum(values, { error: () => `must be one of ${values.join(', ')}` }));
+
+/** A single word is a one-item list: `tags: town` means `tags: [town]`. */
+const stringList = z
+  .union([z.string(), z.number()], { error: 'must be a list of words' })
+  .transform((v) => [String(v)])
+  .or(z.array(z.union([z.string(), z.number()]).transform(String), { error: 'must be a list of words' }));
+
+/** YAML reads `title: 1984` as a number; the writer meant the text. */
+const text = z.union([z.string(), z.number()], { error: 'must be text' }).transform(String);
+
+const FIELD_SCHEMAS = {
+  class: lowerEnum(KNOWLEDGE_CLASSES),
+  enabled: z.boolean({ error: 'must be true or false' }),
+  visibility: lowerEnum(VISIBILITIES),
+  always_include: z.boolean({ error: 'must be true or false' }),
+  priority: lowerEnum(PRIORITIES),
+  tags: stringList,
+  entities: stringList,
+  title: text,
+  notes: text,
+  scope: lowerEnum(SCOPES),
+} satisfies Record<keyof FrontMatter, z.ZodType>;
+
+export const FRONT_MATTER_KEYS = Object.keys(FIELD_SCHEMAS) as (keyof FrontMatter)[];
+
+export interface FrontMatterSplit {
+  /** The fields that validated; a field with an issue is left out rather than guessed. */
+  meta: FrontMatter;
+  /** Text after the closing fence (the whole text when there is no front matter). */
+  body: string;
+  /** 1-based line of the original text where `body` begins. */
+  bodyStartLine: number;
+  /** True when the text opens with a front-matter block. */
+  present: boolean;
+  issues: SourceIssue[];
+}
+
+const FENCE = /^---[ \t]*$/;
+
+interface FenceLocation {
+  /** Offset where the YAML text starts (after the opening fence line). */
+  yamlStart: number;
+  /** Offset of the closing fence line. */
+  yamlEnd: number;
+  /** Offset just after the closing fence line, including its line break. */
+  bodyStart: number;
+  /** Number of lines up to and including the closing fence. */
+  linesBeforeBody: number;
+}
+
+/** Locates a front-matter block: `---` on the very first line, closed by the next `---` line. */
+function locateFences(text: string): FenceLocation | 'unclosed' | undefined {
+  const firstBreak = text.indexOf('\n');
+  const firstLine = (firstBreak === -1 ? text : text.slice(0, firstBreak)).replace(/\r$/, '');
+  if (!FENCE.test(firstLine) || firstBreak === -1) return firstBreak === -1 && FENCE.test(firstLine) ? 'unclosed' : undefined;
+  let lineStart = firstBreak + 1;
+  let line = 2;
+  while (lineStart <= text.length) {
+    const lineBreak = text.indexOf('\n', lineStart);
+    const lineEnd = lineBreak === -1 ? text.length : lineBreak;
+    if (FENCE.test(text.slice(lineStart, lineEnd).replace(/\r$/, ''))) {
+      return {
+        yamlStart: firstBreak + 1,
+        yamlEnd: lineStart,
+        bodyStart: lineBreak === -1 ? text.length : lineBreak + 1,
+        linesBeforeBody: line,
+      };
+    }
+    if (lineBreak === -1) break;
+    lineStart = lineBreak + 1;
+    line += 1;
+  }
+  return 'unclosed';
+}
+
+function parseYaml(yamlText: string): { doc: Document.Parsed; lines: LineCounter } {
+  const lines = new LineCounter();
+  const doc = YAML.parseDocument(yamlText, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  return { doc, lines };
+}
+
+/** Keys close to a known one are probably typos (`clas: canon`); other keys belong to other tools and are left alone. */
+function nearestKey(key: string): string | undefined {
+  const distance = (a: string, b: string): number => {
+    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+    for (let i = 1; i <= a.length; i++) {
+      let previous = row[0]!;
+      row[0] = i;
+      for (let j = 1; j <= b.length; j++) {
+        const current = row[j]!;
+        row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+        previous = current;
+      }
+    }
+    return row[b.length]!;
+  };
+  const lower = key.toLowerCase();
+  return FRONT_MATTER_KEYS.find((known) => known !== lower && distance(lower, known) <= (known.length > 5 ? 2 : 1));
+}
+
+/**
+ * Splits a source into front matter and body, and validates the front matter field by field so that every
+ * problem is reported with the line it is on. Never throws: problems come back as `issues`.
+ * `text` must already be decoded and free of a byte-order mark.
+ */
+export function splitFrontMatter(text: string): FrontMatterSplit {
+  const fences = locateFences(text);
+  if (fences === undefined) return { meta: {}, body: text, bodyStartLine: 1, present: false, issues: [] };
+  if (fences === 'unclosed') {
+    return {
+      meta: {},
+      body: '',
+      bodyStartLine: 1,
+      present: true,
+      issues: [{ severity: 'error', code: 'front-matter-unclosed', line: 1, message: 'front matter opened with --- on line 1 is never closed by a --- line' }],
+    };
+  }
+  const body = text.slice(fences.bodyStart);
+  const bodyStartLine = fences.linesBeforeBody + 1;
+  const fileLine = (yamlLine: number): number => yamlLine + 1; // the opening fence is line 1
+  const { doc, lines } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
+  const result: FrontMatterSplit = { meta: {}, body, bodyStartLine, present: true, issues: [] };
+
+  if (doc.errors.length > 0) {
+    for (const error of doc.errors) {
+      const at = error.linePos?.[0]?.line;
+      result.issues.push({
+        severity: 'error',
+        code: 'front-matter-yaml',
+        // yaml's own position is relative to the block; the file line is reported instead.
+        message: `front matter is not valid YAML: ${error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
+        ...(at !== undefined ? { line: fileLine(at) } : {}),
+      });
+    }
+    return result;
+  }
+  if (doc.contents === null) return result;
+  if (!isMap(doc.contents)) {
+    result.issues.push({ severity: 'error', code: 'front-matter-shape', line: 2, message: 'front matter must be `key: value` lines' });
+    return result;
+  }
+
+  const meta: Record<string, unknown> = {};
+  for (const pair of doc.contents.items) {
+    const keyNode = pair.key;
+    const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode);
+    const offset = isScalar(keyNode) && keyNode.range ? keyNode.range[0] : 0;
+    const line = fileLine(lines.linePos(offset).line);
+    const schema = (FIELD_SCHEMAS as Record<string, z.ZodType>)[key];
+    if (!schema) {
+      const suggestion = nearestKey(key);
+      if (suggestion) {
+        result.issues.push({ severity: 'warning', code: 'front-matter-unknown-key', line, message: `unknown front matter key '${key}' is ignored; did you mean '${suggestion}'?` });
+      }
+      continue;
+    }
+    const value: unknown = isScalar(pair.value) ? pair.value.toJSON() : (pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null;
+    const parsed = schema.safeParse(value);
+    if (parsed.success) {
+      meta[key] = parsed.data;
+    } else {
+      const shown = value === null ? 'empty' : `'${typeof value === 'string' ? value : JSON.stringify(value)}'`;
+      const reason = parsed.error.issues[0]?.message ?? 'is not valid';
+      const code = key === 'class' ? 'front-matter-class' : 'front-matter-field';
+      result.issues.push({ severity: 'error', code, line, message: `front matter '${key}' is ${shown}: ${reason}` });
+    }
+  }
+  result.meta = meta as FrontMatter;
+  return result;
+}
+
+/**
+ * Returns `text` with one top-level front-matter field set to `value`, every other byte unchanged: the
+ * value is replaced in place when the key exists, added before the closing fence otherwise, and a front
+ * matter block is created when the file has none. This is how surfaces enable or disable a source — the
+ * file stays the truth, and the reindex that follows picks the change up.
+ * Throws when the existing front matter cannot be edited safely (not YAML, not a map, never closed).
+ */
+export function withFrontMatterField(text: string, key: keyof FrontMatter, value: string | boolean | number): string {
+  const rendered = typeof value === 'string' ? renderScalar(value) : String(value);
+  const eol = text.includes('\r\n') ? '\r\n' : '\n';
+  const fences = locateFences(text);
+  if (fences === undefined) return `---${eol}${key}: ${rendered}${eol}---${eol}${text}`;
+  if (fences === 'unclosed') throw new Error('front matter is never closed by a --- line; fix it before editing');
+  const yamlText = text.slice(fences.yamlStart, fences.yamlEnd);
+  const { doc } = parseYaml(yamlText);
+  if (doc.errors.length > 0) throw new Error('front matter is not valid YAML; fix it before editing');
+  if (doc.contents !== null && !isMap(doc.contents)) throw new Error('front matter is not `key: value` lines; fix it before editing');
+  const pair = doc.contents?.items.find((p) => isScalar(p.key) && p.key.value === key);
+  if (pair) {
+    const valueNode = pair.value;
+    if (isScalar(valueNode) && valueNode.range) {
+      const [start, end] = valueNode.range;
+      return text.slice(0, fences.yamlStart + start) + rendered + text.slice(fences.yamlStart + end);
+    }
+    throw new Error(`front matter '${key}' is not a single value; edit it by hand`);
+  }
+  return text.slice(0, fences.yamlEnd) + `${key}: ${rendered}${eol}` + text.slice(fences.yamlEnd);
+}
+
+function renderScalar(value: string): string {
+  return YAML.stringify(value).replace(/\n$/, '');
+}

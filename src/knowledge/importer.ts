@@ -1,0 +1,523 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CAMPAIGN_FILE, DATA_DIR, type Campaign } from './campaign';
+import type { DocumentKind, ParsedDocument } from './chunker';
+import { classifySource, isUnder, type Classification } from './classify';
+import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from './decode';
+import { splitFrontMatter, type FrontMatter } from './frontMatter';
+import { inThreadParser, type Parser } from './parsePool';
+import { normalizeForIndex, type KnowledgeStore } from './store';
+import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from './types';
+
+const SOURCE_EXTENSIONS: Record<string, DocumentKind> = { '.md': 'markdown', '.markdown': 'markdown', '.txt': 'text' };
+
+/** Folders that are never a campaign's knowledge, wherever they appear. */
+const SKIPPED_FOLDERS = new Set([DATA_DIR, 'node_modules']);
+
+export type FileOutcomeKind = 'indexed' | 'unchanged' | 'reclassified' | 'duplicate' | 'error' | 'removed' | 'vanished';
+
+export interface FileOutcome {
+  path: string;
+  sourceId: string;
+  outcome: FileOutcomeKind;
+  issues: SourceIssue[];
+  /** Path of the source that already holds this content. */
+  duplicateOf?: string;
+  passages?: number;
+}
+
+export interface ImportReport {
+  campaignId: string;
+  files: FileOutcome[];
+  counts: Record<FileOutcomeKind, number>;
+  /** Passages written in this run. */
+  passages: number;
+  /** Bytes of the files that were parsed in this run. */
+  parsedBytes: number;
+  durationMs: number;
+}
+
+export interface ImportProgress {
+  phase: 'scan' | 'index' | 'done';
+  done: number;
+  total: number;
+  path?: string;
+}
+
+export interface ImportOptions {
+  /** Where parsing happens; in-thread by default. The extension passes a worker parser. */
+  parser?: Parser;
+  onProgress?: (event: ImportProgress) => void;
+  /** Semantic state given to a newly indexed source; the embedding indexer moves it on. Default 'off'. */
+  initialSemanticState?: SemanticState;
+  /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
+  concurrency?: number;
+  now?: () => Date;
+}
+
+/** A file found under the campaign, or refused before it is read (a symlink leading outside). */
+export interface ScannedFile {
+  relPath: string;
+  absPath: string;
+  refused?: SourceIssue;
+}
+
+/** Stable across runs and machines: the same campaign and path always name the same source. */
+export function sourceIdFor(campaignId: string, relPath: string): string {
+  return createHash('sha256').update(`${campaignId}\0${relPath}`).digest('hex').slice(0, 24);
+}
+
+function passageIdFor(sourceId: string, index: number): string {
+  return `${sourceId}:${index}`;
+}
+
+export function documentKind(relPath: string): DocumentKind | undefined {
+  return SOURCE_EXTENSIONS[path.extname(relPath).toLowerCase()];
+}
+
+/** Whether a campaign-relative path could be a source at all (extension, dotfiles, ignore prefixes). */
+export function isCandidateSource(campaign: Pick<Campaign, 'ignore'>, relPath: string): boolean {
+  const segments = relPath.split('/');
+  if (segments.some((s) => s.startsWith('.') || SKIPPED_FOLDERS.has(s))) return false;
+  if (relPath === CAMPAIGN_FILE) return false;
+  if (campaign.ignore.some((prefix) => isUnder(relPath, prefix))) return false;
+  return documentKind(relPath) !== undefined;
+}
+
+/** Path order by segment, so `Monsters/x.md` comes before `Monsters (Alt)/x.md` and holds the content. */
+export function comparePaths(a: string, b: string): number {
+  const sa = a.split('/');
+  const sb = b.split('/');
+  for (let i = 0; i < Math.min(sa.length, sb.length); i++) {
+    if (sa[i] !== sb[i]) return sa[i]! < sb[i]! ? -1 : 1;
+  }
+  return sa.length - sb.length;
+}
+
+/** Every candidate source under the campaign, in path order. Symlinks leading outside are refused, not followed. */
+export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
+  const realRoot = await fs.promises.realpath(campaign.root);
+  const found: ScannedFile[] = [];
+  const visitedDirs = new Set<string>([realRoot]);
+  const walk = async (absDir: string, relDir: string): Promise<void> => {
+    let entries: fs.Dirent[];
+    try {
+      entries = await fs.promises.readdir(absDir, { withFileTypes: true });
+    } catch {
+      return; // a folder removed mid-scan simply has no files
+    }
+    for (const entry of entries) {
+      const relPath = relDir ? `${relDir}/${entry.name}` : entry.name;
+      const absPath = path.join(absDir, entry.name);
+      if (entry.name.startsWith('.') || SKIPPED_FOLDERS.has(entry.name)) continue;
+      if (campaign.ignore.some((prefix) => isUnder(relPath, prefix))) continue;
+      if (entry.isSymbolicLink()) {
+        let target: string;
+        let stat: fs.Stats;
+        try {
+          target = await fs.promises.realpath(absPath);
+          stat = await fs.promises.stat(target);
+        } catch {
+          if (documentKind(relPath)) {
+            found.push({ relPath, absPath, refused: { severity: 'error', code: 'symlink-broken', message: 'symlink leads nowhere (its target does not exist)' } });
+          }
+          continue;
+        }
+        const inside = target === realRoot || target.startsWith(realRoot + path.sep);
+        if (!inside) {
+          if (stat.isDirectory() || documentKind(relPath)) {
+            found.push({
+              relPath,
+              absPath,
+              refused: symlinkOutsideIssue(target),
+            });
+          }
+          continue;
+        }
+        if (stat.isDirectory()) {
+          if (!visitedDirs.has(target)) {
+            visitedDirs.add(target);
+            await walk(absPath, relPath);
+          }
+        } else if (stat.isFile() && isCandidateSource(campaign, relPath)) {
+          found.push({ relPath, absPath });
+        }
+        continue;
+      }
+      if (entry.isDirectory()) {
+        await walk(absPath, relPath);
+      } else if (entry.isFile() && isCandidateSource(campaign, relPath)) {
+        found.push({ relPath, absPath });
+      }
+    }
+  };
+  await walk(campaign.root, '');
+  return found.sort((a, b) => comparePaths(a.relPath, b.relPath));
+}
+
+/** One file as the scan would have found it: refused when it (or a folder above it) leads outside the campaign. */
+async function scanOne(campaign: Campaign, relPath: string, absPath: string): Promise<ScannedFile> {
+  let realRoot: string;
+  let target: string;
+  try {
+    [realRoot, target] = await Promise.all([fs.promises.realpath(campaign.root), fs.promises.realpath(absPath)]);
+  } catch {
+    return { relPath, absPath }; // gone or broken: reading it reports that
+  }
+  if (target === realRoot || target.startsWith(realRoot + path.sep)) return { relPath, absPath };
+  return { relPath, absPath, refused: symlinkOutsideIssue(target) };
+}
+
+function symlinkOutsideIssue(target: string): SourceIssue {
+  return {
+    severity: 'error',
+    code: 'symlink-outside',
+    message: `symlink points outside the campaign (to ${target}); refused — copy the file into the campaign instead`,
+  };
+}
+
+/** What is known about a file after the cheap checks, before parsing. */
+type Prepared =
+  | { kind: 'done'; outcome: FileOutcome }
+  | {
+      kind: 'parse';
+      file: ScannedFile;
+      text: string;
+      sha256: string;
+      size: number;
+      mtimeMs: number;
+      meta: FrontMatter;
+      classification: Classification;
+      issues: SourceIssue[];
+      docKind: DocumentKind;
+    };
+
+/** Content already claimed in this run, by hash, so a run sees its own earlier files as holders. */
+type Claims = Map<string, { id: string; path: string }>;
+
+class ImportRun {
+  readonly parser: Parser;
+  readonly now: () => Date;
+  readonly sizeCap: number;
+  parsedBytes = 0;
+
+  constructor(
+    readonly campaign: Campaign,
+    readonly store: KnowledgeStore,
+    readonly options: ImportOptions,
+  ) {
+    this.parser = options.parser ?? inThreadParser();
+    this.now = options.now ?? (() => new Date());
+    this.sizeCap = campaign.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+  }
+
+  private baseRecord(relPath: string, meta: FrontMatter, classification: Classification): Omit<SourceRecord, 'sha256' | 'size' | 'mtimeMs' | 'lexicalState' | 'issues'> {
+    const id = sourceIdFor(this.campaign.id, relPath);
+    const existing = this.store.getSource(id);
+    const now = this.now().toISOString();
+    return {
+      id,
+      campaignId: this.campaign.id,
+      path: relPath,
+      title: meta.title ?? path.basename(relPath, path.extname(relPath)),
+      class: classification.class,
+      classOrigin: classification.origin,
+      enabled: meta.enabled ?? true,
+      visibility: meta.visibility ?? 'normal',
+      alwaysInclude: meta.always_include ?? false,
+      priority: meta.priority ?? 'normal',
+      scope: meta.scope ?? null,
+      tags: meta.tags ?? [],
+      entities: meta.entities ?? [],
+      notes: meta.notes ?? null,
+      importedAt: existing?.importedAt ?? now,
+      updatedAt: now,
+      parserVersion: PARSER_VERSION,
+      chunkingVersion: CHUNKING_VERSION,
+      semanticState: 'off',
+      duplicateOf: null,
+    };
+  }
+
+  /** An 'error' row keeps the file visible with its reasons; it has no passages, so nothing of it is retrieved. */
+  private writeError(relPath: string, issues: SourceIssue[], facts: { sha256: string; size: number; mtimeMs: number; content: string; meta?: FrontMatter }): FileOutcome {
+    const meta = facts.meta ?? {};
+    const record: SourceRecord = {
+      ...this.baseRecord(relPath, meta, classifySource(this.campaign, relPath, meta)),
+      sha256: facts.sha256,
+      size: facts.size,
+      mtimeMs: facts.mtimeMs,
+      lexicalState: 'error',
+      issues,
+    };
+    this.store.writeSource(record, facts.content, []);
+    return { path: relPath, sourceId: record.id, outcome: 'error', issues };
+  }
+
+  private vanished(relPath: string): FileOutcome {
+    const id = sourceIdFor(this.campaign.id, relPath);
+    this.store.deleteSource(id);
+    return {
+      path: relPath,
+      sourceId: id,
+      outcome: 'vanished',
+      issues: [{ severity: 'warning', code: 'vanished', message: 'file disappeared while it was being imported; its source was removed' }],
+    };
+  }
+
+  /** Everything up to parsing: cheap, and run in path order so duplicate detection is deterministic. */
+  async prepare(file: ScannedFile, claims: Claims): Promise<Prepared> {
+    const relPath = file.relPath;
+    const id = sourceIdFor(this.campaign.id, relPath);
+    if (file.refused) return { kind: 'done', outcome: this.writeError(relPath, [file.refused], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
+    let stat: fs.Stats;
+    let bytes: Buffer;
+    try {
+      stat = await fs.promises.stat(file.absPath);
+      if (stat.size > this.sizeCap) {
+        // Refused by its size alone: a huge file is never read into memory.
+        return {
+          kind: 'done',
+          outcome: this.writeError(relPath, [oversizeIssue(stat.size, this.sizeCap)], { sha256: '', size: stat.size, mtimeMs: stat.mtimeMs, content: '' }),
+        };
+      }
+      bytes = await fs.promises.readFile(file.absPath);
+    } catch (error) {
+      if (isMissing(error)) return { kind: 'done', outcome: this.vanished(relPath) };
+      const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${(error as Error).message}` };
+      return { kind: 'done', outcome: this.writeError(relPath, [issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
+    }
+    const facts = { size: bytes.length, mtimeMs: stat.mtimeMs };
+    const decoded = decodeSource(bytes, this.sizeCap);
+    if (!decoded.ok) {
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      return { kind: 'done', outcome: this.writeError(relPath, [decoded.issue], { ...facts, sha256, content: '' }) };
+    }
+    const text = decoded.text;
+    const sha256 = createHash('sha256').update(normalizeForIndex(text)).digest('hex');
+    const split = splitFrontMatter(text);
+    const issues = [...decoded.issues, ...split.issues];
+    if (split.issues.some((i) => i.severity === 'error')) {
+      return { kind: 'done', outcome: this.writeError(relPath, issues, { ...facts, sha256, content: text, meta: split.meta }) };
+    }
+    const classification = classifySource(this.campaign, relPath, split.meta);
+    const existing = this.store.getSource(id);
+
+    if (
+      existing?.lexicalState === 'ready' &&
+      existing.sha256 === sha256 &&
+      existing.parserVersion === PARSER_VERSION &&
+      existing.chunkingVersion === CHUNKING_VERSION
+    ) {
+      claims.set(sha256, { id, path: relPath });
+      if (existing.class === classification.class && JSON.stringify(existing.classOrigin) === JSON.stringify(classification.origin)) {
+        return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
+      }
+      // Same text, new folder rule: the passages stay, only their class moves.
+      const record: SourceRecord = { ...existing, class: classification.class, classOrigin: classification.origin, updatedAt: this.now().toISOString() };
+      this.store.writeSource(record, text, this.store.listPassages(id).map((p) => ({ ...p, class: classification.class })));
+      return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'reclassified', issues: existing.issues } };
+    }
+
+    const holder = claims.get(sha256) ?? this.store.findByHash(sha256, id);
+    if (holder && holder.id !== id) {
+      const issue: SourceIssue = {
+        severity: 'warning',
+        code: 'duplicate',
+        message: `same content as ${holder.path}, which is already indexed; not indexed twice`,
+      };
+      const record: SourceRecord = {
+        ...this.baseRecord(relPath, split.meta, classification),
+        ...facts,
+        sha256,
+        lexicalState: 'duplicate',
+        duplicateOf: holder.id,
+        issues: [...issues, issue],
+      };
+      this.store.writeSource(record, text, []);
+      return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'duplicate', issues: record.issues, duplicateOf: holder.path } };
+    }
+    claims.set(sha256, { id, path: relPath });
+    return { kind: 'parse', file, text, sha256, ...facts, meta: split.meta, classification, issues, docKind: documentKind(relPath) ?? 'markdown' };
+  }
+
+  /** Parses, checks the file did not move underneath us, and writes the source with its passages in one transaction. */
+  async finish(prepared: Extract<Prepared, { kind: 'parse' }>): Promise<FileOutcome | 'changed'> {
+    const relPath = prepared.file.relPath;
+    let document: ParsedDocument;
+    try {
+      document = await this.parser.parse(prepared.text, prepared.docKind);
+    } catch (error) {
+      const issue: SourceIssue = { severity: 'error', code: 'parse', message: `file could not be parsed: ${(error as Error).message}` };
+      return this.writeError(relPath, [...prepared.issues, issue], { ...prepared, content: prepared.text, meta: prepared.meta });
+    }
+    this.parsedBytes += prepared.size;
+    let after: fs.Stats;
+    try {
+      after = await fs.promises.stat(prepared.file.absPath);
+    } catch (error) {
+      if (isMissing(error)) return this.vanished(relPath);
+      throw error;
+    }
+    if (after.mtimeMs !== prepared.mtimeMs || after.size !== prepared.size) return 'changed';
+
+    const base = this.baseRecord(relPath, prepared.meta, prepared.classification);
+    const existing = this.store.getSource(base.id);
+    const issues = [...prepared.issues];
+    if (document.passages.length === 0 && !issues.some((i) => i.code === 'empty')) {
+      issues.push({ severity: 'warning', code: 'no-text', message: 'file has no text to index (only headings, markup or front matter)' });
+    }
+    const record: SourceRecord = {
+      ...base,
+      title: prepared.meta.title ?? document.firstHeading ?? base.title,
+      sha256: prepared.sha256,
+      size: prepared.size,
+      mtimeMs: prepared.mtimeMs,
+      lexicalState: 'ready',
+      semanticState: existing && existing.semanticState !== 'off' ? 'pending' : (this.options.initialSemanticState ?? 'off'),
+      issues,
+    };
+    const passages: PassageRecord[] = document.passages.map((draft, index) => ({
+      ...draft,
+      id: passageIdFor(record.id, index),
+      sourceId: record.id,
+      campaignId: record.campaignId,
+      index,
+      class: record.class,
+    }));
+    this.store.writeSource(record, prepared.text, passages);
+    return { path: relPath, sourceId: record.id, outcome: 'indexed', issues, passages: passages.length };
+  }
+
+  /** One file, start to end; a file edited while it was parsed is read again (a few times at most). */
+  async processOne(file: ScannedFile, claims: Claims): Promise<FileOutcome> {
+    for (let attempt = 0; ; attempt++) {
+      const prepared = await this.prepare(file, claims);
+      if (prepared.kind === 'done') return prepared.outcome;
+      const outcome = await this.finish(prepared);
+      if (outcome !== 'changed') return outcome;
+      claims.delete(prepared.sha256);
+      if (attempt === 2) {
+        return {
+          path: file.relPath,
+          sourceId: sourceIdFor(this.campaign.id, file.relPath),
+          outcome: 'error',
+          issues: [{ severity: 'error', code: 'unstable', message: 'file kept changing while it was being imported; it will be indexed on its next save' }],
+        };
+      }
+    }
+  }
+
+  /**
+   * A duplicate whose holder changed or went away is no longer a duplicate of it: it is processed again,
+   * and becomes the holder itself if nothing else has its content.
+   */
+  async resolveOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
+    const outcomes: FileOutcome[] = [];
+    for (const source of this.store.listSources()) {
+      if (source.lexicalState !== 'duplicate') continue;
+      const holder = source.duplicateOf ? this.store.getSource(source.duplicateOf) : undefined;
+      if (holder?.lexicalState === 'ready' && holder.sha256 === source.sha256) continue;
+      const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
+      claims.delete(source.sha256);
+      outcomes.push(await this.processOne(file, claims));
+    }
+    return outcomes;
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+}
+
+function emptyCounts(): Record<FileOutcomeKind, number> {
+  return { indexed: 0, unchanged: 0, reclassified: 0, duplicate: 0, error: 0, removed: 0, vanished: 0 };
+}
+
+function report(campaign: Campaign, files: FileOutcome[], parsedBytes: number, startedAt: number): ImportReport {
+  const counts = emptyCounts();
+  let passages = 0;
+  for (const f of files) {
+    counts[f.outcome]++;
+    passages += f.passages ?? 0;
+  }
+  return { campaignId: campaign.id, files, counts, passages, parsedBytes, durationMs: performance.now() - startedAt };
+}
+
+/**
+ * Brings the index in line with the campaign folder: new and changed files are parsed and written, unchanged
+ * ones are skipped without parsing, removed ones are deleted, and every file that cannot be indexed keeps an
+ * 'error' row saying why. One file's failure never stops or disturbs the others.
+ */
+export async function importCampaign(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+  const startedAt = performance.now();
+  const run = new ImportRun(campaign, store, options);
+  options.onProgress?.({ phase: 'scan', done: 0, total: 0 });
+  const files = await scanCampaign(campaign);
+  const byPath = new Map(files.map((f) => [f.relPath, f]));
+  const outcomes: FileOutcome[] = [];
+
+  // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
+  for (const source of store.listSources()) {
+    if (!byPath.has(source.path)) {
+      store.deleteSource(source.id);
+      outcomes.push({ path: source.path, sourceId: source.id, outcome: 'removed', issues: [] });
+    }
+  }
+
+  const claims: Claims = new Map();
+  const concurrency = Math.max(1, options.concurrency ?? 4);
+  const inFlight = new Set<Promise<void>>();
+  let done = 0;
+  const settle = (outcome: FileOutcome): void => {
+    outcomes.push(outcome);
+    done++;
+    options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
+  };
+  for (const file of files) {
+    const prepared = await run.prepare(file, claims);
+    if (prepared.kind === 'done') {
+      settle(prepared.outcome);
+      continue;
+    }
+    const task = run
+      .finish(prepared)
+      .then((outcome) => (outcome === 'changed' ? (claims.delete(prepared.sha256), run.processOne(file, claims)) : outcome))
+      .then(settle)
+      .finally(() => inFlight.delete(task));
+    inFlight.add(task);
+    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  for (const outcome of await run.resolveOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
+  options.onProgress?.({ phase: 'done', done, total: files.length });
+  return report(campaign, outcomes, run.parsedBytes, startedAt);
+}
+
+function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
+  const at = outcomes.findIndex((o) => o.path === outcome.path);
+  if (at === -1) outcomes.push(outcome);
+  else outcomes[at] = outcome;
+}
+
+/**
+ * Indexes one file (the extension calls this when a file is saved, created or removed). A path that no
+ * longer exists removes its source. Duplicates that depended on this file's old content are re-checked.
+ */
+export async function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+  const startedAt = performance.now();
+  const run = new ImportRun(campaign, store, options);
+  const posix = relPath.split(path.sep).join('/');
+  const absPath = path.join(campaign.root, ...posix.split('/'));
+  const outcomes: FileOutcome[] = [];
+  const exists = fs.existsSync(absPath);
+  if (!exists || !isCandidateSource(campaign, posix)) {
+    const id = sourceIdFor(campaign.id, posix);
+    if (store.deleteSource(id)) outcomes.push({ path: posix, sourceId: id, outcome: 'removed', issues: [] });
+  } else {
+    outcomes.push(await run.processOne(await scanOne(campaign, posix, absPath), new Map()));
+  }
+  for (const outcome of await run.resolveOrphanedDuplicates(new Map(), new Map())) replaceOutcome(outcomes, outcome);
+  return report(campaign, outcomes, run.parsedBytes, startedAt);
+}
