@@ -14,6 +14,11 @@ export interface KnowledgeBudgets {
   canon: number;
   reference: number;
   inspiration: number;
+  /**
+   * Optional ceiling on all four together. Under it, inspiration goes first, then the lowest-ranked
+   * reference, then lower-priority canon; always-include canon is never removed by it.
+   */
+  total?: number;
 }
 
 export interface RetrievalQuery {

@@ -1,0 +1,104 @@
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../../knowledge/retrieval';
+import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrievalTypes';
+import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
+import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
+import { decisionLine, excerpt, locate } from '../knowledgeFormat';
+import { stageOption } from './search';
+
+const SECTION_TITLES: Record<KnowledgeSection, string> = {
+  alwaysInclude: 'Always-include canon',
+  canon: 'Canon',
+  reference: 'Reference',
+  inspiration: 'Inspiration',
+};
+
+function listOption(args: ParsedArgs, name: string): string[] {
+  const value = args.values[name];
+  return (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter((v): v is string => typeof v === 'string');
+}
+
+function budgetsFrom(args: ParsedArgs): KnowledgeBudgets {
+  const budgets: KnowledgeBudgets = { ...DEFAULT_KNOWLEDGE_BUDGETS };
+  for (const key of ['alwaysInclude', 'canon', 'reference', 'inspiration', 'total'] as const) {
+    const option = key === 'alwaysInclude' ? 'budget-always' : `budget-${key}`;
+    const text = stringOption(args, option);
+    if (text === undefined) continue;
+    const tokens = Number(text);
+    if (!Number.isInteger(tokens) || tokens < 0) throw new UsageError(`--${option} must be a whole number of tokens, not '${text}'`);
+    budgets[key] = tokens;
+  }
+  return budgets;
+}
+
+export const contextCommand: Command = {
+  name: 'context',
+  summary: 'show the knowledge sections a prompt would get for this input, and every decision behind them (no model call)',
+  usage:
+    'storyteller context --input "<text>" [--scene S] [--entity NAME]... [--recent LINE]... [--state-fact F]... [--stage narrator|player] ' +
+    '[--budget-always N] [--budget-canon N] [--budget-reference N] [--budget-inspiration N] [--budget-total N] [--campaign <dir>] [--json]',
+  options: {
+    ...KNOWLEDGE_READ_OPTIONS,
+    input: { type: 'string' },
+    scene: { type: 'string' },
+    entity: { type: 'string', multiple: true },
+    recent: { type: 'string', multiple: true },
+    'state-fact': { type: 'string', multiple: true },
+    stage: { type: 'string' },
+    'budget-always': { type: 'string' },
+    'budget-canon': { type: 'string' },
+    'budget-reference': { type: 'string' },
+    'budget-inspiration': { type: 'string' },
+    'budget-total': { type: 'string' },
+  },
+  async run(args, io) {
+    const input = stringOption(args, 'input') ?? args.positionals.join(' ');
+    if (!input.trim()) throw new UsageError('give the writer input with --input "<text>"');
+    const stage = stageOption(stringOption(args, 'stage'));
+    const budgets = budgetsFrom(args);
+    let opened;
+    try {
+      opened = openCampaignIndex(args, io);
+    } catch (error) {
+      if (!(error instanceof IndexMissingError)) throw error;
+      io.stderr.write(`storyteller context: ${error.message}\n`);
+      return EXIT.failure;
+    }
+    const { campaign, store } = opened;
+    try {
+      const result = await retrieveKnowledge(
+        store,
+        {
+          input,
+          scene: stringOption(args, 'scene'),
+          entities: listOption(args, 'entity'),
+          recent: listOption(args, 'recent'),
+          stateFacts: listOption(args, 'state-fact'),
+          stage,
+          budgets,
+        },
+        { semantic: semanticFromArgs(args, store) },
+      );
+      emit(io, args, { campaign: campaign.id, ...result }, () => {
+        const lines = [`Knowledge context for "${input}" in '${campaign.title}' (stage: ${stage})`, `semantic: ${result.record.semantic.reason}`, ''];
+        for (const conflict of result.record.conflicts) lines.push(`CONFLICT: ${conflict.message}`, '');
+        for (const section of Object.keys(SECTION_TITLES) as KnowledgeSection[]) {
+          const passages = result.sections[section];
+          const used = passages.reduce((n, p) => n + p.tokenCount, 0);
+          const budget = budgets[section];
+          lines.push(`## ${SECTION_TITLES[section]} (${used}/${budget} tokens)`);
+          if (passages.length === 0) lines.push('   (nothing)');
+          for (const p of passages) {
+            lines.push(`- ${locate(p)}${p.hidden ? '  [HIDDEN: narrator only]' : ''}`, `   ${excerpt(p.text)}`);
+          }
+          lines.push('');
+        }
+        lines.push(`## Decisions (${result.record.candidates.length} candidates; terms: ${result.record.terms.join(', ') || 'none'})`);
+        for (const d of result.record.candidates) lines.push(decisionLine(d));
+        return lines.join('\n');
+      });
+      return EXIT.ok;
+    } finally {
+      store.close();
+    }
+  },
+};

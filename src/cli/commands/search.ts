@@ -1,0 +1,54 @@
+import { searchKnowledge } from '../../knowledge/retrieval';
+import type { RetrievalStage } from '../../knowledge/retrievalTypes';
+import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
+import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
+import { excerpt, locate } from '../knowledgeFormat';
+
+export function stageOption(value: string | undefined): RetrievalStage {
+  if (value === undefined || value === 'narrator' || value === 'player') return value ?? 'narrator';
+  throw new UsageError(`--stage must be 'narrator' or 'player', not '${value}'`);
+}
+
+export const searchCommand: Command = {
+  name: 'search',
+  summary: 'search the campaign knowledge: relevant passages only, ranked, each with why it matched',
+  usage: 'storyteller search "<query>" [--campaign <dir>] [--limit N] [--stage narrator|player] [--embed-model M] [--ollama-host H] [--lexical-only] [--json]',
+  options: { ...KNOWLEDGE_READ_OPTIONS, limit: { type: 'string' }, stage: { type: 'string' } },
+  async run(args, io) {
+    const text = args.positionals.join(' ').trim();
+    if (!text) throw new UsageError('give the text to search for');
+    const limitText = stringOption(args, 'limit');
+    const limit = limitText === undefined ? 10 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive whole number, not '${limitText}'`);
+    const stage = stageOption(stringOption(args, 'stage'));
+    let opened;
+    try {
+      opened = openCampaignIndex(args, io);
+    } catch (error) {
+      if (!(error instanceof IndexMissingError)) throw error;
+      io.stderr.write(`storyteller search: ${error.message}\n`);
+      return EXIT.failure;
+    }
+    const { campaign, store } = opened;
+    try {
+      const result = await searchKnowledge(store, text, { stage, limit, semantic: semanticFromArgs(args, store) });
+      emit(io, args, { campaign: campaign.id, query: text, ...result }, () => {
+        const semantic = result.record.semantic.used ? `semantic: ${result.record.semantic.reason}` : `lexical only (${result.record.semantic.reason})`;
+        if (result.hits.length === 0) {
+          return `Nothing in '${campaign.title}' is relevant to "${text}". ${semantic}\n`;
+        }
+        const lines = [`${result.hits.length} result(s) for "${text}" in '${campaign.title}' — ${semantic}`, ''];
+        for (const hit of result.hits) {
+          const decision = result.record.candidates.find((c) => c.passageId === hit.passageId)!;
+          lines.push(`${hit.rank}. ${locate(hit)}  [${hit.class}${hit.hidden ? ', hidden' : ''}] score ${hit.score?.toFixed(3)}`);
+          lines.push(`   ${decision.reason}`);
+          lines.push(`   ${excerpt(hit.text)}`);
+        }
+        return lines.join('\n');
+      });
+      return EXIT.ok;
+    } finally {
+      store.close();
+    }
+  },
+};

@@ -1,0 +1,578 @@
+import type {
+  BudgetConflict,
+  CandidateDecision,
+  KnowledgeBudgets,
+  KnowledgeSection,
+  RetrievalQuery,
+  RetrievalRecord,
+  RetrievalResult,
+  RetrievalStage,
+  SelectedPassage,
+  SemanticStatus,
+} from './retrievalTypes';
+import { buildMatchExpression, buildSearchTerms, matchTerms, tokenize, type SearchTerm } from './retrievalTerms';
+import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
+import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows';
+import type { KnowledgeStore } from './store';
+import type { KnowledgeClass, Priority } from './types';
+
+/** The one default for every surface (CLI, extension, story engine) that does not size budgets itself. */
+export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.freeze({
+  alwaysInclude: 600,
+  canon: 1500,
+  reference: 900,
+  inspiration: 300,
+});
+
+/** Class orders what relevance admitted; multiplying means it can never rescue what was not admitted. */
+export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1, reference: 0.85, inspiration: 0.7 };
+/** How much the weaker path adds to the stronger one in hybrid relevance (§76). */
+export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
+/** A single matched term below this share of the query's weight (by rarity) is not evidence (§76). */
+export const NEGLIGIBLE_TERM_SHARE = 0.2;
+/** Heading trail counts this many times the body in bm25. */
+const HEADING_WEIGHT = 3;
+/** Passages whose word-shingle sets overlap this much say the same thing. */
+const DUPLICATE_JACCARD = 0.8;
+/** A passage this much covered by current-state facts only repeats them. */
+const IN_STATE_CONTAINMENT = 0.7;
+const LEXICAL_CANDIDATE_LIMIT = 100;
+const EXCLUSION_RECORD_LIMIT = 50;
+const PRIORITY_BOOST: Record<Priority, number> = { low: 0.8, normal: 1, high: 1.25 };
+const ENTITY_BOOST = 1.2;
+const TAG_BOOST = 1.1;
+
+export interface RetrievalOptions {
+  /** Semantic retrieval; omitted or null means lexical only (and the record says so). */
+  semantic?: SemanticSearchOptions | null;
+  now?: () => Date;
+}
+
+/** One passage on its way through the pipeline: the decision being written, and what decides it. */
+interface Working {
+  row: CandidateRow;
+  decision: CandidateDecision;
+  headingPath: string[];
+  hidden: boolean;
+  alwaysInclude: boolean;
+  bm25: number | null;
+  shingles: Set<string>;
+}
+
+function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): CandidateDecision['outcome'] | null {
+  if (row.enabled !== 1) return 'disabled';
+  if (row.lexical_state !== 'ready') return 'not-ready';
+  if (stage === 'player' && row.visibility === 'hidden') return 'hidden-for-stage';
+  return null;
+}
+
+function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], matched: string[]): string {
+  const what = matched.length > 0 ? `matched ${quoteList(matched)}, but ` : '';
+  switch (outcome) {
+    case 'disabled':
+      return `${what}its source ${row.path} is disabled`;
+    case 'hidden-for-stage':
+      return `${what}its source ${row.path} is hidden (narrator-only) and this text is for the player`;
+    case 'not-ready':
+      return row.lexical_state === 'duplicate'
+        ? `${what}its source ${row.path} duplicates ${row.duplicate_of ?? 'another source'} and is not indexed`
+        : `${what}its source ${row.path} is not indexed (state: ${row.lexical_state})`;
+    default:
+      return what;
+  }
+}
+
+function quoteList(items: readonly string[]): string {
+  return items.map((t) => `'${t}'`).join(', ');
+}
+
+function shingles(tokens: readonly string[]): Set<string> {
+  const set = new Set<string>();
+  if (tokens.length < 3) {
+    if (tokens.length > 0) set.add(tokens.join(' '));
+    return set;
+  }
+  for (let i = 0; i + 3 <= tokens.length; i++) set.add(`${tokens[i]} ${tokens[i + 1]} ${tokens[i + 2]}`);
+  return set;
+}
+
+function overlap(a: Set<string>, b: Set<string>): number {
+  let shared = 0;
+  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  for (const s of small) if (large.has(s)) shared++;
+  return shared;
+}
+
+function jaccard(a: Set<string>, b: Set<string>): number {
+  const shared = overlap(a, b);
+  const union = a.size + b.size - shared;
+  return union === 0 ? 0 : shared / union;
+}
+
+function toWorking(row: CandidateRow, bm25: number | null): Working {
+  const headingPath = JSON.parse(row.heading_path) as string[];
+  return {
+    row,
+    headingPath,
+    hidden: row.visibility === 'hidden',
+    alwaysInclude: row.always_include === 1 && row.class === 'canon',
+    bm25,
+    shingles: shingles(tokenize(row.text)),
+    decision: {
+      passageId: row.id,
+      sourceId: row.source_id,
+      sourcePath: row.path,
+      sourceTitle: row.title,
+      class: row.class,
+      headingPath,
+      tokenCount: row.token_count,
+      admitted: false,
+      matchedTerms: [],
+      lexicalScore: bm25 === null ? null : -bm25,
+      similarity: null,
+      semanticFloor: null,
+      score: null,
+      boosts: [],
+      outcome: 'not-relevant',
+      reason: '',
+      section: null,
+      duplicateOf: null,
+    },
+  };
+}
+
+/** Inverse document frequency of each term in this campaign, so "a negligible share" means something. */
+function termWeights(store: KnowledgeStore, terms: readonly SearchTerm[]): Map<string, number> {
+  const db = store.db;
+  db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab('main', 'passages_fts', 'row')");
+  const total = (db.prepare('SELECT count(*) n FROM passages WHERE campaign_id = ?').get(store.campaignId) as { n: number }).n;
+  const docCount = db.prepare('SELECT doc FROM temp.passages_vocab WHERE term = ?');
+  const docsOf = (word: string) => ((docCount.get(word) as { doc: number } | undefined)?.doc ?? 0);
+  const weights = new Map<string, number>();
+  for (const term of terms) {
+    // A phrase is as rare as its rarest word; a word is as common as its commonest form. A term the
+    // library lacks counts as the rarest present one, so words the library never heard of still weigh in
+    // the query without swamping it.
+    const n = Math.max(1, ...term.variants.map((v) => Math.min(...v.map(docsOf))));
+    weights.set(term.text, Math.log(1 + (total - n + 0.5) / (n + 0.5)));
+  }
+  return weights;
+}
+
+/** Multi-word names the library declares (front matter `entities`), searched as phrases. */
+function libraryNames(store: KnowledgeStore): string[] {
+  const rows = store.db
+    .prepare("SELECT DISTINCT entities FROM sources WHERE campaign_id = ? AND entities <> '[]' AND enabled = 1")
+    .all(store.campaignId) as { entities: string }[];
+  return [...new Set(rows.flatMap((r) => JSON.parse(r.entities) as string[]))];
+}
+
+export interface RankedCandidates {
+  queryText: string;
+  terms: SearchTerm[];
+  semantic: SemanticStatus;
+  /** Eligible passages pinned by always_include (canon only), in placement order. */
+  alwaysInclude: Working[];
+  /** Admitted, ranked best first; duplicates and in-state repeats already marked. */
+  admitted: Working[];
+  /** Everything else that became a candidate: refused by relevance, or excluded by eligibility. */
+  rest: Working[];
+}
+
+interface RankInput {
+  /** Prompts place always_include canon first; a search lets it compete on relevance like the rest. */
+  placePins: boolean;
+  input: string;
+  recent?: string[];
+  scene?: string;
+  entities?: string[];
+  stateFacts?: string[];
+  stage: RetrievalStage;
+}
+
+/**
+ * Everything up to budget selection: eligibility, candidates from both paths, admission by relevance
+ * alone, then hybrid score × class weight × boosts among the survivors, then redundancy suppression.
+ */
+async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
+  const db = store.db;
+  const { terms, queryText } = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
+  const match = buildMatchExpression(terms);
+  const params = { match, campaign: store.campaignId, stage: query.stage };
+  const byId = new Map<string, Working>();
+
+  if (match) {
+    const lexical = (ineligible: boolean, limit: number) =>
+      db
+        .prepare(
+          `SELECT ${CANDIDATE_COLUMNS}, bm25(passages_fts, ${HEADING_WEIGHT}, 1) AS rank
+           FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid JOIN sources s ON s.id = p.source_id
+           WHERE passages_fts MATCH @match AND p.campaign_id = @campaign AND ${ineligible ? 'NOT' : ''} (${ELIGIBLE})
+           ORDER BY rank LIMIT ${limit}`,
+        )
+        .all(params) as (CandidateRow & { rank: number })[];
+    for (const row of [...lexical(false, LEXICAL_CANDIDATE_LIMIT), ...lexical(true, EXCLUSION_RECORD_LIMIT)]) {
+      byId.set(row.id, toWorking(row, row.rank));
+    }
+  }
+
+  let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };
+  let floor: number | null = null;
+  const similarities = new Map<string, number>();
+  if (options.semantic) {
+    const found = await semanticCandidates(store, options.semantic, queryText, query.stage);
+    semantic = found.status;
+    floor = found.floor;
+    for (const hit of found.hits) {
+      similarities.set(hit.row.id, hit.similarity);
+      if (!byId.has(hit.row.id)) byId.set(hit.row.id, toWorking(hit.row, null));
+    }
+  }
+
+  const alwaysInclude = !query.placePins
+    ? []
+    : (
+    db
+      .prepare(
+        `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
+         WHERE p.campaign_id = @campaign AND s.always_include = 1 AND s.class = 'canon' AND s.enabled = 1
+           AND s.lexical_state = 'ready'
+         ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
+      )
+      .all(params) as CandidateRow[]
+  ).map((row) => byId.get(row.id) ?? toWorking(row, null));
+  const pinned = new Set(alwaysInclude.map((w) => w.row.id));
+
+  const weights = termWeights(store, terms);
+  const totalWeight = [...weights.values()].reduce((a, b) => a + b, 0);
+  const admitted: Working[] = [];
+  const rest: Working[] = [];
+  const placedPins: Working[] = [];
+
+  for (const w of new Set([...byId.values(), ...alwaysInclude])) {
+    const d = w.decision;
+    const matched = w.bm25 !== null ? matchTerms(tokenize(`${w.headingPath.join(' ')} ${w.row.text}`), terms) : [];
+    d.matchedTerms = matched.map((t) => t.text);
+    const similarity = similarities.get(w.row.id);
+    if (similarity !== undefined) {
+      d.similarity = round(similarity);
+      d.semanticFloor = floor;
+    }
+    const excluded = eligibilityOutcome(w.row, query.stage);
+    if (excluded) {
+      d.outcome = excluded;
+      d.reason = eligibilityReason(w.row, excluded, d.matchedTerms);
+      rest.push(w);
+      continue;
+    }
+    if (pinned.has(w.row.id)) {
+      d.admitted = true;
+      d.reason = 'always included: pinned canon (always_include), placed before anything retrieved';
+      placedPins.push(w);
+      continue;
+    }
+    const lexicalVerdict = admitLexically(matched, weights, totalWeight);
+    const semanticVerdict =
+      similarity === undefined || floor === null
+        ? null
+        : similarity >= floor
+          ? { admitted: true, reason: `similarity ${similarity.toFixed(3)} ≥ floor ${floor.toFixed(3)}` }
+          : { admitted: false, reason: `similarity ${similarity.toFixed(3)} below the floor ${floor.toFixed(3)}` };
+    d.admitted = lexicalVerdict.admitted || semanticVerdict?.admitted === true;
+    d.reason = [lexicalVerdict.reason, semanticVerdict?.reason].filter(Boolean).join('; ');
+    (d.admitted ? admitted : rest).push(w);
+    if (!d.admitted) d.reason = `not relevant: ${d.reason}`;
+  }
+
+  scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? []);
+  admitted.sort((a, b) => b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
+  suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
+  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest };
+}
+
+function round(n: number): number {
+  return Math.round(n * 1000) / 1000;
+}
+
+function admitLexically(
+  matched: readonly SearchTerm[],
+  weights: Map<string, number>,
+  totalWeight: number,
+): { admitted: boolean; reason: string } {
+  if (matched.length === 0) return { admitted: false, reason: '' };
+  if (matched.length >= 2) return { admitted: true, reason: `matched ${quoteList(matched.map((t) => t.text))}` };
+  const only = matched[0]!;
+  if (only.standing) {
+    return { admitted: false, reason: `matched only '${only.text}', a name standing in the current state, which alone says nothing about this turn` };
+  }
+  const share = totalWeight > 0 ? (weights.get(only.text) ?? 0) / totalWeight : 1;
+  if (share < NEGLIGIBLE_TERM_SHARE) {
+    return { admitted: false, reason: `matched only '${only.text}', ${Math.round(share * 100)}% of the query's weight` };
+  }
+  return { admitted: true, reason: `matched '${only.text}'` };
+}
+
+function scoreSurvivors(
+  admitted: Working[],
+  similarities: Map<string, number>,
+  floor: number | null,
+  terms: readonly SearchTerm[],
+  entities: readonly string[],
+): void {
+  // Each path is normalized against its own best survivor: bm25 has no fixed range, cosine's zero is not zero.
+  const bestLexical = Math.max(0, ...admitted.map((w) => (w.bm25 === null ? 0 : -w.bm25)));
+  const aboveFloor = (w: Working) => {
+    const s = similarities.get(w.row.id);
+    return s === undefined || floor === null ? 0 : Math.max(0, s - floor);
+  };
+  const bestSemantic = Math.max(0, ...admitted.map(aboveFloor));
+  const termTexts = new Set(terms.map((t) => t.text));
+  const stateNames = new Set(entities.map((e) => tokenize(e).join(' ')));
+  for (const w of admitted) {
+    const d = w.decision;
+    const lexical = bestLexical > 0 && w.bm25 !== null ? -w.bm25 / bestLexical : 0;
+    const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
+    const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
+    const boosts: CandidateDecision['boosts'] = [];
+    if (w.row.priority !== 'normal') boosts.push({ name: `priority ${w.row.priority}`, factor: PRIORITY_BOOST[w.row.priority] });
+    const linked = (JSON.parse(w.row.entities) as string[]).map((e) => tokenize(e).join(' '));
+    const named = linked.find((e) => termTexts.has(e) || stateNames.has(e));
+    if (named) boosts.push({ name: `linked to '${named}'`, factor: ENTITY_BOOST });
+    const tag = (JSON.parse(w.row.tags) as string[]).map((t) => tokenize(t).join(' ')).find((t) => termTexts.has(t));
+    if (tag) boosts.push({ name: `tag '${tag}'`, factor: TAG_BOOST });
+    d.boosts = boosts;
+    d.score = round(relevance * CLASS_WEIGHT[w.row.class] * boosts.reduce((f, b) => f * b.factor, 1));
+  }
+}
+
+/** Marks near-duplicates of better-ranked passages, and passages that only repeat current state (§41). */
+function suppressRedundancy(admitted: Working[], pinned: readonly Working[], stateFacts: readonly string[]): void {
+  const facts = shingles(tokenize(stateFacts.join('\n')));
+  const kept: Working[] = [...pinned];
+  for (const w of admitted) {
+    const d = w.decision;
+    if (facts.size > 0 && w.shingles.size > 0 && overlap(w.shingles, facts) / w.shingles.size >= IN_STATE_CONTAINMENT) {
+      d.outcome = 'in-state';
+      d.reason = `${d.reason}; repeats facts already in the current state`;
+      continue;
+    }
+    const original = kept.find((k) => jaccard(k.shingles, w.shingles) >= DUPLICATE_JACCARD);
+    if (original) {
+      d.outcome = 'duplicate';
+      d.duplicateOf = original.row.id;
+      d.reason = `${d.reason}; near-duplicate of ${original.row.path} (${original.row.id}), which ranks higher`;
+      continue;
+    }
+    kept.push(w);
+  }
+}
+
+function sectionOf(cls: KnowledgeClass): Exclude<KnowledgeSection, 'alwaysInclude'> {
+  return cls;
+}
+
+function toSelected(w: Working, reason: string): SelectedPassage {
+  return {
+    passageId: w.row.id,
+    sourceId: w.row.source_id,
+    sourcePath: w.row.path,
+    sourceTitle: w.row.title,
+    class: w.row.class,
+    headingPath: w.headingPath,
+    text: w.row.text,
+    tokenCount: w.row.token_count,
+    hidden: w.hidden,
+    score: w.decision.score,
+    reason,
+    startLine: w.row.start_line,
+    endLine: w.row.end_line,
+  };
+}
+
+function emptySections(): Record<KnowledgeSection, SelectedPassage[]> {
+  return { alwaysInclude: [], canon: [], reference: [], inspiration: [] };
+}
+
+function select(w: Working, section: KnowledgeSection, note: string): void {
+  w.decision.outcome = 'selected';
+  w.decision.section = section;
+  w.decision.reason = `${w.decision.reason}; ${note}`;
+}
+
+function leaveOut(w: Working, note: string): void {
+  w.decision.outcome = 'over-budget';
+  w.decision.section = null;
+  w.decision.reason = `${w.decision.reason}; ${note}`;
+}
+
+/**
+ * Budgeted selection (§37–§40): always-include canon first, then each class within its own budget, best
+ * first. With a total, pressure removes inspiration first, then the lowest-ranked reference, then
+ * lower-priority canon; pinned canon is never removed at random, and its overflow is a reported conflict.
+ */
+function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets): { selected: Working[]; conflicts: BudgetConflict[] } {
+  const used: Record<KnowledgeSection, number> = { alwaysInclude: 0, canon: 0, reference: 0, inspiration: 0 };
+  const selected: Working[] = [];
+  const conflicts: BudgetConflict[] = [];
+
+  const pinnedNeed = ranked.alwaysInclude.reduce((n, w) => n + w.row.token_count, 0);
+  const overflow: Working[] = [];
+  const leftOut: Working[] = [];
+  for (const w of ranked.alwaysInclude) {
+    const tokens = w.row.token_count;
+    if (used.alwaysInclude + tokens <= budgets.alwaysInclude) {
+      used.alwaysInclude += tokens;
+      select(w, 'alwaysInclude', `always-include budget ${used.alwaysInclude}/${budgets.alwaysInclude} tokens`);
+    } else if (used.canon + tokens <= budgets.canon) {
+      // Hard rules outrank retrieved canon (§38), so an overflow borrows from the canon budget first.
+      used.canon += tokens;
+      overflow.push(w);
+      select(w, 'alwaysInclude', `over the always-include budget, so it took ${tokens} tokens from the canon budget`);
+    } else {
+      leftOut.push(w);
+      leaveOut(w, `always-include canon needs ${pinnedNeed} tokens and neither its budget (${budgets.alwaysInclude}) nor the canon budget had room: reported as a conflict`);
+      continue;
+    }
+    selected.push(w);
+  }
+  if (pinnedNeed > budgets.alwaysInclude) {
+    const parts = [`always-include canon needs ${pinnedNeed} tokens but its budget is ${budgets.alwaysInclude}`];
+    if (overflow.length > 0) parts.push(`${overflow.length} passage(s) took room from the canon budget`);
+    if (leftOut.length > 0) parts.push(`${leftOut.length} passage(s) could not be placed: ${leftOut.map((w) => `${w.row.path} §${w.row.idx + 1}`).join(', ')}`);
+    parts.push('raise the always-include budget or mark fewer sources always_include');
+    conflicts.push({
+      kind: 'always-include-overflow',
+      message: parts.join('; '),
+      budget: budgets.alwaysInclude,
+      needed: pinnedNeed,
+      passageIds: [...overflow, ...leftOut].map((w) => w.row.id),
+    });
+  }
+
+  for (const w of ranked.admitted) {
+    if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
+    const section = sectionOf(w.row.class);
+    const tokens = w.row.token_count;
+    if (used[section] + tokens <= budgets[section]) {
+      used[section] += tokens;
+      selected.push(w);
+      select(w, section, `within the ${section} budget (${used[section]}/${budgets[section]} tokens)`);
+    } else {
+      leaveOut(w, `over the ${section} budget (${used[section] + tokens}/${budgets[section]} tokens)`);
+    }
+  }
+
+  if (budgets.total !== undefined) applyTotalPressure(selected, budgets.total);
+  return { selected: selected.filter((w) => w.decision.outcome === 'selected'), conflicts };
+}
+
+const PRESSURE_ORDER: Record<KnowledgeClass, number> = { inspiration: 0, reference: 1, canon: 2 };
+const PRIORITY_RANK: Record<Priority, number> = { low: 0, normal: 1, high: 2 };
+
+function applyTotalPressure(selected: Working[], total: number): void {
+  let used = selected.reduce((n, w) => n + w.row.token_count, 0);
+  const removable = selected
+    .filter((w) => w.decision.section !== 'alwaysInclude')
+    .sort(
+      (a, b) =>
+        PRESSURE_ORDER[a.row.class] - PRESSURE_ORDER[b.row.class] ||
+        (a.row.class === 'canon' ? PRIORITY_RANK[a.row.priority] - PRIORITY_RANK[b.row.priority] : 0) ||
+        a.decision.score! - b.decision.score!,
+    );
+  for (const w of removable) {
+    if (used <= total) break;
+    used -= w.row.token_count;
+    leaveOut(w, `removed under the total knowledge budget (${total} tokens): ${w.row.class} goes ${w.row.class === 'inspiration' ? 'first' : w.row.class === 'reference' ? 'after inspiration' : 'last, lowest priority first'}`);
+  }
+}
+
+function buildRecord(
+  store: KnowledgeStore,
+  ranked: RankedCandidates,
+  stage: RetrievalStage,
+  budgets: KnowledgeBudgets,
+  conflicts: BudgetConflict[],
+  now: Date,
+): RetrievalRecord {
+  return {
+    createdAt: now.toISOString(),
+    campaignId: store.campaignId,
+    stage,
+    queryText: ranked.queryText,
+    terms: ranked.terms.map((t) => t.text),
+    semantic: ranked.semantic,
+    budgets,
+    candidates: [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest].map((w) => w.decision),
+    conflicts,
+  };
+}
+
+/** The knowledge sections for one prompt, and the record of every decision behind them. */
+export async function retrieveKnowledge(store: KnowledgeStore, query: RetrievalQuery, options: RetrievalOptions = {}): Promise<RetrievalResult> {
+  const ranked = await rankCandidates(store, { ...query, placePins: true }, options);
+  const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets);
+  const sections = emptySections();
+  for (const w of selected) sections[w.decision.section!].push(toSelected(w, w.decision.reason));
+  return { sections, record: buildRecord(store, ranked, query.stage, query.budgets, conflicts, (options.now ?? (() => new Date()))()) };
+}
+
+export interface SearchHit extends SelectedPassage {
+  rank: number;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  record: RetrievalRecord;
+}
+
+/**
+ * What a writer's search finds: the same eligibility, admission and ranking as a prompt, without budgets
+ * or pins — the best `limit` admitted passages, each with its reason. It may find nothing.
+ */
+export async function searchKnowledge(
+  store: KnowledgeStore,
+  text: string,
+  options: RetrievalOptions & { stage?: RetrievalStage; limit?: number } = {},
+): Promise<SearchResult> {
+  const stage = options.stage ?? 'narrator';
+  const limit = options.limit ?? 10;
+  const ranked = await rankCandidates(store, { input: text, stage, placePins: false }, options);
+  const hits: SearchHit[] = [];
+  for (const w of ranked.admitted) {
+    if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
+    if (hits.length < limit) {
+      select(w, sectionOf(w.row.class), `result ${hits.length + 1}`);
+      hits.push({ ...toSelected(w, w.decision.reason), rank: hits.length + 1 });
+    } else {
+      leaveOut(w, `ranked below the first ${limit} results`);
+    }
+  }
+  const record = buildRecord(store, ranked, stage, { ...DEFAULT_KNOWLEDGE_BUDGETS }, [], (options.now ?? (() => new Date()))());
+  return { hits, record };
+}
+
+/**
+ * "Why did this passage not fire?" for any passage: the recorded decision when it was a candidate, else
+ * the reason it never became one, worked out from the index and the record's own terms.
+ */
+export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId: string): string {
+  const decision = record.candidates.find((c) => c.passageId === passageId);
+  if (decision) return `${decision.outcome}: ${decision.reason}`;
+  if (store.campaignId !== record.campaignId) return `this index is campaign ${store.campaignId}'s, but the record is campaign ${record.campaignId}'s`;
+  const row = store.db
+    .prepare(`SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id WHERE p.id = ?`)
+    .get(passageId) as (CandidateRow & { campaign: string }) | undefined;
+  if (!row) return `no passage ${passageId} in this index (it may have been reindexed under a new id, or deleted)`;
+  if (row.campaign !== record.campaignId) return `it belongs to campaign ${row.campaign}: one campaign never retrieves another's passages`;
+  const excluded = eligibilityOutcome(row, record.stage);
+  if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, [])}`;
+  const { terms } = buildSearchTerms({ input: record.terms.join(' ') });
+  const found = matchTerms(tokenize(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
+  const semantic = record.semantic.used
+    ? ', and it was not semantically close enough to the query to be recorded'
+    : ` (semantic retrieval did not run: ${record.semantic.reason})`;
+  if (found.length === 0) {
+    return `never a candidate: it contains none of the query's terms (${quoteList(record.terms)})${semantic}`;
+  }
+  return `never a candidate: it contains ${quoteList(found.map((t) => t.text))}, but ${LEXICAL_CANDIDATE_LIMIT} eligible passages matched the query more strongly`;
+}

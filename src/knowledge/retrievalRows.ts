@@ -1,0 +1,34 @@
+import type { KnowledgeClass, Priority } from './types';
+
+/** A passage with the source fields retrieval decides on, as both candidate paths read it. */
+export interface CandidateRow {
+  rowid: number;
+  id: string;
+  source_id: string;
+  idx: number;
+  class: KnowledgeClass;
+  heading_path: string;
+  text: string;
+  token_count: number;
+  content_hash: string;
+  start_line: number;
+  end_line: number;
+  path: string;
+  title: string;
+  enabled: number;
+  visibility: 'normal' | 'hidden';
+  always_include: number;
+  priority: Priority;
+  tags: string;
+  entities: string;
+  lexical_state: string;
+  duplicate_of: string | null;
+}
+
+export const CANDIDATE_COLUMNS = `p.rowid AS rowid, p.id, p.source_id, p.idx, p.class, p.heading_path, p.text, p.token_count,
+  p.content_hash, p.start_line, p.end_line, s.path, s.title, s.enabled, s.visibility, s.always_include, s.priority,
+  s.tags, s.entities, s.lexical_state, s.duplicate_of`;
+
+/** SQL for "this source may reach this stage at all" (§28), shared by every candidate query. */
+export const ELIGIBLE = `s.enabled = 1 AND s.lexical_state = 'ready' AND (@stage = 'narrator' OR s.visibility = 'normal')`;
+

@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { CalibrationError, calibrateSemanticFloor } from '../../src/knowledge/calibration';
+import { OllamaEmbedder, embedPassages, getEmbeddingModel } from '../../src/knowledge/embeddings';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval';
+import type { KnowledgeStore } from '../../src/knowledge/store';
+import { corpusPath } from '../support/corpora';
+import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
+import { storeWith, writeFixtureSource, writeFolderAsFixtures } from '../support/knowledgeFixtures';
+
+const MODEL = 'nomic-embed-text';
+const RELOAD = { path: 'reference/archery.md', class: 'reference' as const, passages: [[['Archery'], 'Reloading takes a minute.']] as [string[], string][] };
+
+/** The Torys setting bible plus one short rules note, embedded and calibrated against the fake server. */
+async function torysLibrary(fake: FakeOllama): Promise<KnowledgeStore> {
+  const store = storeWith('torys', [RELOAD]);
+  writeFolderAsFixtures(store, corpusPath('torys'));
+  await embedPassages(store, new OllamaEmbedder(fake.url, MODEL));
+  calibrateSemanticFloor(store, MODEL);
+  return store;
+}
+
+describe('semantic retrieval', function () {
+  let fake: FakeOllama;
+  let store: KnowledgeStore;
+  let embedder: OllamaEmbedder;
+  beforeEach(async () => {
+    fake = await FakeOllama.start({ embedModels: { [MODEL]: 256 } });
+    embedder = new OllamaEmbedder(fake.url, MODEL, 2000);
+    store = await torysLibrary(fake);
+  });
+  afterEach(async () => {
+    store.close();
+    await fake.close();
+  });
+
+  it("calibrates the floor from the library's own unrelated pairs and stores model, dimensions and floor", () => {
+    const info = getEmbeddingModel(store, MODEL)!;
+    assert.equal(info.dimensions, 256);
+    assert.ok(info.samplePairs >= 200);
+    const details = info.details as { p99: number; p50: number };
+    assert.ok(info.floor! > details.p99, 'the floor sits above 99% of unrelated pairs');
+    assert.ok(details.p50 > 0.2, 'unrelated texts are not at cosine 0 for this model, so a fixed 0 floor would admit everything');
+  });
+
+  it('admits a passage by meaning that shares no word with the query', async () => {
+    const lexicalOnly = await searchKnowledge(store, 'reloaded');
+    assert.equal(lexicalOnly.hits.length, 0);
+    const { hits, record } = await searchKnowledge(store, 'reloaded', { semantic: { embedder } });
+    assert.equal(record.semantic.used, true);
+    assert.equal(hits[0]?.sourcePath, 'reference/archery.md');
+    const d = record.candidates.find((c) => c.sourcePath === 'reference/archery.md')!;
+    assert.deepEqual(d.matchedTerms, []);
+    assert.ok(d.similarity! >= d.semanticFloor!);
+    assert.match(d.reason, /similarity 0\.\d+ ≥ floor 0\.\d+/);
+  });
+
+  it('still returns nothing on an unrelated scene with semantic retrieval on', async () => {
+    const result = await retrieveKnowledge(
+      store,
+      { input: 'We board the starship and plot a jump to the orbital casino.', stage: 'narrator', budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS } },
+      { semantic: { embedder } },
+    );
+    assert.equal(result.record.semantic.used, true);
+    assert.deepEqual(Object.values(result.sections).flat(), []);
+    assert.ok(result.record.candidates.length > 0, 'the near misses are recorded');
+    assert.ok(result.record.candidates.every((c) => c.outcome === 'not-relevant' && /below the floor/.test(c.reason)));
+  });
+
+  it('skips semantic retrieval for a model with no calibrated floor, and says why', async () => {
+    fake.embedModels.set('mxbai-embed-large', 256);
+    const other = new OllamaEmbedder(fake.url, 'mxbai-embed-large');
+    await embedPassages(store, other);
+    const { hits, record } = await searchKnowledge(store, 'werewolf of the elking wood', { semantic: { embedder: other } });
+    assert.equal(record.semantic.used, false);
+    assert.match(record.semantic.reason, /no calibrated similarity floor for 'mxbai-embed-large'/);
+    assert.ok(hits.some((h) => h.sourcePath.endsWith('werewolf.md')), 'lexical retrieval carries the search');
+    assert.equal(fake.requestsTo('/api/embed').filter((r) => (r.body as { input: string[] }).input.length === 1).length, 0, 'the query was not even embedded');
+  });
+
+  const failures: [string, (f: FakeOllama) => Promise<OllamaEmbedder> | OllamaEmbedder, RegExp][] = [
+    ['the server is down', async () => new OllamaEmbedder(await unusedLoopbackUrl(), MODEL), /cannot reach Ollama at http:\/\/127\.0\.0\.1:\d+/],
+    [
+      'the model is unknown (404)',
+      (f) => {
+        f.embedModels.delete(MODEL);
+        return new OllamaEmbedder(f.url, MODEL);
+      },
+      /has no model 'nomic-embed-text'/,
+    ],
+    [
+      'the server fails (500)',
+      (f) => {
+        f.embed = { fail: { status: 500, error: 'llama runner process has terminated' } };
+        return new OllamaEmbedder(f.url, MODEL);
+      },
+      /HTTP 500.*llama runner process has terminated/,
+    ],
+    [
+      'the model returns other dimensions',
+      (f) => {
+        f.embed = { dimensionsOverride: 128 };
+        return new OllamaEmbedder(f.url, MODEL);
+      },
+      /now returns 128-dimensional vectors but this library's vectors and floor are 256-dimensional/,
+    ],
+    [
+      'the server is too slow',
+      (f) => {
+        f.embed = { delayMs: 1000 };
+        return new OllamaEmbedder(f.url, MODEL, 100);
+      },
+      /did not answer within 100 ms/,
+    ],
+  ];
+  for (const [what, makeEmbedder, reason] of failures) {
+    it(`keeps lexical results intact when ${what}`, async () => {
+      const question = 'Who is the dragon Tuvdak?';
+      const lexical = await searchKnowledge(store, question);
+      const failing = await makeEmbedder(fake);
+      const { hits, record } = await searchKnowledge(store, question, { semantic: { embedder: failing } });
+      assert.equal(record.semantic.used, false);
+      assert.match(record.semantic.reason, reason);
+      assert.match(record.semantic.reason, /lexical results only/);
+      assert.ok(hits.length > 0);
+      assert.deepEqual(
+        hits.map((h) => h.passageId),
+        lexical.hits.map((h) => h.passageId),
+      );
+    });
+  }
+
+  it('reports passages with no vector for the model, and embeds only what changed', async () => {
+    writeFixtureSource(store, { path: 'new/sea-serpent.md', passages: [[['Sea serpent'], 'A sea serpent guards the reef past Firecomb.']] });
+    const { record } = await searchKnowledge(store, 'sea serpent', { semantic: { embedder } });
+    assert.match(record.semantic.reason, /1 passage\(s\) have no vector for 'nomic-embed-text' yet/);
+    const report = await embedPassages(store, embedder);
+    assert.equal(report.embedded, 1);
+    assert.ok(report.reused > 100);
+    const again = await searchKnowledge(store, 'sea serpent', { semantic: { embedder } });
+    assert.doesNotMatch(again.record.semantic.reason, /no vector/);
+    assert.ok(again.record.candidates.find((c) => c.sourcePath === 'new/sea-serpent.md')!.similarity! > 0);
+  });
+
+  it('discards old vectors and the floor when the model starts returning another size', async () => {
+    fake.embed = { dimensionsOverride: 128 };
+    const report = await embedPassages(store, embedder);
+    assert.match(report.modelChanged ?? '', /now returns 128-dimensional vectors \(was 256\).*floor were discarded/);
+    assert.equal(getEmbeddingModel(store, MODEL)!.floor, null);
+    assert.equal(getEmbeddingModel(store, MODEL)!.dimensions, 128);
+    const { record } = await searchKnowledge(store, 'dragon', { semantic: { embedder } });
+    assert.match(record.semantic.reason, /no calibrated similarity floor/);
+    calibrateSemanticFloor(store, MODEL);
+    assert.equal((await searchKnowledge(store, 'dragon', { semantic: { embedder } })).record.semantic.used, true);
+  });
+
+  it('never gives hidden canon to the player through the semantic path either', async () => {
+    writeFixtureSource(store, { path: 'secret.md', visibility: 'hidden', passages: [[['Secret'], 'Reloading hides the poison.']] });
+    await embedPassages(store, embedder);
+    const { record } = await searchKnowledge(store, 'reloaded', { semantic: { embedder }, stage: 'player' });
+    assert.ok(record.candidates.every((c) => c.sourcePath !== 'secret.md'));
+    assert.match(whyNot(store, record, 'torys:secret.md#0'), /hidden-for-stage/);
+  });
+});
+
+describe('calibration', () => {
+  it('refuses a library too small to measure, with the reason', async () => {
+    const fake = await FakeOllama.start({ embedModels: { [MODEL]: 64 } });
+    const store = storeWith('tiny', [RELOAD, { path: 'b.md', passages: [[['B'], 'One more passage.']] }]);
+    try {
+      await embedPassages(store, new OllamaEmbedder(fake.url, MODEL));
+      assert.throws(() => calibrateSemanticFloor(store, MODEL), (e: unknown) => e instanceof CalibrationError && /only 1 unrelated passage pairs/.test(e.message));
+      assert.equal(getEmbeddingModel(store, MODEL)!.floor, null);
+    } finally {
+      store.close();
+      await fake.close();
+    }
+  });
+});
