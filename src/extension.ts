@@ -2,12 +2,23 @@ import Database from 'better-sqlite3';
 import * as vscode from 'vscode';
 import { assertFts5 } from './knowledge/sqlite';
 import { CampaignRegistry } from './views/campaigns';
+import { Commands } from './views/commands';
+import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
+import { KnowledgeService } from './views/knowledgeService';
+import { PassagesTree } from './views/passagesTree';
+import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
+import { StatusBar } from './views/statusBar';
 
 /** What the extension hands to other extensions and to the integration suite. */
 export interface StorytellerApi {
   readonly campaigns: CampaignRegistry;
+  readonly knowledge: KnowledgeService;
+  readonly settings: Settings;
+  readonly statusBar: StatusBar;
+  readonly sources: SourcesTree;
+  readonly passages: PassagesTree;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -30,25 +41,37 @@ function checkSqlite(): string | null {
 
 class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly log = this._register(vscode.window.createOutputChannel('Adventure Storyteller', { log: true }));
-  readonly campaigns = this._register(new CampaignRegistry(this.log));
   readonly sqliteProblem = checkSqlite();
+  readonly settings = this._register(new Settings(this.log));
+  readonly campaigns = this._register(new CampaignRegistry(this.log));
+  readonly knowledge = this._register(new KnowledgeService(this.campaigns, this.settings, this.log));
+  readonly sources = this._register(new SourcesTree(this.campaigns, this.knowledge));
+  readonly passages = this._register(new PassagesTree(this.knowledge));
+  readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
 
   constructor() {
     super();
+    this._register(new SourceDiagnostics(this.knowledge));
+    this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
       void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);
     }
-    this._register(new SourcesTree(this.campaigns));
-    this._register(vscode.commands.registerCommand('storyteller.showLog', () => this.log.show()));
-    // Discovery reads the workspace; it runs after activation returns.
-    setImmediate(() => void this.campaigns.ready());
+  }
+
+  /** Everything that reads the workspace or the network starts here, after activate() has returned. */
+  startBackgroundWork(): void {
+    this.knowledge.activationFinished();
+    if (this.sqliteProblem) return;
+    void this.campaigns.ready();
+    void this.statusBar.checkOllama();
   }
 }
 
 export function activate(context: vscode.ExtensionContext): StorytellerApi {
   const extension = new StorytellerExtension();
   context.subscriptions.push(extension);
+  setImmediate(() => extension.startBackgroundWork());
   return extension;
 }
 
