@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CAMPAIGN_FILE, DATA_DIR, type Campaign } from './campaign';
-import type { DocumentKind, ParsedDocument } from './chunker';
+import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
 import { classifySource, isUnder, type Classification } from './classify';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from './decode';
 import { splitFrontMatter, type FrontMatter } from './frontMatter';
@@ -178,20 +178,20 @@ function symlinkOutsideIssue(target: string): SourceIssue {
 }
 
 /** What is known about a file after the cheap checks, before parsing. */
-type Prepared =
-  | { kind: 'done'; outcome: FileOutcome }
-  | {
-      kind: 'parse';
-      file: ScannedFile;
-      text: string;
-      sha256: string;
-      size: number;
-      mtimeMs: number;
-      meta: FrontMatter;
-      classification: Classification;
-      issues: SourceIssue[];
-      docKind: DocumentKind;
-    };
+type Prepared = { kind: 'done'; outcome: FileOutcome } | PreparedParse;
+
+interface PreparedParse {
+  kind: 'parse';
+  file: ScannedFile;
+  text: string;
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  meta: FrontMatter;
+  classification: Classification;
+  issues: SourceIssue[];
+  docKind: DocumentKind;
+}
 
 /** Content already claimed in this run, by hash, so a run sees its own earlier files as holders. */
 type Claims = Map<string, { id: string; path: string }>;
@@ -267,7 +267,7 @@ class ImportRun {
   }
 
   /** Everything up to parsing: cheap, and run in path order so duplicate detection is deterministic. */
-  async prepare(file: ScannedFile, claims: Claims): Promise<Prepared> {
+  async prepare(file: ScannedFile, claims: Claims, force = false): Promise<Prepared> {
     const relPath = file.relPath;
     const id = sourceIdFor(this.campaign.id, relPath);
     if (file.refused) return { kind: 'done', outcome: this.writeError(relPath, [file.refused], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
@@ -305,12 +305,14 @@ class ImportRun {
     const existing = this.store.getSource(id);
 
     if (
-      existing?.lexicalState === 'ready' &&
+      !force &&
+      (existing?.lexicalState === 'ready' || existing?.lexicalState === 'duplicate') &&
       existing.sha256 === sha256 &&
       existing.parserVersion === PARSER_VERSION &&
       existing.chunkingVersion === CHUNKING_VERSION
     ) {
-      claims.set(sha256, { id, path: relPath });
+      // Holders that changed this run are dealt with by restoreOrphanedDuplicates afterwards.
+      if (existing.lexicalState === 'ready') claims.set(sha256, { id, path: relPath });
       if (existing.class === classification.class && JSON.stringify(existing.classOrigin) === JSON.stringify(classification.origin)) {
         return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
       }
@@ -342,14 +344,21 @@ class ImportRun {
     return { kind: 'parse', file, text, sha256, ...facts, meta: split.meta, classification, issues, docKind: documentKind(relPath) ?? 'markdown' };
   }
 
-  /** Parses, checks the file did not move underneath us, and writes the source with its passages in one transaction. */
-  async finish(prepared: Extract<Prepared, { kind: 'parse' }>): Promise<FileOutcome | 'changed'> {
+  /** Starts parsing; the result is written later, in path order, by `finish`. */
+  parse(prepared: PreparedParse): Promise<ParsedDocument | Error> {
+    return this.parser.parse(prepared.text, prepared.docKind).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+  }
+
+  /**
+   * Checks the file did not move underneath us, leaves out passages another source already holds, and writes
+   * the source with its passages in one transaction. Called in path order, so which source holds a repeated
+   * passage never depends on which parse finished first.
+   */
+  async finish(prepared: PreparedParse, parsing: Promise<ParsedDocument | Error>): Promise<FileOutcome | 'changed'> {
     const relPath = prepared.file.relPath;
-    let document: ParsedDocument;
-    try {
-      document = await this.parser.parse(prepared.text, prepared.docKind);
-    } catch (error) {
-      const issue: SourceIssue = { severity: 'error', code: 'parse', message: `file could not be parsed: ${(error as Error).message}` };
+    const document = await parsing;
+    if (document instanceof Error) {
+      const issue: SourceIssue = { severity: 'error', code: 'parse', message: `file could not be parsed: ${document.message}` };
       return this.writeError(relPath, [...prepared.issues, issue], { ...prepared, content: prepared.text, meta: prepared.meta });
     }
     this.parsedBytes += prepared.size;
@@ -368,34 +377,80 @@ class ImportRun {
     if (document.passages.length === 0 && !issues.some((i) => i.code === 'empty')) {
       issues.push({ severity: 'warning', code: 'no-text', message: 'file has no text to index (only headings, markup or front matter)' });
     }
+    const all: PassageRecord[] = document.passages.map((draft, index) => ({
+      ...draft,
+      id: passageIdFor(base.id, index),
+      sourceId: base.id,
+      campaignId: base.campaignId,
+      index,
+      class: base.class,
+    }));
+    const repeated = this.repeatedPassages(base.id, all);
+    const kept = all.filter((p) => !repeated.has(p.index));
+    const firstHolder = [...repeated.values()][0];
+    const wholeDuplicate = firstHolder !== undefined && kept.length === 0;
+    if (firstHolder) {
+      const holders = [...new Set([...repeated.values()].map((h) => h.path))];
+      const named = holders.slice(0, 3).join(', ') + (holders.length > 3 ? ` and ${holders.length - 3} more` : '');
+      issues.push({
+        severity: 'warning',
+        code: 'duplicate',
+        message: wholeDuplicate
+          ? `every passage repeats text already indexed from ${named}; not indexed twice`
+          : `${repeated.size} of ${all.length} passages repeat text already indexed from ${named}; those are not indexed twice`,
+      });
+    }
     const record: SourceRecord = {
       ...base,
       title: prepared.meta.title ?? document.firstHeading ?? base.title,
       sha256: prepared.sha256,
       size: prepared.size,
       mtimeMs: prepared.mtimeMs,
-      lexicalState: 'ready',
+      lexicalState: wholeDuplicate ? 'duplicate' : 'ready',
+      duplicateOf: wholeDuplicate ? firstHolder.id : null,
       semanticState: existing && existing.semanticState !== 'off' ? 'pending' : (this.options.initialSemanticState ?? 'off'),
       issues,
     };
-    const passages: PassageRecord[] = document.passages.map((draft, index) => ({
-      ...draft,
-      id: passageIdFor(record.id, index),
+    this.store.db.transaction(() => {
+      this.store.writeSource(record, prepared.text, kept);
+      this.store.db.prepare('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
+      const insert = this.store.db.prepare('INSERT INTO duplicate_passages (source_id, idx, content_hash, holder_id) VALUES (?, ?, ?, ?)');
+      for (const [index, holder] of repeated) insert.run(record.id, index, all[index]!.contentHash, holder.id);
+    })();
+    return {
+      path: relPath,
       sourceId: record.id,
-      campaignId: record.campaignId,
-      index,
-      class: record.class,
-    }));
-    this.store.writeSource(record, prepared.text, passages);
-    return { path: relPath, sourceId: record.id, outcome: 'indexed', issues, passages: passages.length };
+      outcome: wholeDuplicate ? 'duplicate' : 'indexed',
+      issues,
+      passages: kept.length,
+      ...(wholeDuplicate ? { duplicateOf: firstHolder.path } : {}),
+    };
+  }
+
+  /**
+   * Substantial passages (at least MIN_PASSAGE_TOKENS) whose exact text another source already indexes.
+   * Short ones ("Hit Points 10") are kept: the same few words under different headings are different facts.
+   */
+  private repeatedPassages(sourceId: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
+    const find = this.store.db.prepare(
+      `SELECT s.id, s.path FROM passages p JOIN sources s ON s.id = p.source_id
+       WHERE p.campaign_id = ? AND p.content_hash = ? AND p.source_id <> ? ORDER BY s.path LIMIT 1`,
+    );
+    const repeated = new Map<number, { id: string; path: string }>();
+    for (const p of passages) {
+      if (p.tokenCount < MIN_PASSAGE_TOKENS) continue;
+      const holder = find.get(this.campaign.id, p.contentHash, sourceId) as { id: string; path: string } | undefined;
+      if (holder) repeated.set(p.index, holder);
+    }
+    return repeated;
   }
 
   /** One file, start to end; a file edited while it was parsed is read again (a few times at most). */
-  async processOne(file: ScannedFile, claims: Claims): Promise<FileOutcome> {
+  async processOne(file: ScannedFile, claims: Claims, force = false): Promise<FileOutcome> {
     for (let attempt = 0; ; attempt++) {
-      const prepared = await this.prepare(file, claims);
+      const prepared = await this.prepare(file, claims, force);
       if (prepared.kind === 'done') return prepared.outcome;
-      const outcome = await this.finish(prepared);
+      const outcome = await this.finish(prepared, this.parse(prepared));
       if (outcome !== 'changed') return outcome;
       claims.delete(prepared.sha256);
       if (attempt === 2) {
@@ -410,20 +465,44 @@ class ImportRun {
   }
 
   /**
-   * A duplicate whose holder changed or went away is no longer a duplicate of it: it is processed again,
-   * and becomes the holder itself if nothing else has its content.
+   * Sources that left content out because another source held it are processed again when that holder no
+   * longer holds it (edited or removed), so the text is indexed exactly once, never zero times.
    */
-  async resolveOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
-    const outcomes: FileOutcome[] = [];
+  async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
+    const orphaned = new Set<string>();
     for (const source of this.store.listSources()) {
-      if (source.lexicalState !== 'duplicate') continue;
-      const holder = source.duplicateOf ? this.store.getSource(source.duplicateOf) : undefined;
+      if (source.lexicalState !== 'duplicate' || !source.duplicateOf) continue;
+      const holder = this.store.getSource(source.duplicateOf);
+      // A whole-file duplicate (same hash) is fine while its holder still has that hash.
       if (holder?.lexicalState === 'ready' && holder.sha256 === source.sha256) continue;
+      if (holder?.lexicalState === 'ready' && !this.hasOrphanedPassages(source.id)) continue;
+      orphaned.add(source.id);
+    }
+    const partial = this.store.db
+      .prepare(
+        `SELECT DISTINCT d.source_id id FROM duplicate_passages d
+         WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash)`,
+      )
+      .all() as { id: string }[];
+    for (const row of partial) orphaned.add(row.id);
+    const outcomes: FileOutcome[] = [];
+    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) {
       const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
       claims.delete(source.sha256);
-      outcomes.push(await this.processOne(file, claims));
+      outcomes.push(await this.processOne(file, claims, true));
     }
     return outcomes;
+  }
+
+  private hasOrphanedPassages(sourceId: string): boolean {
+    return (
+      this.store.db
+        .prepare(
+          `SELECT 1 FROM duplicate_passages d WHERE d.source_id = ?
+           AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash) LIMIT 1`,
+        )
+        .get(sourceId) !== undefined
+    );
   }
 }
 
@@ -467,30 +546,30 @@ export async function importCampaign(campaign: Campaign, store: KnowledgeStore, 
   }
 
   const claims: Claims = new Map();
-  const concurrency = Math.max(1, options.concurrency ?? 4);
-  const inFlight = new Set<Promise<void>>();
+  const ahead = Math.max(1, options.concurrency ?? 4);
+  // Parses run ahead (up to `ahead` at once, on the parser's workers); writes happen in path order.
+  const queue: { file: ScannedFile; prepared: Prepared; parsing?: Promise<ParsedDocument | Error> }[] = [];
   let done = 0;
   const settle = (outcome: FileOutcome): void => {
     outcomes.push(outcome);
     done++;
     options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
   };
+  const writeHead = async (): Promise<void> => {
+    const head = queue.shift()!;
+    if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
+    const outcome = await run.finish(head.prepared, head.parsing!);
+    if (outcome !== 'changed') return settle(outcome);
+    claims.delete(head.prepared.sha256);
+    settle(await run.processOne(head.file, claims));
+  };
   for (const file of files) {
     const prepared = await run.prepare(file, claims);
-    if (prepared.kind === 'done') {
-      settle(prepared.outcome);
-      continue;
-    }
-    const task = run
-      .finish(prepared)
-      .then((outcome) => (outcome === 'changed' ? (claims.delete(prepared.sha256), run.processOne(file, claims)) : outcome))
-      .then(settle)
-      .finally(() => inFlight.delete(task));
-    inFlight.add(task);
-    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+    queue.push({ file, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
+    while (queue.filter((q) => q.parsing).length >= ahead) await writeHead();
   }
-  await Promise.all(inFlight);
-  for (const outcome of await run.resolveOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
+  while (queue.length > 0) await writeHead();
+  for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
   options.onProgress?.({ phase: 'done', done, total: files.length });
   return report(campaign, outcomes, run.parsedBytes, startedAt);
 }
@@ -518,6 +597,6 @@ export async function indexFile(campaign: Campaign, store: KnowledgeStore, relPa
   } else {
     outcomes.push(await run.processOne(await scanOne(campaign, posix, absPath), new Map()));
   }
-  for (const outcome of await run.resolveOrphanedDuplicates(new Map(), new Map())) replaceOutcome(outcomes, outcome);
+  for (const outcome of await run.restoreOrphanedDuplicates(new Map(), new Map())) replaceOutcome(outcomes, outcome);
   return report(campaign, outcomes, run.parsedBytes, startedAt);
 }

@@ -90,4 +90,23 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    description: 'passages left out because another source of the campaign already holds the same text',
+    up(db) {
+      db.exec(`
+        -- A passage repeated from another source (the SRD's "(Alt)" compilations) is not indexed twice; this
+        -- records what was left out and which source holds it, so the importer can restore the passage when
+        -- the holder changes or goes away.
+        CREATE TABLE duplicate_passages (
+          source_id    TEXT NOT NULL REFERENCES sources (id) ON DELETE CASCADE,
+          idx          INTEGER NOT NULL,
+          content_hash TEXT NOT NULL,
+          holder_id    TEXT NOT NULL,
+          PRIMARY KEY (source_id, idx)
+        );
+        CREATE INDEX duplicate_passages_by_holder ON duplicate_passages (holder_id);
+      `);
+    },
+  },
 ];
