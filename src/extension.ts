@@ -7,6 +7,7 @@ import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
 import { KnowledgeService } from './views/knowledgeService';
 import { PassagesTree } from './views/passagesTree';
+import { PlayPanels } from './views/playPanels';
 import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
@@ -19,6 +20,7 @@ export interface StorytellerApi {
   readonly statusBar: StatusBar;
   readonly sources: SourcesTree;
   readonly passages: PassagesTree;
+  readonly play: PlayPanels;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -48,9 +50,11 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly sources = this._register(new SourcesTree(this.campaigns, this.knowledge));
   readonly passages = this._register(new PassagesTree(this.knowledge));
   readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
+  readonly play: PlayPanels;
 
-  constructor() {
+  constructor(extensionUri: vscode.Uri) {
     super();
+    this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings));
     this._register(new SourceDiagnostics(this.knowledge));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     if (this.sqliteProblem) {
@@ -69,7 +73,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
 }
 
 export function activate(context: vscode.ExtensionContext): StorytellerApi {
-  const extension = new StorytellerExtension();
+  const extension = new StorytellerExtension(context.extensionUri);
   context.subscriptions.push(extension);
   setImmediate(() => extension.startBackgroundWork());
   return extension;

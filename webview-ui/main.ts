@@ -93,10 +93,14 @@ function renderTurn(turn: TurnView): HTMLElement {
   return node;
 }
 
+const KNOWLEDGE_SECTIONS = new Set(['always-include', 'canon', 'reference', 'inspiration']);
+
 function renderSection(section: ContextSectionView): HTMLElement {
   const node = el('vscode-collapsible');
   node.setAttribute('title', `${section.title} — ${section.tokens}${section.budget === null ? '' : ` / ${section.budget}`} tokens`);
   node.dataset.section = section.id;
+  // Knowledge sections start open: what the turn was given from the campaign is the point of this view.
+  if (KNOWLEDGE_SECTIONS.has(section.id)) node.setAttribute('open', '');
   const body = el('div', 'section-body');
   for (const item of section.items) {
     const row = el('div', 'passage');

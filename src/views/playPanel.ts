@@ -90,6 +90,11 @@ export class PlayPanel extends Disposable {
     this._register({ dispose: () => this.running?.abort() });
   }
 
+  /** Every turn of the adventure, on every branch. */
+  allTurns(): Turn[] {
+    return this.store.allTurns(this.adventure.id);
+  }
+
   get adventureId(): string {
     return this.adventure.id;
   }

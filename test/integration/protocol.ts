@@ -34,8 +34,12 @@ export interface SuiteResults {
   crash?: string;
 }
 
+/** Something the driver does in the page before its screenshot, like a writer would (inside webviews too). */
+export type DriverStep = { action: 'fill'; selector: string; text: string } | { action: 'click'; selector: string };
+
 export interface ScreenshotRequest {
   name: string;
+  steps?: DriverStep[];
 }
 
 /** The driver's answer: the files it wrote, and the text and markup of every webview frame it saw. */
@@ -47,4 +51,6 @@ export interface ScreenshotReply {
   /** Dialogs (alert/confirm/prompt) the page raised since the run began. */
   dialogs: string[];
   trackerHits: number;
+  /** A step that could not be done (its selector was not found). */
+  stepError?: string;
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
 import {
   CHROMIUM_ARGS,
   MissingPieceError,
@@ -20,7 +20,7 @@ import {
   requireChromium,
   type RunningCodeServer,
 } from '../../scripts/codeServer';
-import type { HarnessConfig, ScreenshotReply, ScreenshotRequest, SuiteResults } from './protocol';
+import type { DriverStep, HarnessConfig, ScreenshotReply, ScreenshotRequest, SuiteResults } from './protocol';
 
 const SUITE_TIMEOUT_MS = 10 * 60_000;
 const RUN_DIR = path.join(PROJECT_ROOT, '.e2e');
@@ -101,7 +101,29 @@ async function startTracker(): Promise<{ port: number; hits: () => string[] }> {
   return { port, hits: () => [...seen] };
 }
 
-async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs: string[], trackerHits: number): Promise<ScreenshotReply> {
+/** The first frame (workbench or webview) holding `selector`. */
+async function frameWith(page: Page, selector: string): Promise<Frame> {
+  for (const frame of page.frames()) {
+    if (await frame.$(selector).catch(() => null)) return frame;
+  }
+  throw new Error(`no frame holds ${selector}`);
+}
+
+async function runSteps(page: Page, steps: DriverStep[]): Promise<void> {
+  for (const step of steps) {
+    const frame = await frameWith(page, step.selector);
+    if (step.action === 'fill') await frame.fill(step.selector, step.text);
+    else await frame.click(step.selector);
+  }
+}
+
+async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs: string[], trackerHits: () => number): Promise<ScreenshotReply> {
+  let stepError: string | undefined;
+  try {
+    await runSteps(page, request.steps ?? []);
+  } catch (error) {
+    stepError = (error as Error).message;
+  }
   const files: string[] = [];
   const workbench = path.join(ARTIFACTS_DIR, `${request.name}.png`);
   await page.screenshot({ path: workbench });
@@ -127,7 +149,7 @@ async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs:
     }
   }
   const workbenchText = await page.evaluate(() => document.body.innerText);
-  return { files, workbenchText, frames, dialogs: [...dialogs], trackerHits };
+  return { files, workbenchText, frames, dialogs: [...dialogs], trackerHits: trackerHits(), ...(stepError ? { stepError } : {}) };
 }
 
 async function main(): Promise<number> {
@@ -197,7 +219,7 @@ async function main(): Promise<number> {
       if (answered.has(file)) continue;
       answered.add(file);
       const request = JSON.parse(fs.readFileSync(path.join(dirs.requests, file), 'utf8')) as ScreenshotRequest;
-      const reply = await answerScreenshot(page, request, dialogs, tracker.hits().length);
+      const reply = await answerScreenshot(page, request, dialogs, () => tracker.hits().length);
       const replyFile = path.join(dirs.requests, file.replace('.request.json', '.reply.json'));
       fs.writeFileSync(`${replyFile}.tmp`, JSON.stringify(reply));
       fs.renameSync(`${replyFile}.tmp`, replyFile);

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { HARNESS_CONFIG_ENV, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest } from '../protocol';
+import { HARNESS_CONFIG_ENV, type DriverStep, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest } from '../protocol';
 
 export const EXTENSION_ID = 'storyteller.adventure-storyteller';
 
@@ -18,17 +18,19 @@ let sequence = 0;
  * Asks the driver for a screenshot of the workbench (and of every webview frame) named `name`, and
  * returns what it saw. Waits a moment first so the workbench has painted the last change.
  */
-export async function capture(name: string, settleMs = 500): Promise<ScreenshotReply> {
+export async function capture(name: string, settleMs = 500, steps: DriverStep[] = []): Promise<ScreenshotReply> {
   await sleep(settleMs);
   const config = harnessConfig();
   const base = path.join(config.requestDir, `${String(++sequence).padStart(2, '0')}-${name.replace(/[^a-z0-9-]+/gi, '-')}`);
-  const request: ScreenshotRequest = { name: path.basename(base) };
+  const request: ScreenshotRequest = { name: path.basename(base), steps };
   fs.writeFileSync(`${base}.tmp`, JSON.stringify(request));
   fs.renameSync(`${base}.tmp`, `${base}.request.json`);
-  return waitFor(() => {
-    const reply = `${base}.reply.json`;
-    return fs.existsSync(reply) ? (JSON.parse(fs.readFileSync(reply, 'utf8')) as ScreenshotReply) : undefined;
+  const reply = await waitFor(() => {
+    const file = `${base}.reply.json`;
+    return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as ScreenshotReply) : undefined;
   }, 30_000, `the driver's screenshot ${name}`);
+  if (reply.stepError) throw new Error(`driver step failed for ${name}: ${reply.stepError}`);
+  return reply;
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -56,4 +58,9 @@ export async function activatedExtension(): Promise<vscode.Extension<unknown>> {
   const extension = vscode.extensions.getExtension(EXTENSION_ID);
   if (!extension) throw new Error(`${EXTENSION_ID} is not installed in this extension host`);
   return waitFor(() => extension.isActive && extension, 30_000, `${EXTENSION_ID} to activate`);
+}
+
+/** The text of the webview frames in a reply that contain `marker` (the play panel's inner document). */
+export function webviewText(reply: ScreenshotReply, marker: string): string {
+  return reply.frames.filter((f) => f.text.includes(marker)).map((f) => f.text).join('\n');
 }
