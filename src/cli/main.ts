@@ -1,6 +1,6 @@
 import { runCli } from './run';
 
-runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() }).then(
+runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), stdin: process.stdin }).then(
   (code) => {
     process.exitCode = code;
   },

@@ -52,8 +52,10 @@ export const PLAY_MIGRATIONS: readonly Migration[] = [
         CREATE TABLE prompt_snapshots (
           turn_id      TEXT PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
           sections     TEXT NOT NULL,                  -- JSON rendered sections with token counts
+          messages     TEXT NOT NULL,                  -- JSON chat messages exactly as sent
           retrieval    TEXT NOT NULL,                  -- JSON full retrieval record
           total_tokens INTEGER NOT NULL,
+          model        TEXT,
           created_at   TEXT NOT NULL
         );
 
@@ -91,6 +93,14 @@ export const PLAY_MIGRATIONS: readonly Migration[] = [
           text           TEXT NOT NULL,
           created_at     TEXT NOT NULL,
           PRIMARY KEY (adventure_id, anchor_turn_id)
+        );
+
+        -- Estimated-to-real token ratio per model, learned from Ollama's prompt_eval_count.
+        CREATE TABLE token_calibration (
+          model      TEXT PRIMARY KEY,
+          factor     REAL NOT NULL,
+          samples    INTEGER NOT NULL,
+          updated_at TEXT NOT NULL
         );
 
         -- The writer's decisions about detected canon conflicts (ignored pairs, accepted suggestions).

@@ -1,0 +1,38 @@
+import { findSource } from '../../knowledge/operations';
+import { KnowledgeStore } from '../../knowledge/store';
+import { EXIT, UsageError, emit, type Command } from '../command';
+import { campaignFromArgs } from '../knowledgeArgs';
+
+export const passagesCommand: Command = {
+  name: 'passages',
+  summary: 'Show the passages one source was cut into: heading trail, lines, tokens, text',
+  usage: 'storyteller passages <source path or id> [--campaign dir] [--json]',
+  options: { campaign: { type: 'string' } },
+  async run(args, io) {
+    const wanted = args.positionals[0];
+    if (!wanted) throw new UsageError('name a source: its path (as listed by `storyteller sources`) or its id');
+    // A path to the file itself finds its campaign; otherwise the campaign is the one around cwd.
+    const campaign = campaignFromArgs(args, io.cwd, args.values.campaign ? undefined : wanted.includes('/') || wanted.includes('\\') ? wanted : undefined);
+    const store = KnowledgeStore.open(campaign);
+    try {
+      const source = findSource(campaign, store, wanted, io.cwd);
+      if (!source) {
+        io.stderr.write(`storyteller passages: no source '${wanted}' in ${campaign.title} (${campaign.id}); 'storyteller sources' lists them\n`);
+        return EXIT.failure;
+      }
+      const passages = store.listPassages(source.id);
+      emit(io, args, { source, passages }, () => {
+        const head = `${source.path} (${source.class}, ${source.lexicalState}): ${passages.length} passages`;
+        const issues = source.issues.map((i) => `  ${i.severity}: ${i.message}`);
+        const bodies = passages.map(
+          (p) =>
+            `── #${p.index}  lines ${p.startLine}–${p.endLine}  ${p.tokenCount} tokens  ${p.headingPath.join(' › ') || '(no heading)'}\n${p.text}`,
+        );
+        return [head, ...issues, ...bodies].join('\n');
+      });
+      return EXIT.ok;
+    } finally {
+      store.close();
+    }
+  },
+};

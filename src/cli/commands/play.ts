@@ -1,0 +1,227 @@
+import fs from 'node:fs';
+import readline from 'node:readline';
+import { loadCampaign, CampaignError, type Campaign } from '../../knowledge/campaign';
+import { KnowledgeStore } from '../../knowledge/store';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../../knowledge/embeddings';
+import { indexKnowledge } from '../../story/indexKnowledge';
+import { StoryEngine, type TurnOutcome } from '../../story/engine';
+import { NarratorError, OllamaNarrator } from '../../story/narrator';
+import { PlayStore } from '../../story/playStore';
+import { noKnowledge, type KnowledgePort } from '../../story/ports';
+import type { Adventure, AssembledContext, PlayerAction, Turn } from '../../story/types';
+import { hasWorldState, renderStateSection } from '../../story/worldState';
+import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
+
+const DEFAULT_MODEL = 'llama3.2';
+
+const HELP = [
+  'Type an action and press Enter. Commands:',
+  '  /say <words>     speak          /story <text>   write what happens    /continue   let the narrator go on',
+  '  /retry           ask again      /undo           step back one turn     /fork <id>  continue from any turn',
+  '  /edit <words>    rewrite the last action and play it again',
+  '  /context [text]  show the prompt the action would get (no model call)',
+  '  /tree  /state  /memories  /pin <id>  /help  /quit',
+].join('\n');
+
+const shortId = (id: string) => id.slice(0, 8);
+
+/**
+ * Knowledge for play from the campaign's index, semantic when a model was calibrated for it. With no index
+ * yet, play goes on without imported knowledge, and every turn's record says why.
+ */
+function campaignKnowledge(campaign: Campaign, host: string): { port: KnowledgePort; close(): void } {
+  // Opening would create an empty index that then looks like an empty library.
+  if (!fs.existsSync(campaign.indexPath)) {
+    return { port: noKnowledge(campaign.id, `no index yet at ${campaign.indexPath}; play continues without imported knowledge`), close: () => undefined };
+  }
+  const index = KnowledgeStore.open(campaign);
+  const embedModel = calibratedModels(index)[0]?.model;
+  const semantic = embedModel ? { embedder: new OllamaEmbedder(host, embedModel, DEFAULT_EMBED_TIMEOUT_MS) } : null;
+  return { port: indexKnowledge(index, semantic), close: () => index.close() };
+}
+
+function pickAdventure(store: PlayStore, campaign: Campaign, id: string | undefined, title: string | undefined): Adventure {
+  if (id) {
+    const found = store.getAdventure(id) ?? store.listAdventures(campaign.id).find((a) => a.id.startsWith(id));
+    if (!found) throw new UsageError(`no adventure '${id}' in ${campaign.playPath}`);
+    return found;
+  }
+  if (title === undefined) {
+    const latest = store.listAdventures(campaign.id)[0];
+    if (latest) return latest;
+  }
+  return store.createAdventure({ campaignId: campaign.id, title: title || `${campaign.title} — new adventure` });
+}
+
+function renderContext(context: AssembledContext): string {
+  const lines = context.sections.map((s) => {
+    const budget = s.budget === null ? '' : ` / ${s.budget}`;
+    const left = s.leftOut.length > 0 ? `, ${s.leftOut.length} left out` : '';
+    return `  ${s.stable ? '[prefix]' : '[live]  '} ${s.id.padEnd(16)} ${String(s.tokens).padStart(5)}${budget} tokens${left}`;
+  });
+  return [
+    `Context: ${context.budget.used} of ${context.budget.total} tokens (model context ${context.budget.contextLength}, ${context.budget.replyReserve} kept for the reply)`,
+    ...lines,
+    ...context.warnings.map((w) => `  ! ${w}`),
+  ].join('\n');
+}
+
+function renderTree(store: PlayStore, adventure: Adventure): string {
+  const head = new Set(store.lineage(adventure.headTurnId).map((t) => t.id));
+  const turns = store.allTurns(adventure.id);
+  if (turns.length === 0) return 'No turns yet.';
+  const byParent = new Map<string | null, Turn[]>();
+  for (const t of turns) byParent.set(t.parentId, [...(byParent.get(t.parentId) ?? []), t]);
+  const out: string[] = [];
+  const walk = (parent: string | null, indent: number) => {
+    for (const t of byParent.get(parent) ?? []) {
+      const mark = t.id === adventure.headTurnId ? '▶' : head.has(t.id) ? '•' : ' ';
+      const status = t.status === 'complete' ? '' : ` [${t.status}]`;
+      out.push(`${'  '.repeat(indent)}${mark} ${shortId(t.id)} ${t.action.kind}: ${t.action.text.slice(0, 60)}${status}`);
+      walk(t.id, indent + 1);
+    }
+  };
+  walk(null, 0);
+  return out.join('\n');
+}
+
+function parseAction(line: string): PlayerAction | null {
+  const command = /^\/(say|story|continue)\b\s*(.*)$/.exec(line);
+  if (command) return { kind: command[1] as PlayerAction['kind'], text: command[2]! };
+  if (line.startsWith('/')) return null;
+  return { kind: 'do', text: line };
+}
+
+export const playCommand: Command = {
+  name: 'play',
+  summary: 'play an adventure in the terminal: streamed narration, retry, undo, fork, context preview',
+  usage: 'storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] [--host <url>]',
+  options: {
+    adventure: { type: 'string' },
+    new: { type: 'string' },
+    model: { type: 'string' },
+    host: { type: 'string' },
+  },
+  async run(args, io: CliIo) {
+    if (!io.stdin) throw new UsageError('play reads actions from standard input, and none is available');
+    let campaign: Campaign;
+    try {
+      campaign = loadCampaign(args.positionals[0] ?? io.cwd);
+    } catch (error) {
+      if (!(error instanceof CampaignError)) throw error;
+      io.stderr.write(`storyteller play: ${error.message}\n`);
+      return EXIT.failure;
+    }
+    const narrator = new OllamaNarrator({ host: stringOption(args, 'host') });
+    const store = new PlayStore(campaign.playPath);
+    const knowledge = campaignKnowledge(campaign, narrator.host);
+    const say = (text: string) => io.stdout.write(`${text}\n`);
+    try {
+      let adventure = pickAdventure(store, campaign, stringOption(args, 'adventure'), stringOption(args, 'new'));
+      const engine = new StoryEngine(store, knowledge.port, narrator, { model: stringOption(args, 'model') ?? DEFAULT_MODEL });
+      say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} at ${narrator.host}. /help for commands.`);
+
+      let current: AbortController | null = null;
+      const rl = readline.createInterface({ input: io.stdin, terminal: false });
+      const onSigint = () => (current ? current.abort() : rl.close());
+      if (io.stdin === process.stdin) process.on('SIGINT', onSigint);
+
+      const play = async (run: (handlers: { signal: AbortSignal; onChunk: (t: string) => void }) => Promise<TurnOutcome>) => {
+        current = new AbortController();
+        let outcome: TurnOutcome;
+        try {
+          outcome = await run({ signal: current.signal, onChunk: (t) => io.stdout.write(t) });
+        } finally {
+          current = null;
+        }
+        const { turn, error } = outcome;
+        if (turn.narration) io.stdout.write('\n');
+        if (error) {
+          const kind = error instanceof NarratorError ? error.kind : 'error';
+          say(turn.status === 'incomplete' ? `⚠ incomplete (${kind}): ${error.message} — the text so far is kept; /retry to ask again` : `✖ ${error.message} — your action is saved; /retry to try again`);
+        }
+        for (const [path, value] of Object.entries(outcome.applied)) say(`  state: ${path} → ${String(value)}`);
+        for (const refusal of turn.refusals) say(`  state refused: ${refusal}`);
+        if (outcome.memoryError) say(`  ! memory not written: ${outcome.memoryError}`);
+        for (const memory of outcome.memories) say(`  memory ${shortId(memory.id)}: ${memory.text}`);
+      };
+
+      let quit = false;
+      for await (const raw of rl) {
+        const line = raw.trim();
+        if (!line) continue;
+        adventure = store.adventure(adventure.id);
+        const [word, ...rest] = line.split(/\s+/);
+        const argument = rest.join(' ');
+        try {
+          switch (word) {
+            case '/quit':
+            case '/exit':
+              quit = true;
+              break;
+            case '/help':
+              say(HELP);
+              break;
+            case '/retry':
+              await play((h) => engine.retry(adventure.id, undefined, h));
+              break;
+            case '/edit':
+              if (!argument) throw new UsageError('/edit needs the new words of the action');
+              if (!adventure.headTurnId) throw new UsageError('nothing to edit yet');
+              await play((h) => engine.editAction(adventure.id, adventure.headTurnId!, argument, h));
+              break;
+            case '/undo': {
+              const head = engine.undo(adventure.id);
+              say(head ? `Back at ${shortId(head.id)}: ${head.action.text}` : 'Back at the start.');
+              break;
+            }
+            case '/fork': {
+              const target = store.allTurns(adventure.id).find((t) => argument && t.id.startsWith(argument));
+              if (!target) throw new UsageError(`no turn '${argument}' in this adventure; /tree lists them`);
+              engine.fork(adventure.id, target.id);
+              say(`Continuing from ${shortId(target.id)}: ${target.narration.slice(-200) || target.action.text}`);
+              break;
+            }
+            case '/context':
+              say(renderContext(await engine.previewContext(adventure.id, { kind: argument ? 'do' : 'continue', text: argument })));
+              break;
+            case '/tree':
+              say(renderTree(store, adventure));
+              break;
+            case '/state': {
+              const head = adventure.headTurnId ? store.turn(adventure.headTurnId) : null;
+              say(hasWorldState(adventure.statSchema) ? renderStateSection(adventure.statSchema, head?.stateAfter ?? {}, adventure.persona) : 'This adventure tracks no world state.');
+              break;
+            }
+            case '/memories': {
+              const visible = store.memoriesForLineage(adventure.id, store.lineage(adventure.headTurnId));
+              say(visible.length === 0 ? 'No memories on this branch yet.' : visible.map((m) => `${m.pinned ? '📌' : '-'} ${shortId(m.id)} ${m.text}`).join('\n'));
+              break;
+            }
+            case '/pin': {
+              const memory = store.listMemories(adventure.id).find((m) => argument && m.id.startsWith(argument));
+              if (!memory) throw new UsageError(`no memory '${argument}'; /memories lists them`);
+              say(store.setMemoryPinned(memory.id, !memory.pinned).pinned ? 'Pinned.' : 'Unpinned.');
+              break;
+            }
+            default: {
+              const action = parseAction(line);
+              if (!action) throw new UsageError(`unknown command ${word}; /help lists them`);
+              await play((h) => engine.takeTurn(adventure.id, action, h));
+            }
+          }
+        } catch (error) {
+          say(`! ${error instanceof Error ? error.message : String(error)}`);
+        }
+        // Lines already read stay queued in the iterator, so quitting must leave the loop, not just close it.
+        if (quit) break;
+      }
+      rl.close();
+      if (io.stdin === process.stdin) process.off('SIGINT', onSigint);
+      return EXIT.ok;
+    } finally {
+      knowledge.close();
+      store.close();
+    }
+  },
+};

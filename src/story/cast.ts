@@ -1,0 +1,35 @@
+import type { KnowledgeStore } from '../knowledge/store';
+import type { CastEntry } from './ports';
+import type { StatSchema } from './worldState';
+
+const CHARACTER_TAGS = new Set(['npc', 'character', 'person', 'people', 'characters']);
+const PLACE_TAGS = new Set(['place', 'location', 'places', 'region', 'town']);
+
+function kindOf(tags: readonly string[], path: string): CastEntry['kind'] {
+  const lower = tags.map((t) => t.toLowerCase());
+  const folder = path.split('/')[0]?.toLowerCase() ?? '';
+  if (lower.some((t) => CHARACTER_TAGS.has(t)) || CHARACTER_TAGS.has(folder)) return 'character';
+  if (lower.some((t) => PLACE_TAGS.has(t)) || PLACE_TAGS.has(folder)) return 'place';
+  return 'other';
+}
+
+/** The adventure's own NPCs, from its stat schema. */
+export function castFromSchema(schema: StatSchema): CastEntry[] {
+  return Object.values(schema.npcs).map((npc) => ({ name: npc.name, aliases: npc.keys ?? [], description: npc.desc ?? '', kind: 'character', hidden: false }));
+}
+
+/**
+ * Canon sources that name entities (character notes, places), as cast entries. The description is the
+ * source's first passage without its heading: a fixed text, the same every time the block is summarized.
+ */
+export function castFromKnowledgeStore(store: KnowledgeStore): CastEntry[] {
+  return store
+    .listSources()
+    .filter((s) => s.class === 'canon' && s.enabled && s.entities.length > 0)
+    .map((s) => {
+      const first = store.listPassages(s.id)[0];
+      const description = (first?.text ?? '').replace(/^#+ .*\n/, '').replace(/\s+/g, ' ').trim();
+      const [name, ...aliases] = s.entities.includes(s.title) ? [s.title, ...s.entities.filter((e) => e !== s.title)] : [s.title, ...s.entities];
+      return { name: name!, aliases, description, kind: kindOf(s.tags, s.path), hidden: s.visibility === 'hidden' };
+    });
+}

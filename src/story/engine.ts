@@ -1,0 +1,373 @@
+import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBuilder';
+import { castFromSchema } from './cast';
+import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
+import { NarratorError, type Narrator } from './narrator';
+import type { KnowledgePort } from './ports';
+import type { PlayStore } from './playStore';
+import { TokenEstimator } from './tokenEstimator';
+import type { Adventure, AssembledContext, ChatMessage, Memory, PlayerAction, Turn } from './types';
+import { applyDelta, extractStateBlock, NarrationStream, initialState, normalizeState, parseStateBlock, type StateValue, type WorldState } from './worldState';
+
+export interface EngineSettings {
+  model: string;
+  /** Most context to use; the model's own length caps it when the server reports one. */
+  contextLength: number;
+  /** Tokens kept free for the reply. */
+  replyReserve: number;
+  /** A memory is written for every block of this many actions. */
+  memoryEvery: number;
+  /** Unpinned memories offered to each turn. */
+  memoryTopK: number;
+  shares: BudgetShares;
+  /** Write due memories (and the summary) right after a turn completes. */
+  autoMemories: boolean;
+  temperature?: number;
+}
+
+export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
+  contextLength: 8192,
+  replyReserve: 1024,
+  memoryEvery: 6,
+  memoryTopK: 5,
+  shares: DEFAULT_SHARES,
+  autoMemories: true,
+};
+
+export interface TurnHandlers {
+  /** Narration as it streams, with the fenced state block held back. */
+  onChunk?: (text: string) => void;
+  /** Called once the action is stored and the snapshot written, just before the model is asked. */
+  onStarted?: (turn: Turn, context: AssembledContext) => void;
+  signal?: AbortSignal;
+}
+
+export interface TurnOutcome {
+  turn: Turn;
+  /** Null when the turn failed before its context could be assembled. */
+  context: AssembledContext | null;
+  /** What went wrong, when the turn is not complete. The action is stored either way. */
+  error: Error | null;
+  applied: Record<string, StateValue>;
+  memories: Memory[];
+  /** Memory writing failed; the turn itself is unaffected. */
+  memoryError: string | null;
+}
+
+export class TurnInProgressError extends Error {
+  constructor(title: string) {
+    super(`a turn of '${title}' is still being generated; wait for it or cancel it first`);
+  }
+}
+
+/** How often a streaming reply is flushed to disk, so a crash keeps nearly all of it. */
+const FLUSH_INTERVAL_MS = 250;
+/** Memories written per pass at most, so catching up never stalls play. */
+const MAX_MEMORIES_PER_PASS = 2;
+
+/**
+ * The story loop over one play store: actions become turns in a tree, each turn gets a bounded,
+ * authority-ordered context, a frozen snapshot, a streamed reply and its own world state.
+ */
+export class StoryEngine {
+  readonly settings: EngineSettings;
+  private readonly estimators = new Map<string, TokenEstimator>();
+  private readonly knownContextLengths = new Map<string, number | null>();
+  /** Adventures with a turn being generated: one at a time each, or two replies would race for the head. */
+  private readonly busy = new Set<string>();
+
+  constructor(
+    private readonly store: PlayStore,
+    private readonly knowledge: KnowledgePort,
+    private readonly narrator: Narrator | null,
+    settings: Partial<EngineSettings> & { model: string },
+  ) {
+    this.settings = { ...DEFAULT_SETTINGS, ...settings };
+  }
+
+  estimator(model = this.settings.model): TokenEstimator {
+    let estimator = this.estimators.get(model);
+    if (!estimator) {
+      estimator = new TokenEstimator(model, this.store);
+      this.estimators.set(model, estimator);
+    }
+    return estimator;
+  }
+
+  /** The context the action would get, assembled exactly as a turn would, with no model call and no write. */
+  async previewContext(adventureId: string, action: PlayerAction, afterTurnId?: string | null): Promise<AssembledContext> {
+    const adventure = this.store.adventure(adventureId);
+    const parentId = afterTurnId === undefined ? this.parentForNewAction(adventure) : afterTurnId;
+    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.settings.model) ?? null, false);
+  }
+
+  /** Plays an action after the head turn (or replaces a head that failed with nothing to show). */
+  async takeTurn(adventureId: string, action: PlayerAction, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
+    const adventure = this.store.adventure(adventureId);
+    return this.run(adventure, this.parentForNewAction(adventure), action, handlers);
+  }
+
+  /** Asks again: a sibling of the turn with the same action. The old reply stays in the tree. */
+  async retry(adventureId: string, turnId?: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
+    const adventure = this.store.adventure(adventureId);
+    const target = this.store.turn(turnId ?? this.requireHead(adventure));
+    return this.run(adventure, target.parentId, target.action, handlers);
+  }
+
+  /** Rewrites a turn's action and plays it: a new sibling, so the original action and reply are not lost. */
+  async editAction(adventureId: string, turnId: string, text: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
+    const adventure = this.store.adventure(adventureId);
+    const target = this.store.turn(turnId);
+    return this.run(adventure, target.parentId, { kind: target.action.kind, text }, handlers);
+  }
+
+  /** Steps the head back one turn; the undone turn stays in the tree and can be forked to again. */
+  undo(adventureId: string): Turn | null {
+    const adventure = this.store.adventure(adventureId);
+    const head = this.requireHead(adventure);
+    const parentId = this.store.turn(head).parentId;
+    this.store.setHead(adventureId, parentId);
+    return parentId === null ? null : this.store.turn(parentId);
+  }
+
+  /** Continues from any turn: the next action becomes its child, on a branch that sees only its lineage. */
+  fork(adventureId: string, turnId: string): Turn {
+    this.store.setHead(adventureId, turnId);
+    return this.store.turn(turnId);
+  }
+
+  private requireHead(adventure: Adventure): string {
+    if (!adventure.headTurnId) throw new Error('the adventure has no turns yet');
+    return adventure.headTurnId;
+  }
+
+  /** A head that failed before any text arrived is replaced by the next action rather than continued. */
+  private parentForNewAction(adventure: Adventure): string | null {
+    if (!adventure.headTurnId) return null;
+    const head = this.store.turn(adventure.headTurnId);
+    return head.status === 'error' && head.narration === '' ? head.parentId : head.id;
+  }
+
+  private stateAt(adventure: Adventure, parent: Turn | null): WorldState {
+    return parent ? normalizeState(adventure.statSchema, parent.stateAfter) : initialState(adventure.statSchema);
+  }
+
+  private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean): Promise<AssembledContext> {
+    const history = this.store.lineage(parentId);
+    const parent = history.at(-1) ?? null;
+    const queryText = [action.text, ...history.slice(-2).map((t) => t.narration)].join('\n');
+    const visible = this.store.memoriesForLineage(adventure.id, history);
+    const memories = rankMemories(visible, queryText, this.settings.memoryTopK);
+    const context = await assembleContext({
+      adventure,
+      history,
+      action,
+      state: this.stateAt(adventure, parent),
+      refusals: parent?.refusals ?? [],
+      memories,
+      summary: this.store.summaryForLineage(adventure.id, history)?.text ?? null,
+      contextLength: modelContext === null ? this.settings.contextLength : Math.min(modelContext, this.settings.contextLength),
+      replyReserve: this.settings.replyReserve,
+      shares: this.settings.shares,
+      retrieve: (q) => this.knowledge.retrieve(q),
+      estimator: this.estimator(),
+    });
+    const used = context.sections.find((s) => s.id === 'memories')?.itemIds ?? [];
+    if (forTurn && used.length > 0) this.store.markMemoriesRetrieved(used);
+    return context;
+  }
+
+  private async modelContextLength(): Promise<number | null> {
+    const model = this.settings.model;
+    if (!this.knownContextLengths.has(model)) this.knownContextLengths.set(model, await this.narrator!.contextLength(model));
+    return this.knownContextLengths.get(model)!;
+  }
+
+  private async run(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
+    if ((action.kind === 'do' || action.kind === 'say' || action.kind === 'story') && action.text.trim() === '') {
+      throw new Error(`a '${action.kind}' action needs some text`);
+    }
+    if (this.busy.has(adventure.id)) throw new TurnInProgressError(adventure.title);
+    this.busy.add(adventure.id);
+    try {
+      return await this.generateTurn(adventure, parentId, action, handlers);
+    } finally {
+      this.busy.delete(adventure.id);
+    }
+  }
+
+  isGenerating(adventureId: string): boolean {
+    return this.busy.has(adventureId);
+  }
+
+  private async generateTurn(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
+    const model = this.settings.model;
+    const parent = parentId === null ? null : this.store.turn(parentId);
+    const parentState = this.stateAt(adventure, parent);
+    // The action is committed before anything can fail.
+    let turn = this.store.createTurn({ adventureId: adventure.id, parentId, action, model, stateAfter: parentState });
+    const failed = (error: Error, context: AssembledContext | null): TurnOutcome => {
+      const partial = error instanceof NarratorError ? extractStateBlock(error.partial).narration : '';
+      turn = this.store.finishTurn(turn.id, {
+        status: partial ? 'incomplete' : 'error',
+        narration: partial,
+        error: error.message,
+        stateDelta: null,
+        stateAfter: parentState,
+        refusals: [],
+        promptEvalCount: null,
+        evalCount: null,
+      });
+      return { turn, context, error, applied: {}, memories: [], memoryError: null };
+    };
+
+    if (!this.narrator) return failed(new Error('no narrator model is configured; choose an Ollama model in settings'), null);
+    let context: AssembledContext;
+    try {
+      const modelContext = await this.modelContextLength();
+      context = await this.assemble(adventure, parentId, action, modelContext, true);
+      this.store.writeSnapshot(turn.id, context, model);
+    } catch (error) {
+      return failed(error instanceof Error ? error : new Error(String(error)), null);
+    }
+
+    this.store.markStreaming(turn.id);
+    handlers.onStarted?.(this.store.turn(turn.id), context);
+    let streamed = '';
+    let lastFlush = Date.now();
+    const visible = new NarrationStream();
+    try {
+      const result = await this.narrator.generate({
+        model,
+        messages: context.messages,
+        numCtx: context.budget.contextLength,
+        ...(this.settings.temperature !== undefined ? { temperature: this.settings.temperature } : {}),
+        ...(handlers.signal ? { signal: handlers.signal } : {}),
+        onChunk: (piece) => {
+          streamed += piece;
+          const shown = visible.push(piece);
+          if (shown) handlers.onChunk?.(shown);
+          if (Date.now() - lastFlush >= FLUSH_INTERVAL_MS) {
+            this.store.saveProgress(turn.id, streamed);
+            lastFlush = Date.now();
+          }
+        },
+      });
+      if (result.promptEvalCount !== null) this.estimator(model).observe(context.messages.map((m) => m.content).join('\n'), result.promptEvalCount);
+      const { narration, block } = extractStateBlock(result.text);
+      let delta: Record<string, unknown> | null = null;
+      let refusals: string[] = [];
+      let stateAfter = parentState;
+      let applied: Record<string, StateValue> = {};
+      if (block !== null) {
+        const parsed = parseStateBlock(block);
+        if (parsed.error) refusals = [parsed.error];
+        if (parsed.delta) {
+          delta = parsed.delta;
+          const outcome = applyDelta(adventure.statSchema, parentState, parsed.delta);
+          stateAfter = outcome.state;
+          refusals = outcome.refusals;
+          applied = outcome.applied;
+        }
+      }
+      turn = this.store.finishTurn(turn.id, {
+        status: 'complete',
+        narration,
+        error: null,
+        stateDelta: delta,
+        stateAfter,
+        refusals,
+        promptEvalCount: result.promptEvalCount,
+        evalCount: result.evalCount,
+      });
+      const outcome: TurnOutcome = { turn, context, error: null, applied, memories: [], memoryError: null };
+      if (this.settings.autoMemories) {
+        try {
+          outcome.memories = await this.writeDueMemories(adventure.id);
+        } catch (error) {
+          outcome.memoryError = error instanceof Error ? error.message : String(error);
+        }
+      }
+      return outcome;
+    } catch (error) {
+      return failed(error instanceof Error ? error : new Error(String(error)), context);
+    }
+  }
+
+  // ── memories ───────────────────────────────────────────────────────────────────────────────────
+
+  private async complete(messages: ChatMessage[]): Promise<string> {
+    if (!this.narrator) throw new Error('no narrator model is configured');
+    const result = await this.narrator.generate({ model: this.settings.model, messages, numCtx: Math.min(this.settings.contextLength, (await this.modelContextLength()) ?? Infinity) });
+    return cleanMemoryText(result.text);
+  }
+
+  private async castFor(adventure: Adventure) {
+    return [...castFromSchema(adventure.statSchema), ...(await this.knowledge.cast())];
+  }
+
+  /** The memory prompt for one block of turns, exactly as the model would be sent it. */
+  async memoryPrompt(adventure: Adventure, block: readonly Turn[]): Promise<ChatMessage[]> {
+    return buildMemoryPrompt({ persona: adventure.persona, cast: await this.castFor(adventure), setting: adventure.plotEssentials, block });
+  }
+
+  /**
+   * Writes the memories the head's lineage is due (one per completed block of `memoryEvery` actions),
+   * anchored at each block's last turn so only branches through it see them; then updates the summary.
+   */
+  async writeDueMemories(adventureId: string): Promise<Memory[]> {
+    const adventure = this.store.adventure(adventureId);
+    const lineage = this.store.lineage(adventure.headTurnId);
+    const every = this.settings.memoryEvery;
+    const existing = new Set(this.store.listMemories(adventureId).map((m) => `${m.anchorTurnId}:${m.sourceEnd}`));
+    const written: Memory[] = [];
+    for (let end = every - 1; end < lineage.length && written.length < MAX_MEMORIES_PER_PASS; end += every) {
+      const anchor = lineage[end]!;
+      if (anchor.status !== 'complete' || existing.has(`${anchor.id}:${end}`)) continue;
+      const block = lineage.slice(end - every + 1, end + 1);
+      if (blockText(block, adventure.persona) === '') continue;
+      const text = await this.complete(await this.memoryPrompt(adventure, block));
+      if (!text) continue;
+      written.push(this.store.addMemory({ adventureId, anchorTurnId: anchor.id, sourceStart: end - every + 1, sourceEnd: end, text }));
+    }
+    if (written.length > 0) await this.updateSummary(adventure, written.at(-1)!.anchorTurnId!);
+    return written;
+  }
+
+  /** Folds the memories written since the previous summary on this lineage into an updated summary. */
+  private async updateSummary(adventure: Adventure, anchorTurnId: string): Promise<void> {
+    const lineage = this.store.lineage(anchorTurnId);
+    const previous = this.store.summaryForLineage(adventure.id, lineage.slice(0, -1));
+    const since = previous ? lineage.find((t) => t.id === previous.anchorTurnId)!.depth : -1;
+    const memories = this.store
+      .memoriesForLineage(adventure.id, lineage)
+      .filter((m) => (previous ? m.sourceEnd !== null && m.sourceEnd > since : true))
+      .sort((a, b) => (a.sourceEnd ?? -1) - (b.sourceEnd ?? -1));
+    const messages = buildSummaryPrompt({
+      persona: adventure.persona,
+      cast: await this.castFor(adventure),
+      setting: adventure.plotEssentials,
+      previous: previous?.text ?? null,
+      memories,
+    });
+    const text = await this.complete(messages);
+    if (text) this.store.putSummary(adventure.id, anchorTurnId, text);
+  }
+
+  /** The turns a memory was written from, read through the lineage it was written on, not today's branch. */
+  sourceBlock(memory: Memory): Turn[] | null {
+    if (memory.anchorTurnId === null || memory.sourceStart === null || memory.sourceEnd === null) return null;
+    const { sourceStart: start, sourceEnd: end } = memory;
+    const block = this.store.lineage(memory.anchorTurnId).filter((t) => t.depth >= start && t.depth <= end);
+    return block.length === end - start + 1 ? block : null;
+  }
+
+  /** Rewrites a memory in place from its source block with the current prompt; pin and anchor are kept. */
+  async rewriteMemory(memoryId: string): Promise<Memory> {
+    const memory = this.store.memory(memoryId);
+    const block = this.sourceBlock(memory);
+    if (!block) throw new Error(`memory ${memoryId} has no source block to rewrite from (typed by hand, or its turns are gone)`);
+    const text = await this.complete(await this.memoryPrompt(this.store.adventure(memory.adventureId), block));
+    if (!text) throw new Error(`the model returned no text for memory ${memoryId}; it was left unchanged`);
+    return this.store.rewriteMemoryText(memoryId, text);
+  }
+}

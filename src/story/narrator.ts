@@ -1,0 +1,173 @@
+import { Ollama } from 'ollama';
+import { resolveOllamaHost } from '../knowledge/ollamaHost';
+import type { ChatMessage } from './types';
+
+export type NarratorErrorKind =
+  | 'server-down' // nothing answers at the host
+  | 'model-missing' // the server does not have the model
+  | 'server-error' // the server refused the request before streaming
+  | 'mid-stream' // an error line arrived after the reply began
+  | 'no-done' // the stream ended without Ollama's final done chunk
+  | 'timeout' // no byte for too long
+  | 'cancelled'; // the writer stopped it
+
+/** A generation failure a writer can act on, with whatever text had already arrived. */
+export class NarratorError extends Error {
+  constructor(
+    readonly kind: NarratorErrorKind,
+    message: string,
+    readonly partial: string,
+  ) {
+    super(message);
+    this.name = 'NarratorError';
+  }
+}
+
+export interface GenerateRequest {
+  model: string;
+  messages: ChatMessage[];
+  /** Context window to ask Ollama for, so the budget we planned is the one it uses. */
+  numCtx?: number;
+  temperature?: number;
+  onChunk?: (text: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface GenerateResult {
+  text: string;
+  promptEvalCount: number | null;
+  evalCount: number | null;
+  doneReason: string | null;
+}
+
+/** Generation, behind a port so the engine can be previewed with no model at all. */
+export interface Narrator {
+  readonly host: string;
+  generate(request: GenerateRequest): Promise<GenerateResult>;
+  /** The model's trained context length, or null when the server cannot say. */
+  contextLength(model: string): Promise<number | null>;
+}
+
+export interface OllamaNarratorOptions {
+  /** Host from settings; empty falls back to OLLAMA_HOST, then the local default. */
+  host?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Longest wait for the next byte (first token included: a cold model load takes a while). */
+  idleTimeoutMs?: number;
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNRESET', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
+
+function connectionCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let i = 0; i < 4 && current instanceof Error; i++) {
+    const code = (current as Error & { code?: unknown }).code;
+    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return code;
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+export class OllamaNarrator implements Narrator {
+  readonly host: string;
+  private readonly idleTimeoutMs: number;
+  private readonly contextLengths = new Map<string, number | null>();
+
+  constructor(options: OllamaNarratorOptions = {}) {
+    this.host = resolveOllamaHost(options.host, options.env);
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
+  }
+
+  /** A client whose every request also obeys our signal, so cancel and timeout work before the first byte. */
+  private client(signal: AbortSignal): Ollama {
+    return new Ollama({
+      host: this.host,
+      fetch: (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal }),
+    });
+  }
+
+  async contextLength(model: string): Promise<number | null> {
+    if (this.contextLengths.has(model)) return this.contextLengths.get(model)!;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 10_000);
+    try {
+      const info = await this.client(controller.signal).show({ model });
+      const entry = Object.entries(info.model_info ?? {}).find(([key]) => key.endsWith('.context_length'));
+      const length = typeof entry?.[1] === 'number' ? entry[1] : null;
+      this.contextLengths.set(model, length);
+      return length;
+    } catch (error) {
+      throw this.classify(error, '', model, controller.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    const controller = new AbortController();
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.idleTimeoutMs);
+    };
+    const onCancel = () => controller.abort();
+    if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
+    request.signal?.addEventListener('abort', onCancel, { once: true });
+    let text = '';
+    arm();
+    try {
+      const stream = await this.client(controller.signal).chat({
+        model: request.model,
+        messages: request.messages,
+        stream: true,
+        options: {
+          ...(request.numCtx ? { num_ctx: request.numCtx } : {}),
+          ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+        },
+      });
+      for await (const part of stream) {
+        arm();
+        const piece = part.message?.content ?? '';
+        if (piece) {
+          text += piece;
+          request.onChunk?.(piece);
+        }
+        if (part.done) {
+          return { text, promptEvalCount: part.prompt_eval_count ?? null, evalCount: part.eval_count ?? null, doneReason: part.done_reason ?? null };
+        }
+      }
+      throw new NarratorError('no-done', 'the reply stream ended without Ollama\'s final "done" message; the reply may be cut off', text);
+    } catch (error) {
+      if (error instanceof NarratorError) throw error;
+      throw this.classify(error, text, request.model, controller.signal, timedOut);
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onCancel);
+    }
+  }
+
+  private classify(error: unknown, partial: string, model: string, signal: AbortSignal, timedOut = false): NarratorError {
+    const message = error instanceof Error ? error.message : String(error);
+    if (timedOut) return new NarratorError('timeout', `Ollama at ${this.host} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
+    if (signal.aborted) return new NarratorError('cancelled', partial ? 'cancelled while the reply was streaming' : 'cancelled before any text arrived', partial);
+    const status = (error as { status_code?: unknown }).status_code;
+    if ((error as Error).name === 'ResponseError' && typeof status === 'number') {
+      if (status === 404 && /not found/i.test(message)) {
+        return new NarratorError('model-missing', `Ollama at ${this.host} does not have the model '${model}'. Run \`ollama pull ${model}\` on that machine, or choose another model.`, partial);
+      }
+      return new NarratorError('server-error', `Ollama at ${this.host} refused the request (${status}): ${message}`, partial);
+    }
+    const code = connectionCode(error);
+    if (code && partial === '') {
+      return new NarratorError('server-down', `cannot reach Ollama at ${this.host} (${code}). Start it with \`ollama serve\`, or set the host in settings or OLLAMA_HOST.`, partial);
+    }
+    if (/did not receive done/i.test(message)) {
+      return new NarratorError('no-done', 'the reply stream ended without Ollama\'s final "done" message; the reply may be cut off', partial);
+    }
+    return new NarratorError('mid-stream', `Ollama reported an error during the reply: ${message}`, partial);
+  }
+}

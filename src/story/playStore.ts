@@ -1,0 +1,496 @@
+import { randomUUID } from 'node:crypto';
+import { openDatabase, type Db } from '../knowledge/sqlite';
+import type { RetrievalRecord } from '../knowledge/retrievalTypes';
+import { PLAY_MIGRATIONS } from './playSchema';
+import { parseStatSchema, type StatSchema, type WorldState } from './worldState';
+import type {
+  ActionKind,
+  Adventure,
+  AssembledContext,
+  ChatMessage,
+  ContextSection,
+  Memory,
+  Persona,
+  PlayerAction,
+  PromptSnapshot,
+  StorySummary,
+  Turn,
+  TurnStatus,
+} from './types';
+
+interface AdventureRow {
+  id: string;
+  campaign_id: string;
+  title: string;
+  persona_name: string;
+  persona_pronouns: string;
+  persona_desc: string;
+  plot_essentials: string;
+  authors_note: string;
+  stat_schema: string;
+  head_turn_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface TurnRow {
+  id: string;
+  adventure_id: string;
+  parent_id: string | null;
+  depth: number;
+  action_kind: string;
+  action: string;
+  narration: string;
+  status: string;
+  error: string | null;
+  model: string | null;
+  state_delta: string | null;
+  state_after: string;
+  refusals: string;
+  prompt_eval_count: number | null;
+  eval_count: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface MemoryRow {
+  id: string;
+  adventure_id: string;
+  anchor_turn_id: string | null;
+  source_start: number | null;
+  source_end: number | null;
+  text: string;
+  pinned: number;
+  retrieved_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export const INTERRUPTED_MESSAGE = 'interrupted: the app stopped while this turn was being generated';
+
+export interface NewAdventure {
+  campaignId: string;
+  title: string;
+  persona?: Partial<Persona>;
+  plotEssentials?: string;
+  authorsNote?: string;
+  statSchema?: unknown;
+}
+
+export interface AdventurePatch {
+  title?: string;
+  persona?: Partial<Persona>;
+  plotEssentials?: string;
+  authorsNote?: string;
+  statSchema?: unknown;
+}
+
+export interface TurnResult {
+  status: Exclude<TurnStatus, 'pending' | 'streaming'>;
+  narration: string;
+  error: string | null;
+  stateDelta: Record<string, unknown> | null;
+  stateAfter: WorldState;
+  refusals: string[];
+  promptEvalCount: number | null;
+  evalCount: number | null;
+}
+
+const now = () => new Date().toISOString();
+
+function toAdventure(row: AdventureRow): Adventure {
+  return {
+    id: row.id,
+    campaignId: row.campaign_id,
+    title: row.title,
+    persona: { name: row.persona_name, pronouns: row.persona_pronouns, description: row.persona_desc },
+    plotEssentials: row.plot_essentials,
+    authorsNote: row.authors_note,
+    statSchema: parseStatSchema(JSON.parse(row.stat_schema)),
+    headTurnId: row.head_turn_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toTurn(row: TurnRow): Turn {
+  return {
+    id: row.id,
+    adventureId: row.adventure_id,
+    parentId: row.parent_id,
+    depth: row.depth,
+    action: { kind: row.action_kind as ActionKind, text: row.action },
+    narration: row.narration,
+    status: row.status as TurnStatus,
+    error: row.error,
+    model: row.model,
+    stateDelta: row.state_delta === null ? null : (JSON.parse(row.state_delta) as Record<string, unknown>),
+    stateAfter: JSON.parse(row.state_after) as WorldState,
+    refusals: JSON.parse(row.refusals) as string[],
+    promptEvalCount: row.prompt_eval_count,
+    evalCount: row.eval_count,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toMemory(row: MemoryRow): Memory {
+  return {
+    id: row.id,
+    adventureId: row.adventure_id,
+    anchorTurnId: row.anchor_turn_id,
+    sourceStart: row.source_start,
+    sourceEnd: row.source_end,
+    text: row.text,
+    pinned: row.pinned === 1,
+    retrievedCount: row.retrieved_count,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function clean(text: string | undefined, field: string, max: number): string {
+  const value = (text ?? '').trim();
+  if (value.length > max) throw new RangeError(`${field} is ${value.length} characters; at most ${max} are allowed`);
+  return value;
+}
+
+/**
+ * Play data over `<campaign>/.storyteller/play.db`. Every write is its own transaction, and the user's
+ * action is stored before any model call, so a crash loses at most the part of a reply not yet flushed.
+ */
+export class PlayStore {
+  readonly db: Db;
+
+  constructor(file: string) {
+    this.db = openDatabase(file, PLAY_MIGRATIONS);
+    this.recoverInterrupted();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** A turn still pending or streaming when the store opens was cut off by a crash: say so on the turn. */
+  private recoverInterrupted(): void {
+    this.db
+      .prepare(
+        `UPDATE turns SET status = CASE WHEN narration <> '' THEN 'incomplete' ELSE 'error' END, error = ?, updated_at = ?
+         WHERE status IN ('pending', 'streaming')`,
+      )
+      .run(INTERRUPTED_MESSAGE, now());
+  }
+
+  // ── adventures ──────────────────────────────────────────────────────────────────────────────────
+
+  createAdventure(input: NewAdventure): Adventure {
+    const schema = parseStatSchema(input.statSchema ?? {});
+    const id = randomUUID();
+    const at = now();
+    this.db
+      .prepare(
+        `INSERT INTO adventures (id, campaign_id, title, persona_name, persona_pronouns, persona_desc, plot_essentials,
+           authors_note, stat_schema, head_turn_id, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
+      )
+      .run(
+        id,
+        input.campaignId,
+        clean(input.title, 'title', 200) || 'Untitled adventure',
+        clean(input.persona?.name, 'persona name', 80),
+        clean(input.persona?.pronouns, 'persona pronouns', 40),
+        clean(input.persona?.description, 'persona description', 4000),
+        input.plotEssentials?.trim() ?? '',
+        input.authorsNote?.trim() ?? '',
+        JSON.stringify(schema),
+        at,
+        at,
+      );
+    return this.adventure(id);
+  }
+
+  getAdventure(id: string): Adventure | undefined {
+    const row = this.db.prepare('SELECT * FROM adventures WHERE id = ?').get(id) as AdventureRow | undefined;
+    return row && toAdventure(row);
+  }
+
+  /** Like getAdventure, for ids that must exist. */
+  adventure(id: string): Adventure {
+    const found = this.getAdventure(id);
+    if (!found) throw new Error(`no adventure with id ${id}`);
+    return found;
+  }
+
+  listAdventures(campaignId?: string): Adventure[] {
+    const rows = (
+      campaignId === undefined
+        ? this.db.prepare('SELECT * FROM adventures ORDER BY updated_at DESC, rowid DESC').all()
+        : this.db.prepare('SELECT * FROM adventures WHERE campaign_id = ? ORDER BY updated_at DESC, rowid DESC').all(campaignId)
+    ) as AdventureRow[];
+    return rows.map(toAdventure);
+  }
+
+  /** The writer's edits. The model has no path here: its output only ever reaches turns. */
+  updateAdventure(id: string, patch: AdventurePatch): Adventure {
+    const current = this.adventure(id);
+    const persona = { ...current.persona, ...patch.persona };
+    const schema: StatSchema = patch.statSchema === undefined ? current.statSchema : parseStatSchema(patch.statSchema);
+    this.db
+      .prepare(
+        `UPDATE adventures SET title = ?, persona_name = ?, persona_pronouns = ?, persona_desc = ?, plot_essentials = ?,
+           authors_note = ?, stat_schema = ?, updated_at = ? WHERE id = ?`,
+      )
+      .run(
+        patch.title === undefined ? current.title : clean(patch.title, 'title', 200) || current.title,
+        clean(persona.name, 'persona name', 80),
+        clean(persona.pronouns, 'persona pronouns', 40),
+        clean(persona.description, 'persona description', 4000),
+        patch.plotEssentials?.trim() ?? current.plotEssentials,
+        patch.authorsNote?.trim() ?? current.authorsNote,
+        JSON.stringify(schema),
+        now(),
+        id,
+      );
+    return this.adventure(id);
+  }
+
+  deleteAdventure(id: string): void {
+    this.db.transaction(() => {
+      // Memories and summaries point at turns; they go first so the cascade has nothing left to trip on.
+      this.db.prepare('DELETE FROM story_summaries WHERE adventure_id = ?').run(id);
+      this.db.prepare('DELETE FROM memories WHERE adventure_id = ?').run(id);
+      this.db.prepare('UPDATE adventures SET head_turn_id = NULL WHERE id = ?').run(id);
+      // One statement: SQLite checks the parent_id references once it has finished, with no turn left.
+      this.db.prepare('DELETE FROM turns WHERE adventure_id = ?').run(id);
+      this.db.prepare('DELETE FROM adventures WHERE id = ?').run(id);
+    })();
+  }
+
+  setHead(adventureId: string, turnId: string | null): void {
+    if (turnId !== null) {
+      const turn = this.turn(turnId);
+      if (turn.adventureId !== adventureId) throw new Error(`turn ${turnId} belongs to another adventure`);
+    }
+    this.db.prepare('UPDATE adventures SET head_turn_id = ?, updated_at = ? WHERE id = ?').run(turnId, now(), adventureId);
+  }
+
+  // ── turns ───────────────────────────────────────────────────────────────────────────────────────
+
+  /** Stores the action first: whatever happens to the model call, what the writer typed is kept. */
+  createTurn(input: { adventureId: string; parentId: string | null; action: PlayerAction; model: string | null; stateAfter: WorldState }): Turn {
+    const parent = input.parentId === null ? null : this.turn(input.parentId);
+    if (parent && parent.adventureId !== input.adventureId) throw new Error(`turn ${parent.id} belongs to another adventure`);
+    const id = randomUUID();
+    const at = now();
+    this.db.transaction(() => {
+      this.db
+        .prepare(
+          `INSERT INTO turns (id, adventure_id, parent_id, depth, action_kind, action, status, model, state_after, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+        )
+        .run(id, input.adventureId, input.parentId, parent ? parent.depth + 1 : 0, input.action.kind, input.action.text, input.model, JSON.stringify(input.stateAfter), at, at);
+      this.db.prepare('UPDATE adventures SET head_turn_id = ?, updated_at = ? WHERE id = ?').run(id, at, input.adventureId);
+    })();
+    return this.turn(id);
+  }
+
+  getTurn(id: string): Turn | undefined {
+    const row = this.db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
+    return row && toTurn(row);
+  }
+
+  turn(id: string): Turn {
+    const found = this.getTurn(id);
+    if (!found) throw new Error(`no turn with id ${id}`);
+    return found;
+  }
+
+  /** Children of a turn (or the roots, for null), oldest first: retries and forks are siblings. */
+  children(adventureId: string, parentId: string | null): Turn[] {
+    const rows = (
+      parentId === null
+        ? this.db.prepare('SELECT * FROM turns WHERE adventure_id = ? AND parent_id IS NULL ORDER BY created_at, rowid').all(adventureId)
+        : this.db.prepare('SELECT * FROM turns WHERE adventure_id = ? AND parent_id = ? ORDER BY created_at, rowid').all(adventureId, parentId)
+    ) as TurnRow[];
+    return rows.map(toTurn);
+  }
+
+  /** Every turn of the adventure, for drawing the tree. */
+  allTurns(adventureId: string): Turn[] {
+    return (this.db.prepare('SELECT * FROM turns WHERE adventure_id = ? ORDER BY depth, created_at, rowid').all(adventureId) as TurnRow[]).map(toTurn);
+  }
+
+  /** Root first, ending at the turn: the one story this branch has lived. */
+  lineage(turnId: string | null): Turn[] {
+    if (turnId === null) return [];
+    const rows = this.db
+      .prepare(
+        `WITH RECURSIVE up(id, parent_id) AS (
+           SELECT id, parent_id FROM turns WHERE id = ?
+           UNION ALL SELECT t.id, t.parent_id FROM turns t JOIN up ON t.id = up.parent_id)
+         SELECT turns.* FROM turns JOIN up ON turns.id = up.id ORDER BY turns.depth`,
+      )
+      .all(turnId) as TurnRow[];
+    return rows.map(toTurn);
+  }
+
+  markStreaming(turnId: string): void {
+    this.db.prepare("UPDATE turns SET status = 'streaming', updated_at = ? WHERE id = ?").run(now(), turnId);
+  }
+
+  /** Flushes the reply so far, so a crash mid-stream keeps it (recovered as incomplete on next open). */
+  saveProgress(turnId: string, narration: string): void {
+    this.db.prepare("UPDATE turns SET narration = ?, updated_at = ? WHERE id = ? AND status = 'streaming'").run(narration, now(), turnId);
+  }
+
+  finishTurn(turnId: string, result: TurnResult): Turn {
+    this.db
+      .prepare(
+        `UPDATE turns SET status = ?, narration = ?, error = ?, state_delta = ?, state_after = ?, refusals = ?,
+           prompt_eval_count = ?, eval_count = ?, updated_at = ? WHERE id = ?`,
+      )
+      .run(
+        result.status,
+        result.narration,
+        result.error,
+        result.stateDelta === null ? null : JSON.stringify(result.stateDelta),
+        JSON.stringify(result.stateAfter),
+        JSON.stringify(result.refusals),
+        result.promptEvalCount,
+        result.evalCount,
+        now(),
+        turnId,
+      );
+    return this.turn(turnId);
+  }
+
+  // ── prompt snapshots ────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Freezes what the turn is given, before generation. Rendered text is stored, not passage ids, so the
+   * turn stays readable after its sources are edited or deleted. Written once: a second write fails.
+   */
+  writeSnapshot(turnId: string, context: AssembledContext, model: string | null): void {
+    const at = now();
+    this.db.transaction(() => {
+      this.db
+        .prepare('INSERT INTO prompt_snapshots (turn_id, sections, messages, retrieval, total_tokens, model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(turnId, JSON.stringify(context.sections), JSON.stringify(context.messages), JSON.stringify(context.retrieval), context.budget.used, model, at);
+      const insert = this.db.prepare(
+        'INSERT OR IGNORE INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES (?, ?, ?, ?, ?)',
+      );
+      for (const c of context.retrieval.candidates) insert.run(turnId, c.passageId, c.sourceId, c.outcome === 'selected' ? 1 : 0, c.reason);
+    })();
+  }
+
+  getSnapshot(turnId: string): PromptSnapshot | undefined {
+    const row = this.db.prepare('SELECT * FROM prompt_snapshots WHERE turn_id = ?').get(turnId) as
+      | { turn_id: string; sections: string; messages: string; retrieval: string; total_tokens: number; model: string | null; created_at: string }
+      | undefined;
+    if (!row) return undefined;
+    return {
+      turnId: row.turn_id,
+      sections: JSON.parse(row.sections) as ContextSection[],
+      messages: JSON.parse(row.messages) as ChatMessage[],
+      retrieval: JSON.parse(row.retrieval) as RetrievalRecord,
+      totalTokens: row.total_tokens,
+      model: row.model,
+      createdAt: row.created_at,
+    };
+  }
+
+  /** Turns whose retrieval selected the passage, newest first ("retrieved by N turns"). */
+  turnsUsingPassage(passageId: string): string[] {
+    return (
+      this.db
+        .prepare('SELECT tp.turn_id FROM turn_passages tp JOIN turns t ON t.id = tp.turn_id WHERE tp.passage_id = ? AND tp.selected = 1 ORDER BY t.created_at DESC')
+        .all(passageId) as { turn_id: string }[]
+    ).map((r) => r.turn_id);
+  }
+
+  // ── memories and summaries ──────────────────────────────────────────────────────────────────────
+
+  addMemory(input: { adventureId: string; anchorTurnId: string | null; sourceStart: number | null; sourceEnd: number | null; text: string; pinned?: boolean }): Memory {
+    const id = randomUUID();
+    const at = now();
+    this.db
+      .prepare(
+        `INSERT INTO memories (id, adventure_id, anchor_turn_id, source_start, source_end, text, pinned, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, input.adventureId, input.anchorTurnId, input.sourceStart, input.sourceEnd, input.text.trim(), input.pinned ? 1 : 0, at, at);
+    return this.memory(id);
+  }
+
+  memory(id: string): Memory {
+    const row = this.db.prepare('SELECT * FROM memories WHERE id = ?').get(id) as MemoryRow | undefined;
+    if (!row) throw new Error(`no memory with id ${id}`);
+    return toMemory(row);
+  }
+
+  listMemories(adventureId: string): Memory[] {
+    return (this.db.prepare('SELECT * FROM memories WHERE adventure_id = ? ORDER BY created_at, rowid').all(adventureId) as MemoryRow[]).map(toMemory);
+  }
+
+  /**
+   * Memories this branch may see: written on its own lineage (anchored at one of its turns), or typed by
+   * the writer for the whole adventure. Memories of abandoned branches never leak in.
+   */
+  memoriesForLineage(adventureId: string, lineage: readonly Turn[]): Memory[] {
+    const ids = new Set(lineage.map((t) => t.id));
+    return this.listMemories(adventureId).filter((m) => m.anchorTurnId === null || ids.has(m.anchorTurnId));
+  }
+
+  setMemoryPinned(id: string, pinned: boolean): Memory {
+    this.db.prepare('UPDATE memories SET pinned = ?, updated_at = ? WHERE id = ?').run(pinned ? 1 : 0, now(), id);
+    return this.memory(id);
+  }
+
+  /** Replaces the text in place: pin, retrieval count and anchor stay; a stored vector would be stale. */
+  rewriteMemoryText(id: string, text: string): Memory {
+    this.db.prepare('UPDATE memories SET text = ?, embedding = NULL, embed_model = NULL, updated_at = ? WHERE id = ?').run(text.trim(), now(), id);
+    return this.memory(id);
+  }
+
+  deleteMemory(id: string): void {
+    this.db.prepare('DELETE FROM memories WHERE id = ?').run(id);
+  }
+
+  markMemoriesRetrieved(ids: readonly string[]): void {
+    const update = this.db.prepare('UPDATE memories SET retrieved_count = retrieved_count + 1 WHERE id = ?');
+    this.db.transaction(() => ids.forEach((id) => update.run(id)))();
+  }
+
+  putSummary(adventureId: string, anchorTurnId: string, text: string): StorySummary {
+    const at = now();
+    this.db
+      .prepare('INSERT INTO story_summaries (adventure_id, anchor_turn_id, text, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET text = excluded.text, created_at = excluded.created_at')
+      .run(adventureId, anchorTurnId, text.trim(), at);
+    return { adventureId, anchorTurnId, text: text.trim(), createdAt: at };
+  }
+
+  /** The newest summary written on this lineage. */
+  summaryForLineage(adventureId: string, lineage: readonly Turn[]): StorySummary | undefined {
+    const depthOf = new Map(lineage.map((t) => [t.id, t.depth]));
+    const rows = this.db.prepare('SELECT * FROM story_summaries WHERE adventure_id = ?').all(adventureId) as {
+      adventure_id: string;
+      anchor_turn_id: string;
+      text: string;
+      created_at: string;
+    }[];
+    const best = rows.filter((r) => depthOf.has(r.anchor_turn_id)).sort((a, b) => depthOf.get(b.anchor_turn_id)! - depthOf.get(a.anchor_turn_id)!)[0];
+    return best && { adventureId: best.adventure_id, anchorTurnId: best.anchor_turn_id, text: best.text, createdAt: best.created_at };
+  }
+
+  // ── token calibration ───────────────────────────────────────────────────────────────────────────
+
+  getCalibration(model: string): { factor: number; samples: number } | undefined {
+    return this.db.prepare('SELECT factor, samples FROM token_calibration WHERE model = ?').get(model) as { factor: number; samples: number } | undefined;
+  }
+
+  saveCalibration(model: string, factor: number, samples: number): void {
+    this.db
+      .prepare('INSERT INTO token_calibration (model, factor, samples, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET factor = excluded.factor, samples = excluded.samples, updated_at = excluded.updated_at')
+      .run(model, factor, samples, now());
+  }
+}

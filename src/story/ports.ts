@@ -1,0 +1,44 @@
+import type { RetrievalQuery, RetrievalResult, RetrievalStage } from '../knowledge/retrievalTypes';
+
+/** A person, place or thing the campaign defines, for the summarizer's cast brief. */
+export interface CastEntry {
+  name: string;
+  aliases: string[];
+  /** A fixed description from canon: never live stats, so the same block is always framed the same way. */
+  description: string;
+  kind: 'character' | 'place' | 'other';
+  /** Narrator-only canon: the brief names it but keeps its description out of memories the player reads. */
+  hidden: boolean;
+}
+
+/** What the story engine needs from campaign knowledge. The retrieval module implements it over the index. */
+export interface KnowledgePort {
+  retrieve(query: RetrievalQuery): Promise<RetrievalResult>;
+  cast(): Promise<CastEntry[]>;
+}
+
+/**
+ * Knowledge for a campaign with no index yet: retrieval honestly returns nothing and says why, so play
+ * still works and the provenance view explains the empty sections.
+ */
+export function noKnowledge(campaignId: string, reason = 'no knowledge index for this campaign yet'): KnowledgePort {
+  return {
+    retrieve(query: RetrievalQuery): Promise<RetrievalResult> {
+      return Promise.resolve({
+        sections: { alwaysInclude: [], canon: [], reference: [], inspiration: [] },
+        record: {
+          createdAt: new Date().toISOString(),
+          campaignId,
+          stage: query.stage satisfies RetrievalStage,
+          queryText: query.input,
+          terms: [],
+          semantic: { used: false, model: null, reason },
+          budgets: query.budgets,
+          candidates: [],
+          conflicts: [],
+        },
+      });
+    },
+    cast: () => Promise.resolve([]),
+  };
+}
