@@ -8,7 +8,7 @@ function human(report: LintReport, title: string): string {
   const lines = report.findings
     .filter((f) => f.severity !== 'info')
     .map((f) => `${location(f.path, f.line)}  ${f.severity}  ${f.message}  (${f.code})`);
-  const unclassified = report.infos ? `; ${report.infos} file${report.infos > 1 ? 's' : ''} use the campaign's default class (--json lists them)` : '';
+  const unclassified = report.infos ? `; ${report.infos === 1 ? '1 file uses' : `${report.infos} files use`} the campaign's default class (--json lists them)` : '';
   lines.push(`${title}: ${report.errors} error${report.errors === 1 ? '' : 's'}, ${report.warnings} warning${report.warnings === 1 ? '' : 's'}${unclassified}`);
   return lines.join('\n');
 }

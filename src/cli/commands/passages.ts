@@ -1,7 +1,6 @@
 import { findSource } from '../../knowledge/operations';
-import { KnowledgeStore } from '../../knowledge/store';
 import { EXIT, UsageError, emit, type Command } from '../command';
-import { campaignFromArgs } from '../knowledgeArgs';
+import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 
 export const passagesCommand: Command = {
   name: 'passages',
@@ -12,8 +11,16 @@ export const passagesCommand: Command = {
     const wanted = args.positionals[0];
     if (!wanted) throw new UsageError('name a source: its path (as listed by `storyteller sources`) or its id');
     // A path to the file itself finds its campaign; otherwise the campaign is the one around cwd.
-    const campaign = campaignFromArgs(args, io.cwd, args.values.campaign ? undefined : wanted.includes('/') || wanted.includes('\\') ? wanted : undefined);
-    const store = KnowledgeStore.open(campaign);
+    const looksLikePath = wanted.includes('/') || wanted.includes('\\');
+    let opened;
+    try {
+      opened = openCampaignIndex(args.values.campaign || !looksLikePath ? args : { ...args, values: { ...args.values, campaign: wanted } }, io);
+    } catch (error) {
+      if (!(error instanceof IndexMissingError)) throw error;
+      io.stderr.write(`storyteller passages: ${error.message}\n`);
+      return EXIT.failure;
+    }
+    const { campaign, store } = opened;
     try {
       const source = findSource(campaign, store, wanted, io.cwd);
       if (!source) {

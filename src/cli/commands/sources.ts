@@ -1,17 +1,24 @@
 import { describeClassOrigin } from '../../knowledge/classify';
 import { campaignStatus, sourceStatus } from '../../knowledge/operations';
-import { KnowledgeStore } from '../../knowledge/store';
 import { EXIT, emit, type Command } from '../command';
-import { campaignFromArgs } from '../knowledgeArgs';
+import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 
 export const sourcesCommand: Command = {
   name: 'sources',
   summary: "List a campaign's indexed sources: class and where it came from, state, passages, problems",
   usage: 'storyteller sources [campaign-dir] [--json]',
-  options: {},
+  options: { campaign: { type: 'string' } },
   async run(args, io) {
-    const campaign = campaignFromArgs(args, io.cwd, args.positionals[0]);
-    const store = KnowledgeStore.open(campaign);
+    let opened;
+    try {
+      const dir = args.positionals[0];
+      opened = openCampaignIndex(dir ? { ...args, values: { ...args.values, campaign: dir } } : args, io);
+    } catch (error) {
+      if (!(error instanceof IndexMissingError)) throw error;
+      io.stderr.write(`storyteller sources: ${error.message}\n`);
+      return EXIT.failure;
+    }
+    const { campaign, store } = opened;
     try {
       const status = campaignStatus(store);
       const rows = store.listSources().map((source) => ({ ...source, status: sourceStatus(store, source) }));
