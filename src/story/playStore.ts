@@ -260,7 +260,8 @@ export class PlayStore {
       this.db.prepare('DELETE FROM story_summaries WHERE adventure_id = ?').run(id);
       this.db.prepare('DELETE FROM memories WHERE adventure_id = ?').run(id);
       this.db.prepare('UPDATE adventures SET head_turn_id = NULL WHERE id = ?').run(id);
-      this.db.prepare('DELETE FROM turns WHERE adventure_id = ? ORDER BY depth DESC').run(id);
+      // One statement: SQLite checks the parent_id references once it has finished, with no turn left.
+      this.db.prepare('DELETE FROM turns WHERE adventure_id = ?').run(id);
       this.db.prepare('DELETE FROM adventures WHERE id = ?').run(id);
     })();
   }

@@ -85,7 +85,11 @@ export function storeWith(campaignId: string, fixtures: FixtureSource[]): Knowle
  * A folder of markdown written into the store one paragraph group per passage (~120 words), front matter
  * dropped. Stands in for the importer where a test needs real material rather than the importer's rules.
  */
-export function writeFolderAsFixtures(store: KnowledgeStore, root: string, options: { class?: SourceRecord['class'] } = {}): number {
+export function writeFolderAsFixtures(
+  store: KnowledgeStore,
+  root: string,
+  options: { class?: SourceRecord['class']; /** Prepended to each campaign-relative path. */ prefix?: string } = {},
+): number {
   let count = 0;
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -112,7 +116,7 @@ export function writeFolderAsFixtures(store: KnowledgeStore, root: string, optio
         }
         flush();
         if (passages.length === 0) continue;
-        writeFixtureSource(store, { path: path.relative(root, full).split(path.sep).join('/'), class: options.class ?? 'canon', passages });
+        writeFixtureSource(store, { path: `${options.prefix ?? ''}${path.relative(root, full).split(path.sep).join('/')}`, class: options.class ?? 'canon', passages });
         count++;
       }
     }
