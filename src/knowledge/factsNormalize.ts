@@ -6,6 +6,7 @@
 
 /** Markdown and wiki-link decoration removed, so `**[[Old Abbey:the Abbey]]**` reads `the Abbey`. */
 export function stripInlineMarkup(text: string): string {
+  if (!/[*_`[<!]/.test(text)) return text.replace(/\s+/g, ' ').trim();
   return text
     .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
     .replace(/\[\[([^\]|:]+)[:|]([^\]]+)\]\]/g, '$2')
