@@ -1,5 +1,82 @@
+import Database from 'better-sqlite3';
 import * as vscode from 'vscode';
+import { assertFts5 } from './knowledge/sqlite';
+import { CampaignRegistry } from './views/campaigns';
+import { Commands } from './views/commands';
+import { SourceDiagnostics } from './views/diagnostics';
+import { Disposable } from './views/disposable';
+import { KnowledgeService } from './views/knowledgeService';
+import { PassagesTree } from './views/passagesTree';
+import { PlayPanels } from './views/playPanels';
+import { Settings } from './views/settings';
+import { SourcesTree } from './views/sourcesTree';
+import { StatusBar } from './views/statusBar';
 
-export function activate(_context: vscode.ExtensionContext): void {}
+/** What the extension hands to other extensions and to the integration suite. */
+export interface StorytellerApi {
+  readonly campaigns: CampaignRegistry;
+  readonly knowledge: KnowledgeService;
+  readonly settings: Settings;
+  readonly statusBar: StatusBar;
+  readonly sources: SourcesTree;
+  readonly passages: PassagesTree;
+  readonly play: PlayPanels;
+  /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
+  readonly sqliteProblem: string | null;
+}
+
+/** Opens an in-memory database once: a broken native module or a build without FTS5 is named at start-up. */
+function checkSqlite(): string | null {
+  try {
+    // The native binary loads here, so a missing or mismatched one becomes a message, not a failed activation.
+    const db = new Database(':memory:');
+    try {
+      assertFts5(db);
+    } finally {
+      db.close();
+    }
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+class StorytellerExtension extends Disposable implements StorytellerApi {
+  readonly log = this._register(vscode.window.createOutputChannel('Adventure Storyteller', { log: true }));
+  readonly sqliteProblem = checkSqlite();
+  readonly settings = this._register(new Settings(this.log));
+  readonly campaigns = this._register(new CampaignRegistry(this.log));
+  readonly knowledge = this._register(new KnowledgeService(this.campaigns, this.settings, this.log));
+  readonly sources = this._register(new SourcesTree(this.campaigns, this.knowledge));
+  readonly passages = this._register(new PassagesTree(this.knowledge));
+  readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
+  readonly play: PlayPanels;
+
+  constructor(extensionUri: vscode.Uri) {
+    super();
+    this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings));
+    this._register(new SourceDiagnostics(this.knowledge));
+    this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
+    if (this.sqliteProblem) {
+      this.log.error(this.sqliteProblem);
+      void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);
+    }
+  }
+
+  /** Everything that reads the workspace or the network starts here, after activate() has returned. */
+  startBackgroundWork(): void {
+    this.knowledge.activationFinished();
+    if (this.sqliteProblem) return;
+    void this.campaigns.ready();
+    void this.statusBar.checkOllama();
+  }
+}
+
+export function activate(context: vscode.ExtensionContext): StorytellerApi {
+  const extension = new StorytellerExtension(context.extensionUri);
+  context.subscriptions.push(extension);
+  setImmediate(() => extension.startBackgroundWork());
+  return extension;
+}
 
 export function deactivate(): void {}

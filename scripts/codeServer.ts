@@ -1,0 +1,238 @@
+// One implementation of "run this extension in a real VS Code": used by `npm start` and by the
+// integration harness. code-server is VS Code served to a browser, with the real Node extension host.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+export const PROJECT_ROOT = path.resolve(__dirname, '..');
+export const CODE_SERVER_VERSION = '4.139.1';
+export const CHROMIUM = '/usr/bin/chromium';
+/** Flags that keep a headless Chromium from phoning home or needing a GPU/sandbox (see ENVIRONMENT.md). */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+const CACHE_DIR = path.join(PROJECT_ROOT, '.cache');
+
+export class MissingPieceError extends Error {}
+
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): void {
+  const result = spawnSync(command, args, { cwd, env, stdio: 'inherit' });
+  if (result.status !== 0) {
+    throw new MissingPieceError(`\`${command} ${args.join(' ')}\` failed in ${cwd} (exit ${result.status ?? result.signal})`);
+  }
+}
+
+/** npm with the running Node (24, from node_modules/.bin) first on PATH, so native builds target it. */
+function npmEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
+}
+
+function installInto(dir: string, spec: string, extraArgs: string[] = []): void {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), '{ "private": true }\n');
+  run('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...extraArgs, spec], dir, npmEnv());
+}
+
+/**
+ * Headers of the running Node, for code-server's native modules. `npm ci` leaves them in the node
+ * package; an `npm install` later prunes that copy, so fall back to a cached install of the same version.
+ */
+function nodeHeadersDir(): string {
+  const arch = `node-${process.platform}-${process.arch}`;
+  const bundled = path.join(PROJECT_ROOT, 'node_modules', 'node', 'node_modules', arch);
+  if (fs.existsSync(path.join(bundled, 'include', 'node', 'node.h'))) return bundled;
+  const cached = path.join(CACHE_DIR, 'node-headers', 'node_modules', arch);
+  if (!fs.existsSync(path.join(cached, 'include', 'node', 'node.h'))) {
+    console.log(`Installing Node ${process.versions.node} headers into ${path.relative(PROJECT_ROOT, cached)} (once)…`);
+    installInto(path.join(CACHE_DIR, 'node-headers'), `${arch}@${process.versions.node}`);
+  }
+  return cached;
+}
+
+/** The code-server binary, installed once into .cache/code-server (about 2 minutes, 600 MB). */
+export function ensureCodeServer(): string {
+  const dir = path.join(CACHE_DIR, 'code-server');
+  const bin = path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+  const marker = path.join(dir, `installed-${CODE_SERVER_VERSION}`);
+  if (fs.existsSync(bin) && fs.existsSync(marker)) return bin;
+  if (Number(process.versions.node.split('.')[0]) < 24) {
+    throw new MissingPieceError(`code-server must be installed with Node 24, but this is Node ${process.versions.node}: run through npm (npm test / npm start)`);
+  }
+  console.log(`Installing code-server ${CODE_SERVER_VERSION} into ${path.relative(PROJECT_ROOT, dir)} (once, about 2 minutes)…`);
+  try {
+    installInto(dir, `code-server@${CODE_SERVER_VERSION}`, [`--nodedir=${nodeHeadersDir()}`]);
+  } catch (error) {
+    throw new MissingPieceError(
+      `${(error as Error).message}\ncode-server's native modules need a C++ toolchain and libkrb5-dev ` +
+        '(apt-get install -y g++ make python3 libkrb5-dev).',
+    );
+  }
+  if (!fs.existsSync(bin)) throw new MissingPieceError(`code-server installed, but ${bin} is missing`);
+  fs.writeFileSync(marker, new Date().toISOString());
+  return bin;
+}
+
+export function requireChromium(): string {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new MissingPieceError(`${CHROMIUM} not found: install Debian's Chromium (apt-get install -y chromium)`);
+  }
+  return CHROMIUM;
+}
+
+interface ExtensionManifest {
+  publisher: string;
+  name: string;
+  version: string;
+}
+
+export function readManifest(dir: string): ExtensionManifest {
+  return JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as ExtensionManifest;
+}
+
+export function extensionId(manifest: ExtensionManifest): string {
+  return `${manifest.publisher}.${manifest.name}`;
+}
+
+/**
+ * What the built extension needs at run time, the same set the VSIX ships (.vscodeignore): the
+ * manifest, the bundles, media, and better-sqlite3 unbundled (it finds its prebuilt binary by path;
+ * its only dependency, node-addon-api, is build-time headers).
+ */
+const RUNTIME_FILES = [
+  'package.json',
+  'README.md',
+  'dist',
+  'media',
+  'node_modules/better-sqlite3/package.json',
+  'node_modules/better-sqlite3/lib',
+  'node_modules/better-sqlite3/prebuilds',
+];
+
+/** Copies the built extension into `<extensionsDir>/<publisher>.<name>-<version>`, replacing any older copy. */
+export function installBuiltExtension(extensionsDir: string): string {
+  if (!fs.existsSync(path.join(PROJECT_ROOT, 'dist', 'extension.js'))) {
+    throw new MissingPieceError('dist/extension.js is missing: build first (npm run build)');
+  }
+  const manifest = readManifest(PROJECT_ROOT);
+  const target = path.join(extensionsDir, `${extensionId(manifest)}-${manifest.version}`);
+  fs.rmSync(target, { recursive: true, force: true });
+  for (const rel of RUNTIME_FILES) {
+    const from = path.join(PROJECT_ROOT, rel);
+    if (!fs.existsSync(from)) {
+      if (rel === 'media') continue;
+      throw new MissingPieceError(`${rel} is missing: run npm ci`);
+    }
+    fs.cpSync(from, path.join(target, rel), { recursive: true, dereference: true });
+  }
+  return target;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface CodeServerOptions {
+  port: number;
+  userDataDir: string;
+  extensionsDir: string;
+  workspace: string;
+  /** Where code-server's own output goes; inherited when absent. */
+  logFile?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** User settings that keep the workbench quiet and deterministic: no welcome page, no trust prompt. */
+const QUIET_SETTINGS = {
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'security.workspace.trust.enabled': false,
+  'telemetry.telemetryLevel': 'off',
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
+  'update.mode': 'none',
+  'chat.disableAIFeatures': true,
+  'git.enabled': false,
+  'git.openRepositoryInParentFolders': 'never',
+};
+
+export interface RunningCodeServer {
+  url: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function launchCodeServer(options: CodeServerOptions): Promise<RunningCodeServer> {
+  const entry = ensureCodeServer();
+  const settingsFile = path.join(options.userDataDir, 'User', 'settings.json');
+  if (!fs.existsSync(settingsFile)) {
+    fs.mkdirSync(path.dirname(settingsFile), { recursive: true });
+    fs.writeFileSync(settingsFile, JSON.stringify(QUIET_SETTINGS, null, 2));
+  }
+  const out = options.logFile ? fs.openSync(options.logFile, 'a') : 'inherit';
+  const child = spawn(
+    process.execPath,
+    [
+      entry,
+      '--auth', 'none',
+      '--bind-addr', `127.0.0.1:${options.port}`,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--user-data-dir', options.userDataDir,
+      '--extensions-dir', options.extensionsDir,
+      options.workspace,
+    ],
+    // Its own process group, so stop() also ends the extension host and other children.
+    { detached: true, stdio: ['ignore', out, out], env: { ...process.env, ...options.env } },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-child.pid!, 'SIGTERM');
+    } catch {
+      return;
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const url = `http://127.0.0.1:${options.port}/?folder=${encodeURIComponent(options.workspace)}`;
+  await waitForHttp(`http://127.0.0.1:${options.port}/healthz`, child, 60_000);
+  return { url, process: child, stop };
+}
+
+async function waitForHttp(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`code-server exited with code ${child.exitCode} before it listened`);
+    try {
+      const response = await fetch(url);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`code-server did not answer ${url} within ${timeoutMs / 1000}s`);
+}

@@ -1,0 +1,257 @@
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { CAMPAIGN_FILE } from '../knowledge/campaign';
+import { withFrontMatterField, type FrontMatter } from '../knowledge/frontMatter';
+import { searchKnowledge } from '../knowledge/retrieval';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/types';
+import type { CampaignIndex } from './campaignIndex';
+import type { CampaignRegistry } from './campaigns';
+import { Disposable } from './disposable';
+import type { KnowledgeService } from './knowledgeService';
+import { openPassage, type PassageNode, type PassagesTree } from './passagesTree';
+import { CLASS_LABEL, describeOrigin, sourceUri, type SourcesNode } from './sourcesTree';
+
+const SEARCH_DEBOUNCE_MS = 150;
+const SEARCH_LIMIT = 20;
+
+/**
+ * The smallest edit that turns `before` into `after`: only the changed span is replaced, so the cursor,
+ * folding and undo stack of an open editor see a one-line change, not a whole-file rewrite.
+ */
+export function minimalEdit(document: vscode.TextDocument, after: string): vscode.TextEdit | undefined {
+  const before = document.getText();
+  if (before === after) return undefined;
+  let start = 0;
+  while (start < before.length && start < after.length && before[start] === after[start]) start++;
+  let end = 0;
+  while (end < before.length - start && end < after.length - start && before[before.length - 1 - end] === after[after.length - 1 - end]) end++;
+  const range = new vscode.Range(document.positionAt(start), document.positionAt(before.length - end));
+  return vscode.TextEdit.replace(range, after.slice(start, after.length - end));
+}
+
+const SNIPPET_CHARS = 160;
+
+/** The passage text around the first query word it contains, on one line. */
+export function snippetAround(text: string, query: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const lower = flat.toLowerCase();
+  const positions = query
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word.length >= 3)
+    .map((word) => lower.indexOf(word))
+    .filter((at) => at >= 0);
+  const first = positions.length > 0 ? Math.min(...positions) : 0;
+  const start = Math.max(0, first - SNIPPET_CHARS / 4);
+  const slice = flat.slice(start, start + SNIPPET_CHARS);
+  return `${start > 0 ? '…' : ''}${slice}${start + SNIPPET_CHARS < flat.length ? '…' : ''}`;
+}
+
+interface SearchItem extends vscode.QuickPickItem {
+  target: PassageNode;
+}
+
+export class Commands extends Disposable {
+  constructor(
+    private readonly campaigns: CampaignRegistry,
+    private readonly knowledge: KnowledgeService,
+    private readonly passages: PassagesTree,
+    log: vscode.LogOutputChannel,
+  ) {
+    super();
+    const register = (id: string, run: (...args: never[]) => unknown): void => {
+      this._register(vscode.commands.registerCommand(id, run));
+    };
+    register('storyteller.showLog', () => log.show());
+    register('storyteller.reindexCampaign', (arg?: SourcesNode | vscode.Uri) => this.withCampaign(arg, (index) => this.knowledge.reindex(index)));
+    register('storyteller.rebuildIndex', (arg?: SourcesNode | vscode.Uri) => this.withCampaign(arg, (index) => this.knowledge.reindex(index, true)));
+    register('storyteller.search', (query?: string) => this.search(query));
+    register('storyteller.enableSource', (arg?: SourcesNode | vscode.Uri) => this.setField(arg, 'enabled', true));
+    register('storyteller.disableSource', (arg?: SourcesNode | vscode.Uri) => this.setField(arg, 'enabled', false));
+    register('storyteller.setClassification', (arg?: SourcesNode | vscode.Uri, knowledgeClass?: KnowledgeClass) => this.setClassification(arg, knowledgeClass));
+    register('storyteller.openSource', async (arg?: SourcesNode | vscode.Uri) => {
+      const uri = this.sourceTarget(arg);
+      if (uri) await vscode.window.showTextDocument(uri);
+    });
+    register('storyteller.revealPassages', async (node: Extract<SourcesNode, { kind: 'source' }>) => {
+      this.passages.select(node.root, node.source.id);
+      await vscode.commands.executeCommand('storyteller.passages.focus');
+    });
+    register('storyteller.openPassage', (node: PassageNode) => openPassage(node));
+    register('storyteller.newCampaign', (options?: { parent?: vscode.Uri; title?: string }) => this.newCampaign(options));
+  }
+
+  /** The campaign a command is about: the clicked one, the one holding the given file, the only one, or a pick. */
+  private async campaignTarget(arg?: SourcesNode | vscode.Uri): Promise<CampaignIndex | undefined> {
+    await this.campaigns.ready();
+    if (arg instanceof vscode.Uri) return this.knowledge.indexOf(arg.fsPath);
+    if (arg?.kind === 'campaign') return this.knowledge.get(arg.entry.root);
+    if (arg) return this.knowledge.get(arg.root);
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const fromEditor = active?.scheme === 'file' ? this.knowledge.indexOf(active.fsPath) : undefined;
+    if (fromEditor) return fromEditor;
+    const all = this.knowledge.list();
+    if (all.length <= 1) return all[0];
+    const picked = await vscode.window.showQuickPick(
+      all.map((index) => ({ label: index.campaign.title, description: vscode.workspace.asRelativePath(index.campaign.root), index })),
+      { placeHolder: 'Which campaign?' },
+    );
+    return picked?.index;
+  }
+
+  private async withCampaign(arg: SourcesNode | vscode.Uri | undefined, run: (index: CampaignIndex) => Thenable<unknown>): Promise<void> {
+    const index = await this.campaignTarget(arg);
+    if (!index) {
+      void vscode.window.showInformationMessage('No campaign here: a campaign is a folder with a campaign.yaml.');
+      return;
+    }
+    await run(index);
+  }
+
+  /** The source file a command is about: the clicked tree item, the given file, or the active editor's. */
+  private sourceTarget(arg?: SourcesNode | vscode.Uri): vscode.Uri | undefined {
+    if (arg instanceof vscode.Uri) return arg;
+    if (arg?.kind === 'source') return sourceUri(arg.root, arg.source);
+    return vscode.window.activeTextEditor?.document.uri;
+  }
+
+  /** Sets one front-matter field as an undoable edit of the document, saved so the index picks it up. */
+  private async setField(arg: SourcesNode | vscode.Uri | undefined, key: keyof FrontMatter, value: string | boolean): Promise<boolean> {
+    const uri = this.sourceTarget(arg);
+    if (!uri) {
+      void vscode.window.showInformationMessage('Open or select a campaign source first.');
+      return false;
+    }
+    const document = await vscode.workspace.openTextDocument(uri);
+    let after: string;
+    try {
+      after = withFrontMatterField(document.getText(), key, value);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`${vscode.workspace.asRelativePath(uri)}: ${(error as Error).message}`);
+      return false;
+    }
+    const change = minimalEdit(document, after);
+    if (!change) return true;
+    const edit = new vscode.WorkspaceEdit();
+    edit.set(uri, [change]);
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showErrorMessage(`${vscode.workspace.asRelativePath(uri)}: the edit could not be applied`);
+      return false;
+    }
+    return document.save();
+  }
+
+  private async setClassification(arg: SourcesNode | vscode.Uri | undefined, knowledgeClass?: KnowledgeClass): Promise<boolean> {
+    const current: SourceRecord | undefined = arg && !(arg instanceof vscode.Uri) && arg.kind === 'source' ? arg.source : undefined;
+    const chosen =
+      knowledgeClass ??
+      (
+        await vscode.window.showQuickPick(
+          KNOWLEDGE_CLASSES.map((c) => ({
+            label: CLASS_LABEL[c],
+            description: current?.class === c ? `current: ${describeOrigin(current.classOrigin)}` : undefined,
+            value: c,
+          })),
+          { placeHolder: 'Classify as… (written to the file’s front matter)' },
+        )
+      )?.value;
+    if (!chosen) return false;
+    return this.setField(arg, 'class', chosen);
+  }
+
+  /** A quick pick whose results follow the typing; choosing one opens the passage with its lines selected. */
+  private async search(initial?: string): Promise<void> {
+    await this.campaigns.ready();
+    const pick = vscode.window.createQuickPick<SearchItem>();
+    pick.placeholder = 'Search campaign knowledge (canon, reference, inspiration)';
+    pick.matchOnDescription = true;
+    pick.matchOnDetail = true;
+    let timer: NodeJS.Timeout | undefined;
+    let generation = 0;
+    const update = async (text: string): Promise<void> => {
+      const mine = ++generation;
+      if (text.trim() === '') {
+        pick.items = [];
+        return;
+      }
+      pick.busy = true;
+      const items: SearchItem[] = [];
+      for (const index of this.knowledge.list()) {
+        const store = index.store;
+        if (!store) continue;
+        const { hits } = await searchKnowledge(store, text, { limit: SEARCH_LIMIT });
+        for (const hit of hits) {
+          const source = store.getSource(hit.sourceId);
+          const passage = store.getPassage(hit.passageId);
+          if (!source || !passage) continue;
+          items.push({
+            label: hit.headingPath.at(-1) ?? hit.sourceTitle,
+            description: `${CLASS_LABEL[hit.class]} · ${hit.sourcePath}:${hit.startLine}${hit.hidden ? ' · hidden' : ''}`,
+            detail: snippetAround(hit.text, text),
+            // Quick pick filters by the typed text; results already come from search, keep them all.
+            alwaysShow: true,
+            target: { root: index.campaign.root, source, passage },
+          });
+        }
+      }
+      if (mine !== generation) return;
+      pick.items = items;
+      pick.busy = false;
+    };
+    pick.onDidChangeValue((value) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => void update(value), SEARCH_DEBOUNCE_MS);
+    });
+    pick.onDidAccept(() => {
+      const chosen = pick.selectedItems[0];
+      pick.hide();
+      if (chosen) void openPassage(chosen.target);
+    });
+    pick.onDidHide(() => {
+      clearTimeout(timer);
+      pick.dispose();
+    });
+    if (initial) {
+      pick.value = initial;
+      await update(initial);
+    }
+    pick.show();
+  }
+
+  private async newCampaign(options: { parent?: vscode.Uri; title?: string } = {}): Promise<vscode.Uri | undefined> {
+    const parent =
+      options.parent ??
+      (
+        await vscode.window.showOpenDialog({
+          canSelectFolders: true,
+          canSelectFiles: false,
+          defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+          openLabel: 'Create the campaign in this folder',
+        })
+      )?.[0];
+    if (!parent) return undefined;
+    const enclosing = this.campaigns.campaignOf(parent.fsPath);
+    if (enclosing) {
+      void vscode.window.showErrorMessage(`${parent.fsPath} is inside the campaign "${enclosing.title}"; campaigns do not nest. Choose a folder outside it.`);
+      return undefined;
+    }
+    const title =
+      options.title ??
+      (await vscode.window.showInputBox({ prompt: 'Campaign title', placeHolder: 'The Sunken Crown', validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
+    if (!title?.trim()) return undefined;
+    const id = title.trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'campaign';
+    const root = vscode.Uri.joinPath(parent, id);
+    const yaml = `id: ${id}\ntitle: ${JSON.stringify(title.trim())}\ndefault_class: reference\nfolders:\n  characters: canon\n  places: canon\n`;
+    const canon = `---\nclass: canon\ntitle: ${JSON.stringify(`${title.trim()} — setting bible`)}\n---\n# ${title.trim()}\n\nWhat is true in this world, whatever the story does.\n`;
+    const edit = new vscode.WorkspaceEdit();
+    // Created as one workspace edit: undo removes the whole campaign again; existing files are never overwritten.
+    edit.createFile(vscode.Uri.joinPath(root, CAMPAIGN_FILE), { contents: Buffer.from(yaml), ignoreIfExists: true });
+    edit.createFile(vscode.Uri.joinPath(root, 'canon.md'), { contents: Buffer.from(canon), ignoreIfExists: true });
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showErrorMessage(`Could not create the campaign in ${path.join(parent.fsPath, id)}`);
+      return undefined;
+    }
+    await vscode.window.showTextDocument(vscode.Uri.joinPath(root, 'canon.md'));
+    return root;
+  }
+}

@@ -1,0 +1,116 @@
+import * as vscode from 'vscode';
+import type { Campaign } from '../knowledge/campaign';
+import { workerParser, type Parser } from '../knowledge/parsePool';
+import { CampaignIndex, type IndexChange } from './campaignIndex';
+import type { CampaignRegistry } from './campaigns';
+import { Disposable } from './disposable';
+import type { Settings } from './settings';
+
+/**
+ * Every campaign of the workspace with its index: created as campaigns are found, replaced when a
+ * campaign.yaml changes, and indexed in the background with a progress notification.
+ */
+export class KnowledgeService extends Disposable {
+  private readonly _onDidChange = this._register(new vscode.EventEmitter<IndexChange>());
+  /** Fires after any campaign's index changed (sources or passages written or removed). */
+  readonly onDidChange = this._onDidChange.event;
+  private readonly _onDidChangeState = this._register(new vscode.EventEmitter<void>());
+  readonly onDidChangeState = this._onDidChangeState.event;
+
+  private readonly indexes = new Map<string, { index: CampaignIndex; signature: string; subscriptions: vscode.Disposable[] }>();
+  private parserInstance: Parser | undefined;
+  /** True when an index run began before activation returned: it must never be. */
+  indexingStartedDuringActivation = false;
+  private activationDone = false;
+
+  constructor(
+    private readonly campaigns: CampaignRegistry,
+    private readonly settings: Settings,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    super();
+    this._register(campaigns.onDidChange(() => this.sync()));
+    this._register(settings.onDidChange(() => this.sync(true)));
+    this._register({
+      dispose: () => {
+        for (const entry of this.indexes.values()) this.release(entry);
+        this.indexes.clear();
+        void this.parserInstance?.close();
+      },
+    });
+  }
+
+  /** Called once activate() has returned; from here on background work may start. */
+  activationFinished(): void {
+    this.activationDone = true;
+  }
+
+  list(): CampaignIndex[] {
+    return [...this.indexes.values()].map((entry) => entry.index);
+  }
+
+  get(campaignRoot: string): CampaignIndex | undefined {
+    return this.indexes.get(campaignRoot)?.index;
+  }
+
+  /** The index of the campaign that contains `file`. */
+  indexOf(file: string): CampaignIndex | undefined {
+    const campaign = this.campaigns.campaignOf(file);
+    return campaign ? this.get(campaign.root) : undefined;
+  }
+
+  /** Resolves when campaigns are discovered and every index has finished what it was asked to do. */
+  async idle(): Promise<void> {
+    await this.campaigns.ready();
+    await Promise.all(this.list().map((index) => index.idle()));
+  }
+
+  reindex(index: CampaignIndex, rebuild = false): Thenable<unknown> {
+    if (!this.activationDone) this.indexingStartedDuringActivation = true;
+    return vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `${rebuild ? 'Rebuilding' : 'Indexing'} ${index.campaign.title}` },
+      (progress) => (rebuild ? index.rebuild(progress) : index.reindex(progress)),
+    );
+  }
+
+  private parser(): Parser {
+    this.parserInstance ??= workerParser();
+    return this.parserInstance;
+  }
+
+  /** The settings a campaign.yaml does not decide, applied to the campaign. */
+  private effective(campaign: Campaign): Campaign {
+    return { ...campaign, sizeCapBytes: campaign.sizeCapBytes ?? this.settings.current.sizeCapBytes };
+  }
+
+  private sync(settingsChanged = false): void {
+    const loaded = new Map<string, Campaign>();
+    for (const entry of this.campaigns.list()) {
+      if (entry.state === 'loaded') loaded.set(entry.root, this.effective(entry.campaign));
+    }
+    for (const [root, entry] of this.indexes) {
+      const campaign = loaded.get(root);
+      if (!campaign || JSON.stringify(campaign) !== entry.signature) {
+        this.release(entry);
+        this.indexes.delete(root);
+      }
+    }
+    for (const [root, campaign] of loaded) {
+      if (this.indexes.has(root)) continue;
+      const index = new CampaignIndex(campaign, this.parser(), this.log);
+      const subscriptions = [
+        index.onDidChange((change) => this._onDidChange.fire(change)),
+        index.onDidChangeState(() => this._onDidChangeState.fire()),
+      ];
+      this.indexes.set(root, { index, signature: JSON.stringify(campaign), subscriptions });
+      void this.reindex(index);
+    }
+    if (settingsChanged) this.log.info('settings changed; campaigns re-read');
+    this._onDidChangeState.fire();
+  }
+
+  private release(entry: { index: CampaignIndex; subscriptions: vscode.Disposable[] }): void {
+    entry.subscriptions.forEach((s) => s.dispose());
+    entry.index.dispose();
+  }
+}

@@ -1,0 +1,206 @@
+import crypto from 'node:crypto';
+import * as vscode from 'vscode';
+import type { Campaign } from '../knowledge/campaign';
+import { retrieveKnowledge } from '../knowledge/retrieval';
+import { castFromKnowledgeStore } from '../story/cast';
+import { StoryEngine, type TurnHandlers } from '../story/engine';
+import { OllamaNarrator } from '../story/narrator';
+import { PlayStore } from '../story/playStore';
+import { noKnowledge, type KnowledgePort } from '../story/ports';
+import type { Adventure, AssembledContext, Turn } from '../story/types';
+import { HostMessage, PanelState, WebviewMessage, type ContextSectionView, type TurnView } from '../../webview-ui/protocol';
+import type { CampaignIndex } from './campaignIndex';
+import { Disposable } from './disposable';
+import type { Settings } from './settings';
+
+export const PLAY_VIEW_TYPE = 'storyteller.play';
+
+/** Retrieval over the campaign's live index; honest emptiness while the index is not open yet. */
+function knowledgePort(index: CampaignIndex): KnowledgePort {
+  const fallback = noKnowledge(index.campaign.id, 'the knowledge index is still being built');
+  return {
+    retrieve: (query) => (index.store ? retrieveKnowledge(index.store, query) : fallback.retrieve(query)),
+    cast: () => Promise.resolve(index.store ? castFromKnowledgeStore(index.store) : []),
+  };
+}
+
+function turnView(turn: Turn): TurnView {
+  return { id: turn.id, actionKind: turn.action.kind, action: turn.action.text, narration: turn.narration, status: turn.status, error: turn.error };
+}
+
+/** The context as the panel shows it: each section with its cost, its passages and what was left out, with reasons. */
+export function contextView(context: AssembledContext): Extract<HostMessage, { type: 'context' }> {
+  const candidates = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));
+  const describe = (id: string, reason?: string) => {
+    const candidate = candidates.get(id);
+    if (!candidate) return { title: id, detail: reason ?? '' };
+    const trail = candidate.headingPath.length > 0 ? ` › ${candidate.headingPath.join(' › ')}` : '';
+    return { title: `${candidate.sourceTitle}${trail}`, detail: `${candidate.class} · ${candidate.sourcePath} · ${reason ?? candidate.reason}` };
+  };
+  const sections: ContextSectionView[] = context.sections.map((s) => ({
+    id: s.id,
+    title: s.title,
+    tokens: s.tokens,
+    budget: s.budget,
+    text: s.text,
+    items: s.itemIds.map((id) => describe(id)),
+    leftOut: s.leftOut.map((l) => describe(l.id, l.reason)),
+  }));
+  return { type: 'context', used: context.budget.used, total: context.budget.total, sections, warnings: context.warnings };
+}
+
+/**
+ * One adventure played in a webview panel. The webview only renders and asks; every story rule runs here
+ * in the engine, and every message is validated on arrival.
+ */
+export class PlayPanel extends Disposable {
+  private readonly store: PlayStore;
+  private readonly engine: StoryEngine;
+  private adventure: Adventure;
+  private running: AbortController | undefined;
+
+  constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly extensionUri: vscode.Uri,
+    readonly campaign: Campaign,
+    index: CampaignIndex,
+    settings: Settings,
+    adventureId?: string,
+  ) {
+    super();
+    this._register(panel);
+    this.store = new PlayStore(campaign.playPath);
+    this._register({ dispose: () => this.store.close() });
+    const current = settings.current;
+    this.engine = new StoryEngine(this.store, knowledgePort(index), new OllamaNarrator({ host: current.ollamaHost }), {
+      model: current.narratorModel,
+      contextLength: current.contextLength,
+      memoryEvery: current.memoryCadence,
+    });
+    this.adventure =
+      (adventureId ? this.store.getAdventure(adventureId) : undefined) ??
+      this.store.listAdventures(campaign.id)[0] ??
+      this.store.createAdventure({ campaignId: campaign.id, title: `${campaign.title} — first adventure` });
+    panel.title = `Play: ${this.adventure.title}`;
+    panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'storyteller.svg');
+    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
+    panel.webview.html = this.html(panel.webview);
+    this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
+    this._register(panel.onDidDispose(() => this.dispose()));
+    this._register({ dispose: () => this.running?.abort() });
+  }
+
+  /** Every turn of the adventure, on every branch. */
+  allTurns(): Turn[] {
+    return this.store.allTurns(this.adventure.id);
+  }
+
+  get adventureId(): string {
+    return this.adventure.id;
+  }
+
+  private html(webview: vscode.Webview): string {
+    const nonce = crypto.randomBytes(16).toString('base64');
+    const asset = (...segments: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, ...segments)).toString();
+    // Nothing remote, nothing inline without the nonce: imported text can never become markup or a request.
+    const csp = [
+      "default-src 'none'",
+      `script-src 'nonce-${nonce}'`,
+      `style-src ${webview.cspSource}`,
+      `font-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource}`,
+    ].join('; ');
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${asset('media', 'play.css')}">
+<title>Play</title>
+</head>
+<body>
+<main id="app"></main>
+<script nonce="${nonce}" src="${asset('dist', 'webview.js')}"></script>
+</body>
+</html>`;
+  }
+
+  private post(message: HostMessage): void {
+    void this.panel.webview.postMessage(HostMessage.parse(message));
+  }
+
+  private postState(): void {
+    this.adventure = this.store.adventure(this.adventure.id);
+    const panelState: PanelState = { campaignRoot: this.campaign.root, adventureId: this.adventure.id };
+    this.post({
+      type: 'state',
+      panelState,
+      campaignTitle: this.campaign.title,
+      adventure: { id: this.adventure.id, title: this.adventure.title },
+      turns: this.store.lineage(this.adventure.headTurnId).map(turnView),
+      generating: this.engine.isGenerating(this.adventure.id),
+      model: this.engine.settings.model,
+    });
+  }
+
+  private handlers(): TurnHandlers {
+    this.running = new AbortController();
+    return {
+      signal: this.running.signal,
+      onStarted: (turn, context) => {
+        this.postState();
+        this.post(contextView(context));
+        this.post({ type: 'chunk', turnId: turn.id, text: '' });
+      },
+      onChunk: (text) => {
+        const head = this.store.adventure(this.adventure.id).headTurnId;
+        if (head) this.post({ type: 'chunk', turnId: head, text });
+      },
+    };
+  }
+
+  private async receive(raw: unknown): Promise<void> {
+    const parsed = WebviewMessage.safeParse(raw);
+    if (!parsed.success) {
+      this.post({ type: 'error', message: `ignored a malformed panel message: ${parsed.error.issues[0]?.message ?? 'invalid'}` });
+      return;
+    }
+    const message = parsed.data;
+    try {
+      switch (message.type) {
+        case 'ready':
+          this.postState();
+          return;
+        case 'stop':
+          this.running?.abort();
+          return;
+        case 'undo':
+          this.engine.undo(this.adventure.id);
+          this.postState();
+          return;
+        case 'fork':
+          this.engine.fork(this.adventure.id, message.turnId);
+          this.postState();
+          return;
+        case 'preview':
+          this.post(contextView(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })));
+          return;
+        case 'act':
+        case 'retry': {
+          const outcome =
+            message.type === 'act'
+              ? await this.engine.takeTurn(this.adventure.id, { kind: message.kind, text: message.text }, this.handlers())
+              : await this.engine.retry(this.adventure.id, undefined, this.handlers());
+          this.running = undefined;
+          this.postState();
+          if (outcome.error) this.post({ type: 'error', message: outcome.error.message });
+          return;
+        }
+      }
+    } catch (error) {
+      this.post({ type: 'error', message: (error as Error).message });
+      this.postState();
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import * as vscode from 'vscode';
+import { PanelState } from '../../webview-ui/protocol';
+import type { CampaignRegistry } from './campaigns';
+import { Disposable } from './disposable';
+import type { KnowledgeService } from './knowledgeService';
+import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
+import type { Settings } from './settings';
+
+/** Opens play panels, and brings them back after a reload from the state each webview saved. */
+export class PlayPanels extends Disposable {
+  private readonly open = new Set<PlayPanel>();
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly campaigns: CampaignRegistry,
+    private readonly knowledge: KnowledgeService,
+    private readonly settings: Settings,
+  ) {
+    super();
+    this._register(
+      vscode.commands.registerCommand('storyteller.openPlayPanel', (options?: { campaignRoot?: string; adventureId?: string }) => this.openPanel(options)),
+    );
+    this._register(
+      vscode.window.registerWebviewPanelSerializer(PLAY_VIEW_TYPE, {
+        deserializeWebviewPanel: async (panel, state: unknown) => {
+          const saved = PanelState.safeParse(state);
+          if (!saved.success || !(await this.adopt(panel, saved.data.campaignRoot, saved.data.adventureId))) panel.dispose();
+        },
+      }),
+    );
+    this._register({ dispose: () => this.open.forEach((p) => p.dispose()) });
+  }
+
+  /** Panels open right now (newest last). */
+  list(): PlayPanel[] {
+    return [...this.open];
+  }
+
+  private async openPanel(options: { campaignRoot?: string; adventureId?: string } = {}): Promise<PlayPanel | undefined> {
+    await this.campaigns.ready();
+    const indexes = this.knowledge.list();
+    const index = options.campaignRoot
+      ? this.knowledge.get(options.campaignRoot)
+      : indexes.length <= 1
+        ? indexes[0]
+        : (await vscode.window.showQuickPick(indexes.map((i) => ({ label: i.campaign.title, index: i })), { placeHolder: 'Play which campaign?' }))?.index;
+    if (!index) {
+      void vscode.window.showInformationMessage('No campaign to play: a campaign is a folder with a campaign.yaml.');
+      return undefined;
+    }
+    const panel = vscode.window.createWebviewPanel(PLAY_VIEW_TYPE, 'Play', vscode.ViewColumn.Beside, { enableScripts: true });
+    return this.adopt(panel, index.campaign.root, options.adventureId);
+  }
+
+  private async adopt(panel: vscode.WebviewPanel, campaignRoot: string, adventureId?: string): Promise<PlayPanel | undefined> {
+    await this.campaigns.ready();
+    const index = this.knowledge.get(campaignRoot);
+    if (!index) return undefined;
+    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
+    this.open.add(play);
+    panel.onDidDispose(() => this.open.delete(play));
+    return play;
+  }
+}

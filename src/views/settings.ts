@@ -1,0 +1,97 @@
+import * as vscode from 'vscode';
+import { z } from 'zod';
+import { resolveOllamaHost } from '../knowledge/ollamaHost';
+import { Disposable } from './disposable';
+
+const SECTION = 'storyteller';
+
+/**
+ * The extension's settings as the code uses them. Each key matches a `storyteller.*` setting contributed
+ * in package.json (where the descriptions and defaults live); a value that fails validation is named to
+ * the writer and its default used instead, so one typo never breaks the rest.
+ */
+const SETTINGS = {
+  'ollama.host': z.string().trim(),
+  'narrator.model': z.string().trim().min(1, 'must name a model, e.g. llama3.1:8b'),
+  'embedding.model': z.string().trim(),
+  'context.length': z.number().int().min(512, 'must be at least 512 tokens'),
+  'context.budgets': z
+    .object({
+      alwaysInclude: z.number().int().min(0),
+      canon: z.number().int().min(0),
+      reference: z.number().int().min(0),
+      inspiration: z.number().int().min(0),
+    })
+    .strict(),
+  'index.sizeCapBytes': z.number().int().positive('must be a positive number of bytes'),
+  'memory.cadence': z.number().int().min(1, 'must be at least 1 turn'),
+} as const;
+
+type SettingKey = keyof typeof SETTINGS;
+type RawSettings = { [K in SettingKey]: z.infer<(typeof SETTINGS)[K]> };
+
+export interface StorytellerSettings {
+  /** Resolved like the Ollama CLI: the setting, else OLLAMA_HOST, else the local server. */
+  ollamaHost: string;
+  narratorModel: string;
+  /** Empty: no embeddings; search and context are lexical only. */
+  embeddingModel: string;
+  contextLength: number;
+  budgets: RawSettings['context.budgets'];
+  sizeCapBytes: number;
+  memoryCadence: number;
+  /** Messages for the settings that were rejected, e.g. "storyteller.context.length must be at least 512 tokens". */
+  problems: string[];
+}
+
+export function readSettings(config: vscode.WorkspaceConfiguration): StorytellerSettings {
+  const problems: string[] = [];
+  const value = <K extends SettingKey>(key: K): RawSettings[K] => {
+    const raw = config.get(key);
+    const parsed = SETTINGS[key].safeParse(raw);
+    if (parsed.success) return parsed.data as RawSettings[K];
+    problems.push(`${SECTION}.${key} ${parsed.error.issues[0]?.message ?? 'is invalid'}; using the default`);
+    const fallback = SETTINGS[key].safeParse(config.inspect(key)?.defaultValue);
+    if (!fallback.success) throw new Error(`package.json default of ${SECTION}.${key} is invalid`);
+    return fallback.data as RawSettings[K];
+  };
+  return {
+    ollamaHost: resolveOllamaHost(value('ollama.host')),
+    narratorModel: value('narrator.model'),
+    embeddingModel: value('embedding.model'),
+    contextLength: value('context.length'),
+    budgets: value('context.budgets'),
+    sizeCapBytes: value('index.sizeCapBytes'),
+    memoryCadence: value('memory.cadence'),
+    problems,
+  };
+}
+
+export class Settings extends Disposable {
+  private readonly _onDidChange = this._register(new vscode.EventEmitter<StorytellerSettings>());
+  readonly onDidChange = this._onDidChange.event;
+  current: StorytellerSettings;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {
+    super();
+    this.current = this.read();
+    this._register(
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (!event.affectsConfiguration(SECTION)) return;
+        this.current = this.read();
+        this._onDidChange.fire(this.current);
+      }),
+    );
+  }
+
+  private read(): StorytellerSettings {
+    const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
+    for (const problem of settings.problems) {
+      this.log.warn(problem);
+      void vscode.window.showWarningMessage(problem, 'Open Settings').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', SECTION);
+      });
+    }
+    return settings;
+  }
+}

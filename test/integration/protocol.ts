@@ -1,0 +1,56 @@
+// What the harness (outside, Node) and the suite (inside the extension host) tell each other, through files.
+
+/** The extension host's environment variable naming the harness config file. */
+export const HARNESS_CONFIG_ENV = 'STORYTELLER_HARNESS_CONFIG';
+
+export interface HarnessConfig {
+  resultsFile: string;
+  suiteFiles: string[];
+  mochaPath: string;
+  testTimeoutMs: number;
+  grep?: string;
+  /** The suite drops a request here; the driver answers with a `.done` file beside it. */
+  requestDir: string;
+  artifactsDir: string;
+  /** The copied fixture workspace (the tests may change it freely). */
+  workspace: string;
+  /** Loopback server that counts requests: any hit means imported content reached out. */
+  trackerPort: number;
+}
+
+export interface TestResult {
+  title: string;
+  state: 'passed' | 'failed' | 'pending';
+  durationMs: number;
+  error?: string;
+}
+
+export interface SuiteResults {
+  tests: TestResult[];
+  passed: number;
+  failed: number;
+  pending: number;
+  /** The runner itself failed before or while running the suite. */
+  crash?: string;
+}
+
+/** Something the driver does in the page before its screenshot, like a writer would (inside webviews too). */
+export type DriverStep = { action: 'fill'; selector: string; text: string } | { action: 'click'; selector: string };
+
+export interface ScreenshotRequest {
+  name: string;
+  steps?: DriverStep[];
+}
+
+/** The driver's answer: the files it wrote, and the text and markup of every webview frame it saw. */
+export interface ScreenshotReply {
+  files: string[];
+  /** The workbench's visible text (the main page, without webviews). */
+  workbenchText: string;
+  frames: { url: string; text: string; html: string }[];
+  /** Dialogs (alert/confirm/prompt) the page raised since the run began. */
+  dialogs: string[];
+  trackerHits: number;
+  /** A step that could not be done (its selector was not found). */
+  stepError?: string;
+}

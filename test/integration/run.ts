@@ -1,0 +1,259 @@
+// Integration tests in a real VS Code: code-server headless on loopback, the built extension and a
+// test-only runner extension in a fresh extensions dir, a fresh user-data dir, a copy of the example
+// campaign as workspace, the workbench opened in Chromium. The runner executes the mocha suite inside
+// the extension host; this driver answers its screenshot requests and reports its results.
+//   npm run test:integration [-- --grep <pattern>]
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import * as esbuild from 'esbuild';
+import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+import {
+  CHROMIUM_ARGS,
+  MissingPieceError,
+  PROJECT_ROOT,
+  ensureCodeServer,
+  freePort,
+  installBuiltExtension,
+  launchCodeServer,
+  readManifest,
+  requireChromium,
+  type RunningCodeServer,
+} from '../../scripts/codeServer';
+import type { DriverStep, HarnessConfig, ScreenshotReply, ScreenshotRequest, SuiteResults } from './protocol';
+
+const SUITE_TIMEOUT_MS = 10 * 60_000;
+const RUN_DIR = path.join(PROJECT_ROOT, '.e2e');
+const ARTIFACTS_DIR = path.join(PROJECT_ROOT, 'artifacts');
+const FIXTURE = path.join(PROJECT_ROOT, 'fixtures', 'example-campaign');
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+async function cleanUp(): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    try {
+      await cleanup();
+    } catch (error) {
+      console.error(`cleanup failed: ${String(error)}`);
+    }
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    void cleanUp().then(() => process.exit(130));
+  });
+}
+
+function grepArgument(): string | undefined {
+  const at = process.argv.indexOf('--grep');
+  return at >= 0 ? process.argv[at + 1] : undefined;
+}
+
+/** Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it. */
+async function buildSuite(outDir: string): Promise<string[]> {
+  const suiteDir = path.join(PROJECT_ROOT, 'test', 'integration', 'suite');
+  const entries = fs.readdirSync(suiteDir).filter((f) => f.endsWith('.test.ts')).sort();
+  if (entries.length === 0) throw new MissingPieceError(`no *.test.ts files in ${suiteDir}`);
+  await esbuild.build({
+    entryPoints: entries.map((f) => path.join(suiteDir, f)),
+    outdir: outDir,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node22',
+    sourcemap: 'inline',
+    external: ['vscode', 'better-sqlite3', 'mocha'],
+    logLevel: 'warning',
+  });
+  return entries.map((f) => path.join(outDir, f.replace(/\.ts$/, '.js')));
+}
+
+async function installRunner(extensionsDir: string, config: HarnessConfig): Promise<void> {
+  const source = path.join(PROJECT_ROOT, 'test', 'integration', 'runner-extension');
+  const manifest = readManifest(source);
+  const target = path.join(extensionsDir, `${manifest.publisher}.${manifest.name}-${manifest.version}`);
+  fs.mkdirSync(target, { recursive: true });
+  fs.copyFileSync(path.join(source, 'package.json'), path.join(target, 'package.json'));
+  await esbuild.build({
+    entryPoints: [path.join(source, 'runner.ts')],
+    outfile: path.join(target, 'runner.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node22',
+    external: ['vscode'],
+    logLevel: 'warning',
+  });
+  fs.writeFileSync(path.join(target, 'harness.json'), JSON.stringify(config, null, 2));
+}
+
+/** Counts every request that reaches it: imported content must never make the workbench fetch anything. */
+async function startTracker(): Promise<{ port: number; hits: () => string[] }> {
+  const seen: string[] = [];
+  const server = http.createServer((request, response) => {
+    seen.push(`${request.method} ${request.url}`);
+    response.writeHead(204).end();
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { port, hits: () => [...seen] };
+}
+
+/** The first frame (workbench or webview) holding `selector`. */
+async function frameWith(page: Page, selector: string): Promise<Frame> {
+  for (const frame of page.frames()) {
+    if (await frame.$(selector).catch(() => null)) return frame;
+  }
+  throw new Error(`no frame holds ${selector}`);
+}
+
+async function runSteps(page: Page, steps: DriverStep[]): Promise<void> {
+  for (const step of steps) {
+    const frame = await frameWith(page, step.selector);
+    if (step.action === 'fill') await frame.fill(step.selector, step.text);
+    else await frame.click(step.selector);
+  }
+}
+
+async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs: string[], trackerHits: () => number): Promise<ScreenshotReply> {
+  let stepError: string | undefined;
+  try {
+    await runSteps(page, request.steps ?? []);
+  } catch (error) {
+    stepError = (error as Error).message;
+  }
+  const files: string[] = [];
+  const workbench = path.join(ARTIFACTS_DIR, `${request.name}.png`);
+  await page.screenshot({ path: workbench });
+  files.push(workbench);
+  const frames: ScreenshotReply['frames'] = [];
+  let index = 0;
+  for (const frame of page.frames()) {
+    if (frame === page.mainFrame()) continue;
+    // Webview content lives in the inner frame of each webview's iframe pair.
+    try {
+      const text = await frame.evaluate(() => document.body?.innerText ?? '');
+      const html = await frame.content();
+      frames.push({ url: frame.url(), text, html });
+      const element = await frame.frameElement();
+      const box = await element.boundingBox();
+      if (box && box.width > 0 && box.height > 0 && frame.url().includes('fake.html') === false && html.length > 0) {
+        const file = path.join(ARTIFACTS_DIR, `${request.name}.frame${++index}.png`);
+        await element.screenshot({ path: file });
+        files.push(file);
+      }
+    } catch {
+      // a frame that navigated or closed while we looked
+    }
+  }
+  const workbenchText = await page.evaluate(() => document.body.innerText);
+  return { files, workbenchText, frames, dialogs: [...dialogs], trackerHits: trackerHits(), ...(stepError ? { stepError } : {}) };
+}
+
+async function main(): Promise<number> {
+  if (!fs.existsSync(path.join(PROJECT_ROOT, 'dist', 'extension.js'))) {
+    throw new MissingPieceError('dist/ is missing: integration tests use the built extension (run npm test, which builds first)');
+  }
+  const chromiumPath = requireChromium();
+  ensureCodeServer();
+
+  fs.rmSync(RUN_DIR, { recursive: true, force: true });
+  fs.rmSync(ARTIFACTS_DIR, { recursive: true, force: true });
+  const dirs = {
+    userData: path.join(RUN_DIR, 'user-data'),
+    extensions: path.join(RUN_DIR, 'extensions'),
+    workspace: path.join(RUN_DIR, 'workspace', path.basename(FIXTURE)),
+    requests: path.join(RUN_DIR, 'requests'),
+    suite: path.join(RUN_DIR, 'suite'),
+  };
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(ARTIFACTS_DIR, { recursive: true });
+  fs.cpSync(FIXTURE, dirs.workspace, { recursive: true, filter: (src) => !src.includes(`${path.sep}.storyteller`) });
+
+  const tracker = await startTracker();
+  const resultsFile = path.join(RUN_DIR, 'results.json');
+  const config: HarnessConfig = {
+    resultsFile,
+    suiteFiles: await buildSuite(dirs.suite),
+    mochaPath: require.resolve('mocha/lib/mocha.cjs', { paths: [PROJECT_ROOT] }),
+    testTimeoutMs: 60_000,
+    grep: grepArgument(),
+    requestDir: dirs.requests,
+    artifactsDir: ARTIFACTS_DIR,
+    workspace: dirs.workspace,
+    trackerPort: tracker.port,
+  };
+  installBuiltExtension(dirs.extensions);
+  await installRunner(dirs.extensions, config);
+
+  const port = await freePort();
+  const logFile = path.join(RUN_DIR, 'code-server.log');
+  console.log(`code-server on 127.0.0.1:${port} (log: ${path.relative(PROJECT_ROOT, logFile)})`);
+  const server: RunningCodeServer = await launchCodeServer({
+    port,
+    userDataDir: dirs.userData,
+    extensionsDir: dirs.extensions,
+    workspace: dirs.workspace,
+    logFile,
+  });
+  cleanups.push(() => server.stop());
+
+  const browser: Browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS, headless: true });
+  cleanups.push(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const dialogs: string[] = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
+    void dialog.dismiss();
+  });
+  await page.goto(server.url);
+
+  const deadline = Date.now() + SUITE_TIMEOUT_MS;
+  const answered = new Set<string>();
+  while (!fs.existsSync(resultsFile)) {
+    if (Date.now() > deadline) throw new Error(`no results after ${SUITE_TIMEOUT_MS / 60_000} minutes; see ${logFile}`);
+    if (server.process.exitCode !== null) throw new Error(`code-server exited early (code ${server.process.exitCode}); see ${logFile}`);
+    for (const file of fs.readdirSync(dirs.requests).filter((f) => f.endsWith('.request.json')).sort()) {
+      if (answered.has(file)) continue;
+      answered.add(file);
+      const request = JSON.parse(fs.readFileSync(path.join(dirs.requests, file), 'utf8')) as ScreenshotRequest;
+      const reply = await answerScreenshot(page, request, dialogs, () => tracker.hits().length);
+      const replyFile = path.join(dirs.requests, file.replace('.request.json', '.reply.json'));
+      fs.writeFileSync(`${replyFile}.tmp`, JSON.stringify(reply));
+      fs.renameSync(`${replyFile}.tmp`, replyFile);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await page.screenshot({ path: path.join(ARTIFACTS_DIR, 'zz-final.png') });
+
+  const results = JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as SuiteResults;
+  for (const test of results.tests) {
+    const mark = test.state === 'passed' ? '✓' : test.state === 'failed' ? '✗' : '-';
+    console.log(`  ${mark} ${test.title}${test.state === 'passed' ? ` (${test.durationMs} ms)` : ''}`);
+    if (test.error) console.log(test.error.replace(/^/gm, '      '));
+  }
+  if (results.crash) console.log(`runner crashed:\n${results.crash}`);
+  const hits = tracker.hits();
+  let failed = results.failed;
+  if (hits.length > 0) {
+    failed += 1;
+    console.log(`  ✗ the tracker server was contacted ${hits.length} time(s): ${hits.join(', ')}`);
+  }
+  console.log(`screenshots: ${path.relative(PROJECT_ROOT, ARTIFACTS_DIR)}/`);
+  console.log(`${results.passed} passed, ${failed} failed`);
+  return failed > 0 || results.tests.length === 0 ? 1 : 0;
+}
+
+main()
+  .then(async (code) => {
+    await cleanUp();
+    process.exit(code);
+  })
+  .catch(async (error: unknown) => {
+    await cleanUp();
+    console.error(error instanceof MissingPieceError ? `integration tests cannot run: ${error.message}` : error);
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  });
