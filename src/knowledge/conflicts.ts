@@ -65,6 +65,39 @@ function supersessionClosure(sources: readonly ConflictSourceInput[]): Map<strin
   return closure;
 }
 
+/**
+ * Facts per source, kept across analyses: the extension re-analyzes on every index change, and only the
+ * sources whose text changed — or all of them, when a declared name changed — are extracted again.
+ */
+export class FactCache {
+  private readonly entries = new Map<string, { input: ConflictSourceInput; namesSignature: string; facts: FactStatement[] }>();
+  private namesSignature = '';
+  private namesSeen: EntityNames | undefined;
+
+  factsOf(source: ConflictSourceInput, names: EntityNames): FactStatement[] {
+    if (this.namesSeen !== names) {
+      this.namesSeen = names;
+      this.namesSignature = JSON.stringify(names.entities());
+    }
+    const cached = this.entries.get(source.sourceId);
+    if (cached && cached.namesSignature === this.namesSignature && sameInput(cached.input, source)) return cached.facts;
+    const facts = extractFacts({ ...source, path: normalizePath(source.path) }, names);
+    this.entries.set(source.sourceId, { input: source, namesSignature: this.namesSignature, facts });
+    return facts;
+  }
+}
+
+function sameInput(a: ConflictSourceInput, b: ConflictSourceInput): boolean {
+  return (
+    a.body === b.body &&
+    a.bodyStartLine === b.bodyStartLine &&
+    a.path === b.path &&
+    a.title === b.title &&
+    a.class === b.class &&
+    JSON.stringify(a.frontMatterFacts) === JSON.stringify(b.frontMatterFacts)
+  );
+}
+
 /** Everything the conflict surfaces need, computed once per index change. */
 export class ConflictAnalysis {
   private readonly byLocation = new Map<string, FactStatement[]>();
@@ -115,10 +148,11 @@ export class ConflictAnalysis {
 export function analyzeConflicts(
   sources: readonly ConflictSourceInput[],
   decisions: ReadonlyMap<string, ConflictDecision> = new Map(),
+  cache?: FactCache,
 ): ConflictAnalysis {
   const names = buildEntityNames(sources);
   const canon = sources.filter((s) => s.class === 'canon' && s.enabled);
-  const facts = canon.flatMap((s) => extractFacts({ ...s, path: normalizePath(s.path) }, names));
+  const facts = canon.flatMap((s) => (cache ? cache.factsOf(s, names) : extractFacts({ ...s, path: normalizePath(s.path) }, names)));
   const supersedes = supersessionClosure(canon);
   const groups = new Map<string, FactStatement[]>();
   for (const fact of facts) {

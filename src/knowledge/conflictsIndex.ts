@@ -1,4 +1,4 @@
-import { analyzeConflicts, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput } from './conflicts';
+import { analyzeConflicts, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput, type FactCache } from './conflicts';
 import { factSourceFromSplit } from './factsInput';
 import { splitFrontMatter } from './frontMatter';
 import type { KnowledgeStore } from './store';
@@ -19,6 +19,6 @@ export function conflictInputsFromStore(store: KnowledgeStore): ConflictSourceIn
   return inputs;
 }
 
-export function analyzeStoreConflicts(store: KnowledgeStore, decisions?: ReadonlyMap<string, ConflictDecision>): ConflictAnalysis {
-  return analyzeConflicts(conflictInputsFromStore(store), decisions);
+export function analyzeStoreConflicts(store: KnowledgeStore, decisions?: ReadonlyMap<string, ConflictDecision>, cache?: FactCache): ConflictAnalysis {
+  return analyzeConflicts(conflictInputsFromStore(store), decisions, cache);
 }

@@ -1,5 +1,5 @@
 import type { EntityNames, FactStatement } from './facts';
-import { attributeKey, valueKey, valuesConflict } from './factsNormalize';
+import { attributeKey, nameKey, valueKey, valuesConflict } from './factsNormalize';
 
 /**
  * Canon versus the story as played (seed 000 §44): canon says the north gate is open, play collapsed it.
@@ -47,11 +47,14 @@ export function worldFactsFromState(state: Record<string, number | string | bool
 export function supersededByState(facts: readonly FactStatement[], state: readonly WorldFact[], names: EntityNames): StateSupersession[] {
   const out: StateSupersession[] = [];
   for (const current of state) {
-    const entityKey = names.keyFor(current.entity);
+    // A declared name meets its entity anywhere; an undeclared one meets headings of that name in any file.
+    const declared = names.resolve(current.entity);
+    const headingSuffix = `#${nameKey(current.entity)}`;
+    const isAbout = (s: FactStatement) => (declared !== undefined ? s.entityKey === declared : s.entityKey.endsWith(headingSuffix));
     const wanted = current.attribute === undefined ? null : attributeKey(current.attribute);
     const currentValue = valueKey(current.value);
     for (const statement of facts) {
-      if (statement.entityKey !== entityKey) continue;
+      if (!isAbout(statement)) continue;
       const sameAttribute = wanted === null ? CONDITION_ATTRIBUTES.has(statement.attributeKey) : statement.attributeKey === wanted;
       if (sameAttribute && valuesConflict(statement.valueKey, currentValue)) out.push({ statement, current });
     }

@@ -75,11 +75,14 @@ export interface FrontMatterFact {
 export class EntityNames {
   private readonly parent = new Map<string, string>();
   private readonly display = new Map<string, string>();
+  /** Raw spelling → canonical key: headings repeat on every fact under them. */
+  private readonly resolved = new Map<string, string | undefined>();
 
   /** Declares that every one of `names` is the same entity; the first is its display name. */
   declare(names: readonly string[]): void {
     const keys = names.map(nameKey).filter(Boolean);
     if (keys.length === 0) return;
+    this.resolved.clear();
     for (let i = 0; i < keys.length; i++) {
       if (!this.parent.has(keys[i]!)) {
         this.parent.set(keys[i]!, keys[i]!);
@@ -91,13 +94,19 @@ export class EntityNames {
 
   /** The entity's canonical key when `name` is a declared name, else undefined. */
   resolve(name: string): string | undefined {
+    if (this.resolved.has(name)) return this.resolved.get(name);
     const key = nameKey(name);
-    return this.parent.has(key) ? this.find(key) : undefined;
+    const root = this.parent.has(key) ? this.find(key) : undefined;
+    this.resolved.set(name, root);
+    return root;
   }
 
-  /** The canonical key of a declared name, or the name's own key (an entity known only from a heading). */
-  keyFor(name: string): string {
-    return this.resolve(name) ?? nameKey(name);
+  /**
+   * The canonical key of a declared name; a name nobody declared (a heading such as "Hit Points") is an
+   * entity of its own file only, so generic headings repeated across files never pair up.
+   */
+  keyFor(name: string, path: string): string {
+    return this.resolve(name) ?? `${path}#${nameKey(name)}`;
   }
 
   displayName(key: string): string | undefined {
@@ -187,6 +196,7 @@ interface HeadingFrame {
 
 interface RawStatement {
   entity: string;
+  entityKey: string;
   attribute: string;
   value: string;
   shape: FactShape;
@@ -225,14 +235,15 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
   let previousKind: 'blank' | 'heading' | 'fact' | 'other' = 'blank';
   let table: { headers: string[] } | null = null;
 
-  const subjectOf = (): string => {
+  const entityOf = (name: string) => ({ entity: name, entityKey: names.keyFor(name, source.path) });
+  const findSubject = (): { entity: string; entityKey: string } => {
     for (let i = headings.length - 1; i >= 0; i--) {
       const heading = headings[i]!.text;
-      if (names.resolve(heading) !== undefined) return heading;
-      if (!SECTION_HEADINGS.has(nameKey(heading))) return heading;
+      if (names.resolve(heading) !== undefined || !SECTION_HEADINGS.has(nameKey(heading))) return entityOf(heading);
     }
-    return source.title;
+    return entityOf(source.title);
   };
+  let subject = findSubject();
   const innermostHeading = (): string | undefined => headings[headings.length - 1]?.text;
 
   for (let i = 0; i < lines.length; i++) {
@@ -261,6 +272,7 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
       const headingText = stripInlineMarkup(atx ? atx[2]! : text);
       while (headings.length > 0 && headings[headings.length - 1]!.level >= level) headings.pop();
       headings.push({ level, text: headingText, ordinal: ++sectionOrdinal });
+      subject = findSubject();
       if (setext) i++;
       previousKind = 'heading';
       table = null;
@@ -270,6 +282,12 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
     const indent = text.length - text.trimStart().length;
     const endColumn = text.trimEnd().length;
 
+    // Every recognised shape has a colon or a table bar; most prose lines have neither.
+    if (!text.includes(':') && !text.includes('|')) {
+      previousKind = 'other';
+      table = null;
+      continue;
+    }
     if (TABLE_ROW.test(text)) {
       if (table) {
         const cells = splitCells(text);
@@ -279,7 +297,7 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
             const attribute = table!.headers[c + 1];
             const value = stripInlineMarkup(cell);
             if (attribute && value && value !== '-' && value !== '—') {
-              raw.push({ entity: term, attribute, value, shape: 'table', line: lineNo, startColumn: indent, endColumn, quote: text.trim(), section });
+              raw.push({ ...entityOf(term), attribute, value, shape: 'table', line: lineNo, startColumn: indent, endColumn, quote: text.trim(), section });
             }
           });
         }
@@ -296,7 +314,7 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
     if (definition && previousKind === 'other' && i > 0) {
       const term = stripInlineMarkup(lines[i - 1]!);
       if (looksLikeAttribute(term, false) && looksLikeValue(definition[1]!, false)) {
-        raw.push({ entity: subjectOf(), attribute: term, value: stripInlineMarkup(definition[1]!), shape: 'definition', line: lineNo, startColumn: indent, endColumn, quote: `${term} ${text.trim()}`, section });
+        raw.push({ ...subject, attribute: term, value: stripInlineMarkup(definition[1]!), shape: 'definition', line: lineNo, startColumn: indent, endColumn, quote: `${term} ${text.trim()}`, section });
         previousKind = 'fact';
         continue;
       }
@@ -317,12 +335,12 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
         const heading = innermostHeading();
         if (marker && names.resolve(label) !== undefined && heading && names.resolve(heading) === undefined) {
           // `- Mara: 34` under `## Ages`: the list is about several entities, the heading names the attribute.
-          raw.push({ entity: label, attribute: heading, value, shape: 'entity-list', line: lineNo, startColumn: indent, endColumn, quote: text.trim(), section });
+          raw.push({ ...entityOf(label), attribute: heading, value, shape: 'entity-list', line: lineNo, startColumn: indent, endColumn, quote: text.trim(), section });
           previousKind = 'fact';
           continue;
         }
         if (looksLikeAttribute(label, isPlain)) {
-          raw.push({ entity: subjectOf(), attribute: label, value, shape: 'attribute-line', line: lineNo, startColumn: indent, endColumn, quote: text.trim(), section });
+          raw.push({ ...subject, attribute: label, value, shape: 'attribute-line', line: lineNo, startColumn: indent, endColumn, quote: text.trim(), section });
           previousKind = 'fact';
           continue;
         }
@@ -331,14 +349,14 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
     previousKind = 'other';
   }
 
-  const subject = source.entities.find((e) => names.resolve(e) === names.resolve(source.title)) ?? source.title;
+  const ownSubject = source.entities.find((e) => names.resolve(e) === names.resolve(source.title)) ?? source.title;
   for (const fact of source.frontMatterFacts) {
-    raw.push({ entity: fact.entity ?? subject, attribute: fact.attribute, value: fact.value, shape: 'front-matter', line: fact.line, startColumn: fact.startColumn, endColumn: fact.endColumn, quote: fact.quote, section: -1 });
+    raw.push({ ...entityOf(fact.entity ?? ownSubject), attribute: fact.attribute, value: fact.value, shape: 'front-matter', line: fact.line, startColumn: fact.startColumn, endColumn: fact.endColumn, quote: fact.quote, section: -1 });
   }
 
   return dropRepeatedAttributes(raw).map((r) => ({
     entity: r.entity,
-    entityKey: names.keyFor(r.entity),
+    entityKey: r.entityKey,
     attribute: r.attribute,
     attributeKey: attributeKey(r.attribute),
     value: r.value,
@@ -359,7 +377,7 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
 function dropRepeatedAttributes(raw: RawStatement[]): RawStatement[] {
   const groups = new Map<string, RawStatement[]>();
   for (const r of raw) {
-    const key = `${r.section}\u0000${nameKey(r.entity)}\u0000${attributeKey(r.attribute)}`;
+    const key = `${r.section}\u0000${r.entityKey}\u0000${attributeKey(r.attribute)}`;
     const group = groups.get(key);
     if (group) group.push(r);
     else groups.set(key, [r]);

@@ -6,6 +6,7 @@
 
 /** Markdown and wiki-link decoration removed, so `**[[Old Abbey:the Abbey]]**` reads `the Abbey`. */
 export function stripInlineMarkup(text: string): string {
+  if (!/[*_`[<!]/.test(text)) return text.replace(/\s+/g, ' ').trim();
   return text
     .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
     .replace(/\[\[([^\]|:]+)[:|]([^\]]+)\]\]/g, '$2')
@@ -65,9 +66,16 @@ function numberWordsToDigits(folded: string): string {
 /** Units that restate a bare number (`34 years old` is `34`). */
 const NUMBER_SUFFIXES = / (years old|years|year old|yrs|y o|yo)$/;
 
+/** British and American spellings of words that describe people and places: one value, two spellings. */
+const SPELLING_VARIANTS: Record<string, string> = {
+  grey: 'gray', colour: 'color', armour: 'armor', harbour: 'harbor', centre: 'center', honour: 'honor',
+  favour: 'favor', theatre: 'theater', metre: 'meter', jewellery: 'jewelry', travelling: 'traveling',
+};
+
 export function valueKey(value: string): string {
   return numberWordsToDigits(foldText(value).replace(LEADING_ARTICLE, ''))
     .replace(NUMBER_SUFFIXES, '')
+    .replace(/\b[a-z]+\b/g, (word) => SPELLING_VARIANTS[word] ?? word)
     .trim();
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import { isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
+import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflictsDecisions';
 import { supersedesEdit } from '../knowledge/conflictsEdit';
 import { analyzeStoreConflicts } from '../knowledge/conflictsIndex';
@@ -81,6 +81,7 @@ export class ConflictFeatures implements vscode.Disposable {
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('storyteller-conflicts');
   private readonly states = new Map<string, CampaignState>();
   private readonly ownedPlayDbs = new Map<string, Db>();
+  private readonly factCaches = new Map<string, FactCache>();
   private readonly _onDidRefresh = new vscode.EventEmitter<void>();
   /** Fires after conflicts were recomputed and diagnostics published (tests wait on it). */
   readonly onDidRefresh = this._onDidRefresh.event;
@@ -141,9 +142,15 @@ export class ConflictFeatures implements vscode.Disposable {
         return db ? loadConflictDecisions(db, entry.campaign.id) : new Map<string, ConflictDecision>();
       })();
       const previous = this.states.get(root);
-      this.states.set(root, { entry, analysis: analyzeStoreConflicts(entry.store, decisions), suggestions: previous?.suggestions ?? [], decisions });
+      const cache = this.factCaches.get(root) ?? new FactCache();
+      this.factCaches.set(root, cache);
+      this.states.set(root, { entry, analysis: analyzeStoreConflicts(entry.store, decisions, cache), suggestions: previous?.suggestions ?? [], decisions });
     }
-    for (const root of [...this.states.keys()]) if (!seen.has(root)) this.states.delete(root);
+    for (const root of [...this.states.keys()]) {
+      if (seen.has(root)) continue;
+      this.states.delete(root);
+      this.factCaches.delete(root);
+    }
     this.publish();
     this._onDidRefresh.fire();
   }

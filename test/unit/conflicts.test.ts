@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { analyzeConflicts, describeConflict, isOpenConflict, type ConflictSourceInput } from '../../src/knowledge/conflicts';
+import { analyzeConflicts, describeConflict, FactCache, isOpenConflict, type ConflictSourceInput } from '../../src/knowledge/conflicts';
 import { applyTextEdit, supersedesEdit } from '../../src/knowledge/conflictsEdit';
 import { supersededByState, withoutSupersededCanon, worldFactsFromState } from '../../src/knowledge/conflictsState';
 import { factSourceFromText, type FactSourceMeta } from '../../src/knowledge/factsInput';
@@ -63,6 +63,7 @@ describe('canon conflicts: deterministic detection', () => {
     assert.ok(same('Thirty-four', '34'));
     assert.ok(same('Captain Ilse Varra', 'Ilse Varra'));
     assert.ok(same('the Old Abbey', 'Old Abbéy'));
+    assert.ok(same('grey', 'Gray'));
     assert.ok(!same('alive', 'not alive'));
     assert.ok(!same('34', '35'));
     assert.ok(!same('grey', 'green'));
@@ -91,6 +92,28 @@ describe('canon conflicts: deterministic detection', () => {
     ]);
     assert.deepEqual(analysis.facts.filter((f) => f.path !== 'characters/mara.md'), []);
     assert.deepEqual(analysis.conflicts, []);
+  });
+
+  it('pairs headings across files only through declared names: generic headings stay within their file', () => {
+    // The SRD lesson: every class file has "### Hit Points" with its own "Hit Dice"; they are not one entity.
+    const barbarian = canon('classes/barbarian.md', '# Barbarian\n\n### Hit Points\n\n**Hit Dice:** 1d12 per barbarian level\n', { title: 'Barbarian' });
+    const bard = canon('classes/bard.md', '# Bard\n\n### Hit Points\n\n**Hit Dice:** 1d8 per bard level\n', { title: 'Bard' });
+    assert.deepEqual(analyzeConflicts([barbarian, bard]).conflicts, []);
+    const titled = canon('places/hit-points.md', '- **Hit Dice:** 1d6\n', { title: 'Hit Points' });
+    assert.equal(analyzeConflicts([barbarian, bard, titled]).conflicts.length, 3, 'once a source declares the name, every heading of it is that entity');
+  });
+
+  it('re-extracts only the sources whose text changed when a cache is kept', () => {
+    const cache = new FactCache();
+    const mara = canon('characters/mara.md', MARA, { title: 'Sister Mara', entities: ['Mara', 'Sister Mara'] });
+    const bible = canon('bible.md', '# Mara\n- Age: 41\n', { title: 'Bible' });
+    const first = analyzeConflicts([mara, bible], new Map(), cache);
+    const edited = canon('bible.md', '# Mara\n- Age: 34\n', { title: 'Bible' });
+    const second = analyzeConflicts([{ ...mara }, edited], new Map(), cache);
+    assert.equal(first.conflicts.length, 1);
+    assert.equal(second.conflicts.length, 0);
+    assert.equal(second.facts[0], first.facts[0], 'the unchanged file kept its facts');
+    assert.notEqual(second.facts.at(-1), first.facts.at(-1));
   });
 
   it('keys a conflict by what disagrees, not by where the line sits, so an ignore survives edits around it', () => {

@@ -1,23 +1,40 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
-import { campaignFileFinding, lintCampaign, summarizeFindings, type LintReport } from '../../knowledge/lint';
-import { EXIT, emit, type Command } from '../command';
+import { campaignHealth } from '../../knowledge/health';
+import { campaignFileFinding, summarizeFindings, type LintReport } from '../../knowledge/lint';
+import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
+import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
 
 function human(report: LintReport, title: string): string {
   const lines = report.findings
     .filter((f) => f.severity !== 'info')
     .map((f) => `${location(f.path, f.line)}  ${f.severity}  ${f.message}  (${f.code})`);
-  const unclassified = report.infos ? `; ${report.infos === 1 ? '1 file uses' : `${report.infos} files use`} the campaign's default class (--json lists them)` : '';
+  const count = (code: string) => report.findings.filter((f) => f.code === code).length;
+  const unclassifiedCount = count('unclassified');
+  const neverUsed = count('never-retrieved');
+  const notes = [
+    unclassifiedCount ? `${unclassifiedCount === 1 ? '1 file uses' : `${unclassifiedCount} files use`} the campaign's default class` : '',
+    neverUsed ? `${neverUsed} source${neverUsed > 1 ? 's' : ''} no turn has used` : '',
+  ].filter(Boolean);
+  const unclassified = notes.length ? `; ${notes.join('; ')} (--json lists them)` : '';
   lines.push(`${title}: ${report.errors} error${report.errors === 1 ? '' : 's'}, ${report.warnings} warning${report.warnings === 1 ? '' : 's'}${unclassified}`);
   return lines.join('\n');
 }
 
+function healthArgs(args: ParsedArgs): { embeddingModel: string | null; alwaysIncludeBudget: number } {
+  const raw = stringOption(args, 'always-include-budget');
+  const budget = raw === undefined ? DEFAULT_KNOWLEDGE_BUDGETS.alwaysInclude : Number(raw);
+  if (!Number.isInteger(budget) || budget < 0) throw new UsageError(`--always-include-budget must be a whole number of tokens, not '${raw}'`);
+  return { embeddingModel: stringOption(args, 'embed-model') ?? null, alwaysIncludeBudget: budget };
+}
+
 export const lintCommand: Command = {
   name: 'lint',
-  summary: 'Check a campaign: front matter, encoding, binary and oversize files, duplicates, unclassified files (exit 1 on errors)',
-  usage: 'storyteller lint [campaign-dir] [--workers 0|1|2] [--json]',
-  options: { ...WORKERS_OPTION },
+  summary:
+    'Check a campaign: front matter, encoding, binary and oversize files, duplicates, unclassified files, canon conflicts, always-include budget, stale embeddings, unused sources (exit 1 on errors)',
+  usage: 'storyteller lint [campaign-dir] [--workers 0|1|2] [--embed-model M] [--always-include-budget N] [--json]',
+  options: { ...WORKERS_OPTION, 'embed-model': { type: 'string' }, 'always-include-budget': { type: 'string' } },
   async run(args, io) {
     let campaign;
     try {
@@ -29,10 +46,11 @@ export const lintCommand: Command = {
       emit(io, args, report, () => human(report, path.relative(io.cwd, root) || '.'));
       return EXIT.findings;
     }
+    const health = healthArgs(args);
     const parser = parserFromArgs(args);
     try {
       // A throwaway index: lint reads the campaign and writes nothing into it.
-      const report = await lintCampaign(campaign, { parser });
+      const report = await campaignHealth(campaign, { parser, ...health });
       emit(io, args, report, () => human(report, `${campaign.title} (${campaign.id})`));
       return report.errors > 0 ? EXIT.findings : EXIT.ok;
     } finally {
