@@ -280,11 +280,12 @@ function pack(blocks: Block[]): DraftPassage[] {
   const passages: DraftPassage[] = [];
   const trail: string[] = [];
   let parts: string[] = [];
-  let tokens = 0;
   let startLine = 0;
   let endLine = 0;
   let passageTrail: string[] = [];
   const hasContent = (): boolean => parts.length > 0;
+  // Measured on the joined text, exactly as the passage's token count will be.
+  const joinedTokens = (extra?: string): number => estimateTokens(extra === undefined ? parts.join('\n\n') : `${parts.join('\n\n')}\n\n${extra}`);
 
   const close = (): void => {
     if (!hasContent()) return;
@@ -298,39 +299,33 @@ function pack(blocks: Block[]): DraftPassage[] {
       endLine,
     });
     parts = [];
-    tokens = 0;
   };
-  const add = (text: string, textTokens: number, from: number, to: number): void => {
+  const add = (text: string, from: number, to: number): void => {
     if (!hasContent()) {
       passageTrail = [...trail];
       startLine = from;
       endLine = to;
     }
     parts.push(text);
-    tokens += textTokens;
     endLine = Math.max(endLine, to);
   };
 
   for (const block of blocks) {
     if (block.kind === 'heading') {
-      if (tokens >= MIN_PASSAGE_TOKENS) close();
+      if (hasContent() && joinedTokens() >= MIN_PASSAGE_TOKENS) close();
       trail.length = Math.min(trail.length, block.depth - 1);
       trail.push(block.text);
       if (hasContent()) {
         const written = `${'#'.repeat(block.depth)} ${block.text}`;
-        const writtenTokens = estimateTokens(written);
-        if (tokens + writtenTokens > MAX_PASSAGE_TOKENS) {
-          close();
-        } else {
-          add(written, writtenTokens, block.line, block.line);
-        }
+        if (joinedTokens(written) > MAX_PASSAGE_TOKENS) close();
+        else add(written, block.line, block.line);
       }
       continue;
     }
     for (const piece of block.unit.tokens > MAX_PASSAGE_TOKENS ? splitUnit(block.unit) : [block.unit]) {
       // Joining adds separators, so check the joined text, not the sum, against the ceiling.
-      if (hasContent() && estimateTokens(`${parts.join('\n\n')}\n\n${piece.text}`) > MAX_PASSAGE_TOKENS) close();
-      add(piece.text, piece.tokens, piece.startLine, piece.endLine);
+      if (hasContent() && joinedTokens(piece.text) > MAX_PASSAGE_TOKENS) close();
+      add(piece.text, piece.startLine, piece.endLine);
     }
   }
   close();

@@ -45,6 +45,9 @@ export function oversizeIssue(size: number, sizeCapBytes: number): SourceIssue {
  */
 export function decodeSource(bytes: Uint8Array, sizeCapBytes: number): DecodeResult {
   if (bytes.length > sizeCapBytes) return { ok: false, issue: oversizeIssue(bytes.length, sizeCapBytes) };
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    return { ok: false, issue: { severity: 'error', code: 'encoding', line: 1, message: 'file is UTF-16, not UTF-8; re-save it as UTF-8' } };
+  }
   const nul = bytes.indexOf(0);
   if (nul !== -1) {
     const line = 1 + bytes.subarray(0, nul).filter((b) => b === 0x0a).length;

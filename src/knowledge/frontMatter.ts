@@ -14,7 +14,13 @@ export interface FrontMatter {
   title?: string;
   notes?: string;
   scope?: (typeof SCOPES)[number];
+  /** Campaign-relative paths of sources this one wins over wherever they disagree (see conflictsEdit.ts). */
+  supersedes?: string[];
+  /** Story facts stated as data (see facts.ts): `attribute: value`, or `Entity: {attribute: value}`. */
+  facts?: Record<string, FactValue | Record<string, FactValue>>;
 }
+
+type FactValue = string | number | boolean | (string | number | boolean)[];
 
 /** Writers type `Canon` as often as `canon`; case is not a meaningful difference for an enumerated value. */
 const lowerEnum = <T extends readonly [string, ...string[]]>(values: T) =>
@@ -32,6 +38,9 @@ const stringList = z
 /** YAML reads `title: 1984` as a number; the writer meant the text. */
 const text = z.union([z.string(), z.number()], { error: 'must be text' }).transform(String);
 
+const factScalar = z.union([z.string(), z.number(), z.boolean()]);
+const factValue = z.union([factScalar, z.array(factScalar)]);
+
 const FIELD_SCHEMAS = {
   class: lowerEnum(KNOWLEDGE_CLASSES),
   enabled: z.boolean({ error: 'must be true or false' }),
@@ -43,6 +52,12 @@ const FIELD_SCHEMAS = {
   title: text,
   notes: text,
   scope: lowerEnum(SCOPES),
+  supersedes: stringList,
+  facts: z.record(
+    z.string(),
+    z.union([factValue, z.record(z.string(), factValue)], { error: 'each fact must be `attribute: value` or `Entity: {attribute: value}`' }),
+    { error: 'must be `attribute: value` lines' },
+  ),
 } satisfies Record<keyof FrontMatter, z.ZodType>;
 
 export const FRONT_MATTER_KEYS = Object.keys(FIELD_SCHEMAS) as (keyof FrontMatter)[];

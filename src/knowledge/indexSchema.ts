@@ -109,4 +109,16 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'indexes that let retrieval count passages and read entity names without scanning every row',
+    up(db) {
+      db.exec(`
+        -- Term rarity needs the campaign's passage count on every query; source rows carry whole files,
+        -- so reading their entity lists must come from an index, not the table.
+        CREATE INDEX passages_by_campaign ON passages (campaign_id);
+        CREATE INDEX sources_entities ON sources (campaign_id, enabled, entities) WHERE entities <> '[]';
+      `);
+    },
+  },
 ];

@@ -27,7 +27,8 @@ export type ParseResponse = { id: number; ok: true; document: ParsedDocument } |
 
 /**
  * The worker script beside this code: `parse-worker.js` next to a bundle in dist/, or `parseWorker.ts`
- * next to this file when it runs from source under tsx (tests, bench).
+ * next to this file when it runs from source under tsx (tests, bench). A worker inherits the parent's
+ * `execArgv`, so under tsx it loads TypeScript exactly as the parent does.
  */
 export function defaultWorkerPath(): string {
   if (__filename.endsWith('.ts')) return path.join(__dirname, 'parseWorker.ts');
@@ -54,14 +55,12 @@ export function workerParser(options: { workerPath?: string; size?: number } = {
   const workerPath = options.workerPath ?? defaultWorkerPath();
   if (!fs.existsSync(workerPath)) throw new Error(`parse worker not found at ${workerPath}; run the build`);
   const size = Math.max(1, Math.min(options.size ?? 2, 2));
-  // Under tsx the worker must load TypeScript the same way the parent does.
-  const execArgv = workerPath.endsWith('.ts') ? ['--import', 'tsx'] : [];
   const pool: PoolWorker[] = [];
   let nextId = 1;
   let closed = false;
 
   const spawn = (): PoolWorker => {
-    const entry: PoolWorker = { worker: new Worker(workerPath, { execArgv }), busy: 0, pending: new Map() };
+    const entry: PoolWorker = { worker: new Worker(workerPath), busy: 0, pending: new Map() };
     const failAll = (error: Error): void => {
       for (const p of entry.pending.values()) p.reject(error);
       entry.pending.clear();

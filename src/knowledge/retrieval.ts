@@ -28,8 +28,20 @@ export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.free
 export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1, reference: 0.85, inspiration: 0.7 };
 /** How much the weaker path adds to the stronger one in hybrid relevance (§76). */
 export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
-/** A single matched term below this share of the query's weight (by rarity) is not evidence (§76). */
-export const NEGLIGIBLE_TERM_SHARE = 0.2;
+/**
+ * A single matched word (not a name this turn mentions) admits only when it carries at least this share
+ * of the query's weight by rarity (§76's "negligible share"). Chosen on bench/retrievalBench.ts: at 0.2
+ * one rare word of an off-topic question ("python", "starter") admitted passages; at 0.5 abstention on
+ * off-topic questions went from 20% to 80% and recall@5 rose.
+ */
+export const NEGLIGIBLE_TERM_SHARE = 0.5;
+/**
+ * Two or more matched terms admit unless together they are a negligible share of the query: two common
+ * words of a long scene ("jump", "release") are not what the scene is about.
+ */
+export const NEGLIGIBLE_MATCH_SHARE = 0.15;
+/** This turn's words say what it is about; the story so far, the scene and the state frame it. */
+const ORIGIN_WEIGHT: Record<SearchTerm['origin'], number> = { input: 1, scene: 0.5, recent: 0.5, entity: 0.5 };
 /** Heading trail counts this many times the body in bm25. */
 const HEADING_WEIGHT = 3;
 /** Passages whose word-shingle sets overlap this much say the same thing. */
@@ -154,7 +166,7 @@ function termWeights(store: KnowledgeStore, terms: readonly SearchTerm[]): Map<s
     // library lacks counts as the rarest present one, so words the library never heard of still weigh in
     // the query without swamping it.
     const n = Math.max(1, ...term.variants.map((v) => Math.min(...v.map(docsOf))));
-    weights.set(term.text, Math.log(1 + (total - n + 0.5) / (n + 0.5)));
+    weights.set(term.text, ORIGIN_WEIGHT[term.origin] * Math.log(1 + (total - n + 0.5) / (n + 0.5)));
   }
   return weights;
 }
@@ -300,12 +312,21 @@ function admitLexically(
   totalWeight: number,
 ): { admitted: boolean; reason: string } {
   if (matched.length === 0) return { admitted: false, reason: '' };
-  if (matched.length >= 2) return { admitted: true, reason: `matched ${quoteList(matched.map((t) => t.text))}` };
+  const shareOf = (terms: readonly SearchTerm[]) =>
+    totalWeight > 0 ? terms.reduce((n, t) => n + (weights.get(t.text) ?? 0), 0) / totalWeight : 1;
+  if (matched.length >= 2) {
+    const share = shareOf(matched);
+    const list = quoteList(matched.map((t) => t.text));
+    return share >= NEGLIGIBLE_MATCH_SHARE
+      ? { admitted: true, reason: `matched ${list}` }
+      : { admitted: false, reason: `matched only ${list}, ${Math.round(share * 100)}% of the query's weight` };
+  }
   const only = matched[0]!;
   if (only.standing) {
     return { admitted: false, reason: `matched only '${only.text}', a name standing in the current state, which alone says nothing about this turn` };
   }
-  const share = totalWeight > 0 ? (weights.get(only.text) ?? 0) / totalWeight : 1;
+  if (only.name) return { admitted: true, reason: `matched '${only.text}', a name this turn mentions` };
+  const share = shareOf(matched);
   if (share < NEGLIGIBLE_TERM_SHARE) {
     return { admitted: false, reason: `matched only '${only.text}', ${Math.round(share * 100)}% of the query's weight` };
   }

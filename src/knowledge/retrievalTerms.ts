@@ -49,6 +49,8 @@ export interface SearchTerm {
   variants: string[][];
   /** Named in the standing state (a character present, the location) rather than in this turn's text. */
   standing: boolean;
+  /** The name of an entity (from the state or the library's entity lists), not just a word. */
+  name: boolean;
   /** Where the term came from, for the record. */
   origin: 'input' | 'recent' | 'scene' | 'entity';
 }
@@ -62,9 +64,9 @@ function singular(word: string): string | null {
   return null;
 }
 
-function wordTerm(word: string, origin: SearchTerm['origin'], standing: boolean): SearchTerm {
+function wordTerm(word: string, origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
   const base = singular(word);
-  return { text: word, variants: base ? [[word], [base]] : [[word]], standing, origin };
+  return { text: word, variants: base ? [[word], [base]] : [[word]], standing, name, origin };
 }
 
 /** `"a b"` with quotes doubled: the only way a term enters a MATCH expression. */
@@ -121,7 +123,7 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
     .filter((tokens) => tokens.length > 1 || (tokens.length === 1 && isMeaningfulWord(tokens[0]!)));
   // Longest names first, so "Days End Graveyard" claims its words before "Days End" does.
   names.sort((a, b) => b.length - a.length);
-  const standingNames = new Set((parts.entities ?? []).map((n) => tokenize(n).join(' ')));
+  const oneWordNames = new Set(names.filter((n) => n.length === 1).map((n) => n[0]!));
 
   const add = (term: SearchTerm) => {
     const existing = terms.get(term.text);
@@ -138,12 +140,12 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
       for (let i = 0; i + name.length <= tokens.length; i++) {
         if (name.every((w, j) => tokens[i + j] === w && !claimed[i + j])) {
           for (let j = 0; j < name.length; j++) claimed[i + j] = true;
-          add({ text: name.join(' '), variants: [name], standing: false, origin });
+          add({ text: name.join(' '), variants: [name], standing: false, name: true, origin });
         }
       }
     }
     tokens.forEach((word, i) => {
-      if (!claimed[i] && isMeaningfulWord(word)) add(wordTerm(word, origin, false));
+      if (!claimed[i] && isMeaningfulWord(word)) add(wordTerm(word, origin, false, oneWordNames.has(word)));
     });
   };
 
@@ -155,7 +157,7 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
     if (tokens.length === 0) continue;
     if (tokens.length === 1 && !isMeaningfulWord(tokens[0]!)) continue;
     const key = tokens.join(' ');
-    add(tokens.length === 1 ? wordTerm(key, 'entity', standingNames.has(key)) : { text: key, variants: [tokens], standing: true, origin: 'entity' });
+    add(tokens.length === 1 ? wordTerm(key, 'entity', true, true) : { text: key, variants: [tokens], standing: true, name: true, origin: 'entity' });
   }
 
   const queryText = [

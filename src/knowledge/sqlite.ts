@@ -29,14 +29,21 @@ export function assertFts5(db: Db): void {
 }
 
 /**
+ * How hard a commit waits for the disk. Play data is what the writer played and waits for every commit
+ * (`full`); the index is derived and rebuildable, so it may lose the last commits on power loss (`normal`,
+ * still never corrupt under WAL) in exchange for not syncing once per imported file.
+ */
+export type Durability = 'full' | 'normal';
+
+/**
  * Opens a database file and brings it to the newest schema, one transaction per migration, so a crash
  * mid-upgrade leaves the previous version intact. `user_version` records the schema version.
  */
-export function openDatabase(file: string, migrations: readonly Migration[]): Db {
+export function openDatabase(file: string, migrations: readonly Migration[], durability: Durability = 'full'): Db {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   migrate(db, migrations);

@@ -112,7 +112,7 @@ export class KnowledgeStore {
   }
 
   static open(campaign: Pick<Campaign, 'id' | 'indexPath'>): KnowledgeStore {
-    const db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS);
+    const db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS, 'normal');
     assertFts5(db);
     return new KnowledgeStore(campaign.id, db);
   }

@@ -6,7 +6,7 @@ import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
 import { TokenEstimator } from './tokenEstimator';
 import type { Adventure, AssembledContext, ChatMessage, Memory, PlayerAction, Turn } from './types';
-import { applyDelta, extractStateBlock, initialState, normalizeState, parseStateBlock, type StateValue, type WorldState } from './worldState';
+import { applyDelta, extractStateBlock, NarrationStream, initialState, normalizeState, parseStateBlock, type StateValue, type WorldState } from './worldState';
 
 export interface EngineSettings {
   model: string;
@@ -34,6 +34,7 @@ export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
 };
 
 export interface TurnHandlers {
+  /** Narration as it streams, with the fenced state block held back. */
   onChunk?: (text: string) => void;
   /** Called once the action is stored and the snapshot written, just before the model is asked. */
   onStarted?: (turn: Turn, context: AssembledContext) => void;
@@ -182,6 +183,9 @@ export class StoryEngine {
   }
 
   private async run(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
+    if ((action.kind === 'do' || action.kind === 'say' || action.kind === 'story') && action.text.trim() === '') {
+      throw new Error(`a '${action.kind}' action needs some text`);
+    }
     if (this.busy.has(adventure.id)) throw new TurnInProgressError(adventure.title);
     this.busy.add(adventure.id);
     try {
@@ -230,6 +234,7 @@ export class StoryEngine {
     handlers.onStarted?.(this.store.turn(turn.id), context);
     let streamed = '';
     let lastFlush = Date.now();
+    const visible = new NarrationStream();
     try {
       const result = await this.narrator.generate({
         model,
@@ -239,7 +244,8 @@ export class StoryEngine {
         ...(handlers.signal ? { signal: handlers.signal } : {}),
         onChunk: (piece) => {
           streamed += piece;
-          handlers.onChunk?.(piece);
+          const shown = visible.push(piece);
+          if (shown) handlers.onChunk?.(shown);
           if (Date.now() - lastFlush >= FLUSH_INTERVAL_MS) {
             this.store.saveProgress(turn.id, streamed);
             lastFlush = Date.now();

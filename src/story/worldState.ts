@@ -111,6 +111,39 @@ export function extractStateBlock(reply: string): { narration: string; block: st
   return { narration, block: last[1]!.trim() };
 }
 
+/**
+ * Streams a reply as the writer should see it: a fenced block is held back from its opening fence to its
+ * closing one, so the state JSON never flashes on screen. Backticks that might start a fence wait for the
+ * next piece.
+ */
+export class NarrationStream {
+  private text = '';
+  private shown = 0;
+
+  push(piece: string): string {
+    this.text += piece;
+    let visible = '';
+    while (this.shown < this.text.length) {
+      const rest = this.text.slice(this.shown);
+      const open = rest.indexOf('```');
+      if (open === -1) {
+        const pending = /`{1,2}$/.exec(rest)?.[0].length ?? 0;
+        visible += rest.slice(0, rest.length - pending);
+        this.shown += rest.length - pending;
+        break;
+      }
+      visible += rest.slice(0, open);
+      const close = rest.indexOf('```', open + 3);
+      if (close === -1) {
+        this.shown += open;
+        break;
+      }
+      this.shown += close + 3;
+    }
+    return visible;
+  }
+}
+
 /** Parses the model's state block, forgiving what weaker models emit: trailing commas and leading `+`. */
 export function parseStateBlock(block: string): { delta: Record<string, unknown> | null; error: string | null } {
   const cleaned = block

@@ -1,6 +1,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
+import { importCampaign } from '../../src/knowledge/importer';
 import { KnowledgeStore } from '../../src/knowledge/store';
 import { estimateTokens } from '../../src/knowledge/tokens';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SourceRecord } from '../../src/knowledge/types';
@@ -82,41 +85,55 @@ export function storeWith(campaignId: string, fixtures: FixtureSource[]): Knowle
 }
 
 /**
- * A folder of markdown written into the store one paragraph group per passage (~120 words), front matter
- * dropped. Stands in for the importer where a test needs real material rather than the importer's rules.
+ * A temporary campaign holding copies of real corpora (`folder → corpus`), imported by the real importer
+ * into an on-disk index, as a writer's own library would be. `dispose` removes it all.
  */
-export function writeFolderAsFixtures(store: KnowledgeStore, root: string, options: { class?: SourceRecord['class'] } = {}): number {
-  let count = 0;
-  const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.md')) {
-        const body = fs.readFileSync(full, 'utf8').replace(/^---\n[\s\S]*?\n---\n/, '');
-        const passages: [string[], string][] = [];
-        let heading: string[] = [];
-        let buffer: string[] = [];
-        const flush = () => {
-          if (buffer.join(' ').trim()) passages.push([heading, buffer.join('\n\n')]);
-          buffer = [];
-        };
-        for (const block of body.split(/\n\s*\n/)) {
-          const h = /^(#+)\s+(.*)/.exec(block.trim());
-          if (h) {
-            flush();
-            heading = [...heading.slice(0, h[1]!.length - 1), h[2]!];
-            continue;
-          }
-          buffer.push(block.trim());
-          if (buffer.join(' ').split(/\s+/).length > 120) flush();
-        }
-        flush();
-        if (passages.length === 0) continue;
-        writeFixtureSource(store, { path: path.relative(root, full).split(path.sep).join('/'), class: options.class ?? 'canon', passages });
-        count++;
+export async function importCorpora(
+  id: string,
+  folders: Record<string, { corpus: string; class: SourceRecord['class'] }>,
+): Promise<{ campaign: Campaign; store: KnowledgeStore; dispose: () => void }> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), `st-${id}-`));
+  const rules = Object.entries(folders).map(([folder, f]) => `  ${folder}: ${f.class}`);
+  fs.writeFileSync(path.join(root, 'campaign.yaml'), `id: ${id}\ntitle: ${id}\nfolders:\n${rules.join('\n')}\n`);
+  for (const [folder, f] of Object.entries(folders)) fs.cpSync(f.corpus, path.join(root, folder), { recursive: true });
+  const campaign = loadCampaign(root);
+  const store = KnowledgeStore.open(campaign);
+  await importCampaign(campaign, store);
+  return {
+    campaign,
+    store,
+    dispose: () => {
+      store.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Adds `copies` more copies of every source under `copyN/` paths, bypassing the importer's de-duplication. */
+export function replicateSources(store: KnowledgeStore, copies: number): void {
+  const sources = store.listSources();
+  store.db.transaction(() => {
+    for (let copy = 1; copy <= copies; copy++) {
+      for (const source of sources) {
+        const id = `${source.id}~${copy}`;
+        const passages = store.listPassages(source.id).map((p) => ({ ...p, id: `${p.id}~${copy}`, sourceId: id }));
+        store.writeSource({ ...source, id, path: `copy${copy}/${source.path}`, duplicateOf: null }, store.getSourceContent(source.id) ?? '', passages);
       }
     }
+  })();
+}
+
+/** An independent copy of a store's index in a new temporary file, so a test can change it freely. */
+export function cloneStore(store: KnowledgeStore): { store: KnowledgeStore; dispose: () => void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-clone-'));
+  const indexPath = path.join(dir, 'index.db');
+  fs.writeFileSync(indexPath, store.db.serialize());
+  const clone = KnowledgeStore.open({ id: store.campaignId, indexPath });
+  return {
+    store: clone,
+    dispose: () => {
+      clone.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
   };
-  walk(root);
-  return count;
 }

@@ -5,31 +5,39 @@ import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot }
 import type { KnowledgeStore } from '../../src/knowledge/store';
 import { corpusPath } from '../support/corpora';
 import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
-import { storeWith, writeFixtureSource, writeFolderAsFixtures } from '../support/knowledgeFixtures';
+import { cloneStore, importCorpora, storeWith, writeFixtureSource } from '../support/knowledgeFixtures';
 
 const MODEL = 'nomic-embed-text';
 const RELOAD = { path: 'reference/archery.md', class: 'reference' as const, passages: [[['Archery'], 'Reloading takes a minute.']] as [string[], string][] };
 
-/** The Torys setting bible plus one short rules note, embedded and calibrated against the fake server. */
-async function torysLibrary(fake: FakeOllama): Promise<KnowledgeStore> {
-  const store = storeWith('torys', [RELOAD]);
-  writeFolderAsFixtures(store, corpusPath('torys'));
-  await embedPassages(store, new OllamaEmbedder(fake.url, MODEL));
-  calibrateSemanticFloor(store, MODEL);
-  return store;
+/** The Torys setting bible, imported for real, plus one short rules note; embedded and calibrated against the fake server. */
+async function torysLibrary(fake: FakeOllama): Promise<{ store: KnowledgeStore; dispose: () => void }> {
+  const library = await importCorpora('torys', { world: { corpus: corpusPath('torys'), class: 'canon' } });
+  writeFixtureSource(library.store, RELOAD);
+  await embedPassages(library.store, new OllamaEmbedder(fake.url, MODEL));
+  calibrateSemanticFloor(library.store, MODEL);
+  return library;
 }
 
 describe('semantic retrieval', function () {
   let fake: FakeOllama;
+  let library: { store: KnowledgeStore; dispose: () => void };
   let store: KnowledgeStore;
+  let dispose: () => void;
   let embedder: OllamaEmbedder;
+  before(async () => {
+    const setup = await FakeOllama.start({ embedModels: { [MODEL]: 256 } });
+    library = await torysLibrary(setup);
+    await setup.close();
+  });
+  after(() => library.dispose());
   beforeEach(async () => {
     fake = await FakeOllama.start({ embedModels: { [MODEL]: 256 } });
     embedder = new OllamaEmbedder(fake.url, MODEL, 2000);
-    store = await torysLibrary(fake);
+    ({ store, dispose } = cloneStore(library.store));
   });
   afterEach(async () => {
-    store.close();
+    dispose();
     await fake.close();
   });
 

@@ -50,7 +50,7 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     });
     assert.deepEqual(seenAtStart, { status: 'streaming', snapshot: true });
     assert.equal(outcome.error, null);
-    assert.equal(streamed.join(''), 'Mara unlocks the bronze door.\n```json\n{"player.hp": -15, "milestones.crypt_opened": true,}\n```');
+    assert.equal(streamed.join(''), 'Mara unlocks the bronze door.\n', 'the state block never reaches the screen');
     const turn = store.turn(outcome.turn.id);
     assert.equal(turn.status, 'complete');
     assert.equal(turn.narration, 'Mara unlocks the bronze door.');
@@ -222,6 +222,8 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     await assert.rejects(engine.takeTurn(adventureId, { kind: 'do', text: 'also wait' }), /still being generated/);
     assert.equal((await first).turn.narration, 'Slow reply.');
     assert.equal(store.allTurns(adventureId).length, 1);
+    await assert.rejects(engine.takeTurn(adventureId, { kind: 'say', text: '  ' }), /a 'say' action needs some text/);
+    assert.equal(store.allTurns(adventureId).length, 1, 'an empty action stores nothing');
   });
 
   it('previews a context without calling the model', async () => {

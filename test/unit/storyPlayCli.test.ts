@@ -5,6 +5,9 @@ import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { runCli } from '../../src/cli/run';
 import { EXIT } from '../../src/cli/command';
+import { loadCampaign } from '../../src/knowledge/campaign';
+import { importCampaign } from '../../src/knowledge/importer';
+import { KnowledgeStore } from '../../src/knowledge/store';
 import { PlayStore } from '../../src/story/playStore';
 import { FakeOllama } from '../support/fakeOllama';
 
@@ -62,6 +65,18 @@ describe('storyteller play', () => {
     const [adventure] = store.listAdventures('westhaven');
     assert.equal(store.allTurns(adventure!.id).length, 3);
     store.close();
+  });
+
+  it('uses the campaign index when there is one, and says so when there is none', async () => {
+    const without = await play(['/context ask Sister Mara about her ledger']);
+    assert.doesNotMatch(without.out, /\[live\] {3}canon/);
+    const campaign = loadCampaign(dir);
+    const index = KnowledgeStore.open(campaign);
+    await importCampaign(campaign, index);
+    index.close();
+    const { out } = await play(['/context ask Sister Mara about her ledger']);
+    assert.match(out, /\[prefix\] always-include +\d+ \/ \d+ tokens/);
+    assert.match(out, /\[live\] {3}canon +\d+ \/ \d+ tokens/);
   });
 
   it('says what failed and keeps the action when the model is missing', async () => {

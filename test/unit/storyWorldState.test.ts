@@ -3,6 +3,7 @@ import {
   applyDelta,
   extractStateBlock,
   initialState,
+  NarrationStream,
   parseStatSchema,
   parseStateBlock,
   renderStateGuide,
@@ -32,6 +33,12 @@ describe('story world state', () => {
     assert.equal(narration, 'You step into the crypt.');
     assert.equal(block, '{"player.hp": -5}');
     assert.equal(extractStateBlock('No changes here.').block, null);
+  });
+
+  it('streams narration with the state block held back, even when a fence is split across pieces', () => {
+    const stream = new NarrationStream();
+    const pieces = ['The door ', 'opens. `', '``js', 'on\n{"player.hp": -1}\n`', '``\nThen', ' silence.'];
+    assert.deepEqual(pieces.map((p) => stream.push(p)), ['The door ', 'opens. ', '', '', '\nThen', ' silence.']);
   });
 
   it('parses what weak models emit: trailing commas, leading +, nested objects', () => {

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { loadCampaign, CampaignError, type Campaign } from '../../knowledge/campaign';
 import { KnowledgeStore } from '../../knowledge/store';
-import { castFromKnowledgeStore } from '../../story/cast';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../../knowledge/embeddings';
+import { indexKnowledge } from '../../story/indexKnowledge';
 import { StoryEngine, type TurnOutcome } from '../../story/engine';
 import { NarratorError, OllamaNarrator } from '../../story/narrator';
 import { PlayStore } from '../../story/playStore';
@@ -24,12 +25,19 @@ const HELP = [
 
 const shortId = (id: string) => id.slice(0, 8);
 
-/** Knowledge for play: the campaign's cast from its index when there is one. */
-function campaignKnowledge(campaign: Campaign): { port: KnowledgePort; close(): void } {
-  const base = noKnowledge(campaign.id, 'retrieval is not wired into play yet');
-  if (!fs.existsSync(campaign.indexPath)) return { port: base, close: () => undefined };
+/**
+ * Knowledge for play from the campaign's index, semantic when a model was calibrated for it. With no index
+ * yet, play goes on without imported knowledge, and every turn's record says why.
+ */
+function campaignKnowledge(campaign: Campaign, host: string): { port: KnowledgePort; close(): void } {
+  // Opening would create an empty index that then looks like an empty library.
+  if (!fs.existsSync(campaign.indexPath)) {
+    return { port: noKnowledge(campaign.id, `no index yet at ${campaign.indexPath}; play continues without imported knowledge`), close: () => undefined };
+  }
   const index = KnowledgeStore.open(campaign);
-  return { port: { retrieve: base.retrieve, cast: () => Promise.resolve(castFromKnowledgeStore(index)) }, close: () => index.close() };
+  const embedModel = calibratedModels(index)[0]?.model;
+  const semantic = embedModel ? { embedder: new OllamaEmbedder(host, embedModel, DEFAULT_EMBED_TIMEOUT_MS) } : null;
+  return { port: indexKnowledge(index, semantic), close: () => index.close() };
 }
 
 function pickAdventure(store: PlayStore, campaign: Campaign, id: string | undefined, title: string | undefined): Adventure {
@@ -104,12 +112,12 @@ export const playCommand: Command = {
       io.stderr.write(`storyteller play: ${error.message}\n`);
       return EXIT.failure;
     }
+    const narrator = new OllamaNarrator({ host: stringOption(args, 'host') });
     const store = new PlayStore(campaign.playPath);
-    const knowledge = campaignKnowledge(campaign);
+    const knowledge = campaignKnowledge(campaign, narrator.host);
     const say = (text: string) => io.stdout.write(`${text}\n`);
     try {
       let adventure = pickAdventure(store, campaign, stringOption(args, 'adventure'), stringOption(args, 'new'));
-      const narrator = new OllamaNarrator({ host: stringOption(args, 'host') });
       const engine = new StoryEngine(store, knowledge.port, narrator, { model: stringOption(args, 'model') ?? DEFAULT_MODEL });
       say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} at ${narrator.host}. /help for commands.`);
 

@@ -1,0 +1,38 @@
+import { parseArgs } from 'node:util';
+import { runIndexBench } from './indexBench';
+import { runRetrievalBench } from './retrievalBench';
+
+/**
+ * `npm run bench`: every benchmark part, or the ones named (`tsx bench/run.ts index --copies 3`).
+ * Times are printed with ratios against baselines measured in the same process, never asserted.
+ * A new part is one entry in PARTS.
+ */
+interface BenchPart {
+  name: string;
+  run(log: (line: string) => void, options: { copies: number }): Promise<unknown>;
+}
+
+const PARTS: BenchPart[] = [
+  { name: 'index', run: (log, options) => runIndexBench(log, options) },
+  { name: 'retrieval', run: (log) => runRetrievalBench(log) },
+];
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({ options: { copies: { type: 'string', default: '10' }, json: { type: 'boolean', default: false } }, allowPositionals: true });
+  const copies = Number(values.copies);
+  if (!Number.isInteger(copies) || copies < 1) throw new Error(`--copies must be a positive whole number, not '${values.copies}'`);
+  const unknown = positionals.filter((p) => !PARTS.some((part) => part.name === p));
+  if (unknown.length > 0) throw new Error(`unknown bench part ${unknown.join(', ')}; parts: ${PARTS.map((p) => p.name).join(', ')}`);
+  const selected = positionals.length > 0 ? PARTS.filter((p) => positionals.includes(p.name)) : PARTS;
+  const results: Record<string, unknown> = {};
+  for (const part of selected) {
+    console.log(`\n== ${part.name} ==`);
+    results[part.name] = await part.run((line) => console.log(line), { copies });
+  }
+  if (values.json) console.log(JSON.stringify(results, null, 2));
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,72 @@
+import path from 'node:path';
+import { CampaignError } from '../../knowledge/campaign';
+import { LorebookError } from '../../knowledge/lorebook';
+import { exportCampaignWorldInfo } from '../../knowledge/lorebookExport';
+import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../story/bundle';
+import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
+import { campaignRootOption, refuse } from './import';
+
+function campaignArgument(positionals: string[], cwd: string): string {
+  if (positionals.length > 1) throw new UsageError('give at most one campaign folder');
+  return campaignRootOption(positionals[0], cwd);
+}
+
+export const exportCommand: Command = {
+  name: 'export',
+  summary: 'write the whole campaign (files, source metadata, adventures) to one bundle file',
+  usage: `storyteller export [campaign-dir] --out <file${BUNDLE_EXTENSION}> [--embeddings] [--force] [--json]`,
+  options: {
+    out: { type: 'string' },
+    embeddings: { type: 'boolean', default: false },
+    force: { type: 'boolean', default: false },
+  },
+  async run(args, io) {
+    const out = stringOption(args, 'out');
+    if (!out) throw new UsageError(`--out is required (for example campaign${BUNDLE_EXTENSION})`);
+    const root = campaignArgument(args.positionals, io.cwd);
+    try {
+      const summary = await exportCampaignBundle(root, path.resolve(io.cwd, out), {
+        embeddings: args.values.embeddings === true,
+        force: args.values.force === true,
+      });
+      emit(io, args, summary, () =>
+        [
+          `Exported ${summary.files} files (${summary.sources} indexed sources) to ${path.relative(io.cwd, summary.file) || summary.file}.`,
+          `Play data: ${Object.entries(summary.playRows).map(([t, n]) => `${t} ${n}`).join(', ') || 'none'}.`,
+          args.values.embeddings === true ? `Embeddings: ${summary.embeddings} vectors with their model metadata.` : 'Embeddings left out (rebuilt after import).',
+          ...summary.skipped.map((p) => `Skipped (not a regular file): ${p}`),
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'export', error.message);
+      throw error;
+    }
+  },
+};
+
+export const exportLorebookCommand: Command = {
+  name: 'export-lorebook',
+  summary: "write the campaign's canon as a SillyTavern World Info file",
+  usage: 'storyteller export-lorebook [campaign-dir] --out <world.json> [--force] [--json]',
+  options: { out: { type: 'string' }, force: { type: 'boolean', default: false } },
+  async run(args, io) {
+    const out = stringOption(args, 'out');
+    if (!out) throw new UsageError('--out is required (for example world.json)');
+    const root = campaignArgument(args.positionals, io.cwd);
+    try {
+      const result = await exportCampaignWorldInfo(root, path.resolve(io.cwd, out), { force: args.values.force === true });
+      emit(io, args, result, () =>
+        [
+          `Exported ${result.entries.length} canon entries to ${path.relative(io.cwd, result.file) || result.file}.`,
+          ...result.keyedByTitle.map((p) => `Keyed by its title (no entities): ${p}`),
+          ...result.skipped.map((s) => `Left out: ${s.path}: ${s.reason}`),
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof LorebookError || error instanceof CampaignError) return refuse(io, args, 'export-lorebook', error.message);
+      throw error;
+    }
+  },
+};

@@ -1,0 +1,121 @@
+import path from 'node:path';
+import { CampaignError, findCampaignRoot, loadCampaign } from '../../knowledge/campaign';
+import { indexFile, type FileOutcome } from '../../knowledge/importer';
+import { LorebookError, type UnmappedField } from '../../knowledge/lorebook';
+import { DEFAULT_LORE_FOLDER, importLorebookFile, type LorebookImportResult } from '../../knowledge/lorebookImport';
+import { KnowledgeStore } from '../../knowledge/store';
+import { BundleError, importCampaignBundle } from '../../story/bundle';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/types';
+import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
+
+/** Resolves `--campaign` (or the campaign around the working folder). */
+export function campaignRootOption(value: string | undefined, cwd: string): string {
+  if (value !== undefined) return path.resolve(cwd, value);
+  const found = findCampaignRoot(cwd);
+  if (!found) throw new UsageError('not inside a campaign (no campaign.yaml here or above); pass --campaign <dir>');
+  return found;
+}
+
+/** A refused command: with --json the reason is the JSON document, otherwise it goes to stderr. Nothing was written. */
+export function refuse(io: CliIo, args: ParsedArgs, command: string, reason: string): number {
+  if (args.json) io.stdout.write(`${JSON.stringify({ ok: false, error: reason }, null, 2)}\n`);
+  else io.stderr.write(`storyteller ${command}: ${reason}\n`);
+  return EXIT.failure;
+}
+
+function describeUnmapped(fields: readonly UnmappedField[]): string[] {
+  if (fields.length === 0) return ['Every field had an equivalent.'];
+  const width = Math.max(...fields.map((f) => f.field.length));
+  return [
+    'No equivalent in campaign markdown (not carried into the files):',
+    ...fields.map((f) => `  ${f.field.padEnd(width)}  ${String(f.entries).padStart(4)}×  ${f.values.map((v) => `${v.value}×${v.count}`).join(', ')}`),
+  ];
+}
+
+/** Indexes the new files at once, so they are searchable from the shell; the extension's watcher would do the same. */
+async function indexLoreFiles(campaignRoot: string, paths: readonly string[]): Promise<FileOutcome[]> {
+  const campaign = loadCampaign(campaignRoot);
+  const store = KnowledgeStore.open(campaign);
+  try {
+    const outcomes: FileOutcome[] = [];
+    for (const relPath of paths) outcomes.push(...(await indexFile(campaign, store, relPath)).files);
+    return outcomes;
+  } finally {
+    store.close();
+  }
+}
+
+function describeLorebookImport(result: LorebookImportResult, cwd: string, indexed: readonly FileOutcome[]): string {
+  const problems = indexed.flatMap((o) => o.issues.map((i) => `  ${o.path}${i.line ? `:${i.line}` : ''}: ${i.severity}: ${i.message}`));
+  const width = Math.max(...result.written.map((w) => w.path.length));
+  return [
+    `Imported ${result.written.length} entries from ${result.formatName} ${path.relative(cwd, result.file) || result.file}${result.bookName ? ` (${result.bookName})` : ''} into ${result.folder}/ as ${result.class}:`,
+    ...result.written.map((w) => `  ${w.path.padEnd(width)}  ${w.title} (entry ${w.entryId})`),
+    ...describeUnmapped(result.unmapped),
+    ...result.notes.map((n) => `Note: ${n}`),
+    `Indexed ${indexed.filter((o) => o.outcome === 'indexed').length} of ${indexed.length} new files.`,
+    ...problems,
+  ].join('\n');
+}
+
+export const importLorebookCommand: Command = {
+  name: 'import-lorebook',
+  summary: 'import a SillyTavern World Info, Character Card (JSON or PNG) or NovelAI lorebook as campaign markdown',
+  usage: `storyteller import-lorebook <file> --class canon|reference|inspiration [--campaign <dir>] [--folder ${DEFAULT_LORE_FOLDER}] [--json]`,
+  options: {
+    campaign: { type: 'string' },
+    class: { type: 'string' },
+    folder: { type: 'string' },
+  },
+  async run(args, io) {
+    const [file, ...extra] = args.positionals;
+    if (!file || extra.length > 0) throw new UsageError('give exactly one lorebook file');
+    const cls = stringOption(args, 'class');
+    if (!cls || !(KNOWLEDGE_CLASSES as readonly string[]).includes(cls)) {
+      throw new UsageError(`--class is required: one of ${KNOWLEDGE_CLASSES.join(', ')} (what these entries are to your campaign)`);
+    }
+    const campaignRoot = campaignRootOption(stringOption(args, 'campaign'), io.cwd);
+    try {
+      const folder = stringOption(args, 'folder');
+      const result = importLorebookFile(path.resolve(io.cwd, file), {
+        campaignRoot,
+        class: cls as KnowledgeClass,
+        ...(folder !== undefined ? { folder } : {}),
+      });
+      const indexed = await indexLoreFiles(campaignRoot, result.written.map((w) => w.path));
+      emit(io, args, { ...result, indexed }, () => describeLorebookImport(result, io.cwd, indexed));
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof LorebookError || error instanceof CampaignError) {
+        return refuse(io, args, 'import-lorebook', error.message);
+      }
+      throw error;
+    }
+  },
+};
+
+export const importCommand: Command = {
+  name: 'import',
+  summary: 'restore a campaign bundle into a new folder (files, adventures; the index is rebuilt)',
+  usage: 'storyteller import <bundle> --into <new-dir> [--json]',
+  options: { into: { type: 'string' } },
+  async run(args, io) {
+    const [bundle, ...extra] = args.positionals;
+    if (!bundle || extra.length > 0) throw new UsageError('give exactly one bundle file');
+    const into = stringOption(args, 'into');
+    if (!into) throw new UsageError('--into <dir> is required: a new or empty folder for the campaign');
+    try {
+      const summary = await importCampaignBundle(path.resolve(io.cwd, bundle), path.resolve(io.cwd, into));
+      emit(io, args, summary, () =>
+        [
+          `Restored campaign ${summary.campaignId} into ${path.relative(io.cwd, summary.target) || summary.target}: ${summary.files} files.`,
+          `Play data: ${Object.entries(summary.playRows).map(([t, n]) => `${t} ${n}`).join(', ') || 'none'}.`,
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'import', error.message);
+      throw error;
+    }
+  },
+};

@@ -1,0 +1,53 @@
+import { describeClassOrigin } from '../../knowledge/classify';
+import type { ImportReport } from '../../knowledge/importer';
+import { rebuildIndex } from '../../knowledge/operations';
+import { importCampaign } from '../../knowledge/importer';
+import { KnowledgeStore } from '../../knowledge/store';
+import { EXIT, emit, type Command } from '../command';
+import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
+
+function summary(report: ImportReport, title: string): string {
+  const c = report.counts;
+  const lines = [
+    `${title}: ${report.files.length} files — ${c.indexed} indexed, ${c.unchanged} unchanged, ${c.reclassified} reclassified, ` +
+      `${c.duplicate} duplicate, ${c.error} with errors, ${c.removed + c.vanished} removed; ` +
+      `${report.passages} passages written in ${(report.durationMs / 1000).toFixed(1)} s`,
+  ];
+  for (const file of report.files) {
+    for (const issue of file.issues) {
+      if (file.outcome === 'unchanged') continue; // reported when the file changed; `lint` lists them all
+      lines.push(`  ${issue.severity.padEnd(7)}  ${location(file.path, issue.line)}  ${issue.message}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+export const indexCommand: Command = {
+  name: 'index',
+  summary: "Import a campaign's files into its search index (only new and changed files are parsed)",
+  usage: 'storyteller index [campaign-dir] [--rebuild] [--workers 0|1|2] [--json]',
+  options: { rebuild: { type: 'boolean', default: false }, ...WORKERS_OPTION },
+  async run(args, io) {
+    const campaign = campaignFromArgs(args, io.cwd, args.positionals[0]);
+    const parser = parserFromArgs(args);
+    const store = KnowledgeStore.open(campaign);
+    try {
+      const options = { parser };
+      const report = args.values.rebuild === true ? await rebuildIndex(campaign, store, options) : await importCampaign(campaign, store, options);
+      const sources = store.listSources();
+      emit(
+        io,
+        args,
+        {
+          ...report,
+          sources: sources.map((s) => ({ id: s.id, path: s.path, class: s.class, classOrigin: describeClassOrigin(s.classOrigin), lexicalState: s.lexicalState })),
+        },
+        () => summary(report, `${campaign.title} (${campaign.id})`),
+      );
+      return report.counts.error > 0 ? EXIT.findings : EXIT.ok;
+    } finally {
+      store.close();
+      await parser.close();
+    }
+  },
+};

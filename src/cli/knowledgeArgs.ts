@@ -1,0 +1,31 @@
+import path from 'node:path';
+import { CampaignError, type Campaign } from '../knowledge/campaign';
+import { locateCampaign } from '../knowledge/operations';
+import { inThreadParser, workerParser, type Parser } from '../knowledge/parsePool';
+import { UsageError, stringOption, type ParsedArgs } from './command';
+
+/** The campaign a knowledge command works on: the folder given (or cwd), or the nearest campaign above it. */
+export function campaignFromArgs(args: ParsedArgs, cwd: string, positional: string | undefined): Campaign {
+  const start = path.resolve(cwd, stringOption(args, 'campaign') ?? positional ?? '.');
+  try {
+    return locateCampaign(start);
+  } catch (error) {
+    if (error instanceof CampaignError && !error.line && /no campaign\.yaml/.test(error.message)) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** `--workers 0` parses on the CLI's own thread; otherwise on up to two worker threads. */
+export const WORKERS_OPTION = { workers: { type: 'string', default: '2' } } as const;
+
+export function parserFromArgs(args: ParsedArgs): Parser {
+  const raw = stringOption(args, 'workers') ?? '2';
+  const workers = Number(raw);
+  if (!Number.isInteger(workers) || workers < 0) throw new UsageError(`--workers must be 0, 1 or 2, not '${raw}'`);
+  return workers === 0 ? inThreadParser() : workerParser({ size: workers });
+}
+
+/** `path:line` as editors and terminals link it. */
+export function location(file: string, line: number | undefined): string {
+  return line ? `${file}:${line}` : file;
+}

@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { buildEntityNames, extractFacts, type EntityNames, type FactSourceInput, type FactStatement } from './facts';
+import { valuesConflict } from './factsNormalize';
+
+/**
+ * Canon contradicting itself: two Canon statements about the same entity and attribute whose values
+ * disagree. Reference and Inspiration never conflict with anything — they are not truth.
+ */
+
+export const CONFLICT_DECISIONS = ['ignored', 'accepted', 'dismissed'] as const;
+/** Stored in play.db `conflict_decisions`: ignored (a detected pair), accepted / dismissed (a model suggestion). */
+export type ConflictDecision = (typeof CONFLICT_DECISIONS)[number];
+
+export interface ConflictSourceInput extends FactSourceInput {
+  /** Front matter `supersedes:` — campaign-relative paths this source wins over wherever they disagree. */
+  supersedes: readonly string[];
+  enabled: boolean;
+}
+
+export interface CanonConflict {
+  /** Stable across line moves and reindexing; changes when either value or file changes. */
+  key: string;
+  entity: string;
+  entityKey: string;
+  attribute: string;
+  attributeKey: string;
+  /** Ordered by path then value, so the pair reads the same every time. */
+  a: FactStatement;
+  b: FactStatement;
+  /** One side's source declares it supersedes the other's: resolved, shown as history, never as an error. */
+  supersededBy: 'a' | 'b' | null;
+  decision: ConflictDecision | null;
+}
+
+/** Still needs the writer: not superseded and not ignored. */
+export function isOpenConflict(conflict: CanonConflict): boolean {
+  return conflict.supersededBy === null && conflict.decision !== 'ignored';
+}
+
+export function conflictKey(entityKey: string, attributeKey: string, a: FactStatement, b: FactStatement): string {
+  const sides = [a, b].map((s) => `${s.path}\u0000${s.valueKey}`).sort();
+  const digest = createHash('sha256').update(`${entityKey}\u0000${attributeKey}\u0000${sides.join('\u0001')}`).digest('hex');
+  return `fact:${digest.slice(0, 24)}`;
+}
+
+function normalizePath(p: string): string {
+  return p.replace(/\\/g, '/').replace(/^\.\//, '').replace(/^\/+/, '');
+}
+
+/** path → every path it supersedes, directly or through a chain (A supersedes B supersedes C). */
+function supersessionClosure(sources: readonly ConflictSourceInput[]): Map<string, Set<string>> {
+  const direct = new Map(sources.map((s) => [normalizePath(s.path), new Set(s.supersedes.map(normalizePath))]));
+  const closure = new Map<string, Set<string>>();
+  for (const start of direct.keys()) {
+    const seen = new Set<string>();
+    const stack = [...(direct.get(start) ?? [])];
+    while (stack.length > 0) {
+      const next = stack.pop()!;
+      if (seen.has(next) || next === start) continue;
+      seen.add(next);
+      stack.push(...(direct.get(next) ?? []));
+    }
+    closure.set(start, seen);
+  }
+  return closure;
+}
+
+/** Everything the conflict surfaces need, computed once per index change. */
+export class ConflictAnalysis {
+  private readonly byLocation = new Map<string, FactStatement[]>();
+
+  constructor(
+    readonly facts: readonly FactStatement[],
+    readonly conflicts: readonly CanonConflict[],
+    readonly names: EntityNames,
+  ) {
+    for (const fact of facts) {
+      const key = `${fact.path}\u0000${fact.line}`;
+      const list = this.byLocation.get(key);
+      if (list) list.push(fact);
+      else this.byLocation.set(key, [fact]);
+    }
+  }
+
+  get openConflicts(): CanonConflict[] {
+    return this.conflicts.filter(isOpenConflict);
+  }
+
+  statementsAt(path: string, line: number): FactStatement[] {
+    return this.byLocation.get(`${normalizePath(path)}\u0000${line}`) ?? [];
+  }
+
+  /** Conflicts one of whose statements is in `path` (optionally on `line`). */
+  conflictsAt(path: string, line?: number): CanonConflict[] {
+    const p = normalizePath(path);
+    const at = (s: FactStatement) => s.path === p && (line === undefined || s.line === line);
+    return this.conflicts.filter((c) => at(c.a) || at(c.b));
+  }
+
+  conflictsOfEntity(entityKey: string): CanonConflict[] {
+    return this.conflicts.filter((c) => c.entityKey === entityKey);
+  }
+
+  /** Every canon statement of one entity's attribute, the agreeing ones too (a hover shows them all). */
+  statementsAbout(entityKey: string, attributeKey: string): FactStatement[] {
+    return this.facts.filter((f) => f.entityKey === entityKey && f.attributeKey === attributeKey);
+  }
+}
+
+/**
+ * Extracts the facts of every enabled Canon source and pairs the disagreeing ones. `decisions` are the
+ * writer's stored choices by conflict key; `sources` should be the whole campaign so names declared
+ * anywhere (a title, an alias) resolve everywhere.
+ */
+export function analyzeConflicts(
+  sources: readonly ConflictSourceInput[],
+  decisions: ReadonlyMap<string, ConflictDecision> = new Map(),
+): ConflictAnalysis {
+  const names = buildEntityNames(sources);
+  const canon = sources.filter((s) => s.class === 'canon' && s.enabled);
+  const facts = canon.flatMap((s) => extractFacts({ ...s, path: normalizePath(s.path) }, names));
+  const supersedes = supersessionClosure(canon);
+  const groups = new Map<string, FactStatement[]>();
+  for (const fact of facts) {
+    const key = `${fact.entityKey}\u0000${fact.attributeKey}`;
+    const group = groups.get(key);
+    if (group) group.push(fact);
+    else groups.set(key, [fact]);
+  }
+  const conflicts: CanonConflict[] = [];
+  for (const group of groups.values()) {
+    for (let i = 0; i < group.length; i++) {
+      for (let j = i + 1; j < group.length; j++) {
+        const [a, b] = [group[i]!, group[j]!].sort((x, y) => x.path.localeCompare(y.path) || x.valueKey.localeCompare(y.valueKey)) as [
+          FactStatement,
+          FactStatement,
+        ];
+        if (!valuesConflict(a.valueKey, b.valueKey)) continue;
+        const key = conflictKey(a.entityKey, a.attributeKey, a, b);
+        const supersededBy = supersedes.get(a.path)?.has(b.path) ? 'a' : supersedes.get(b.path)?.has(a.path) ? 'b' : null;
+        conflicts.push({
+          key,
+          entity: names.displayName(a.entityKey) ?? a.entity,
+          entityKey: a.entityKey,
+          // A list heading ("Ages") names the attribute less directly than a sheet line ("Age").
+          attribute: a.shape === 'entity-list' ? b.attribute : a.attribute,
+          attributeKey: a.attributeKey,
+          a,
+          b,
+          supersededBy,
+          decision: decisions.get(key) ?? null,
+        });
+      }
+    }
+  }
+  conflicts.sort((x, y) => x.a.path.localeCompare(y.a.path) || x.a.line - y.a.line || x.b.path.localeCompare(y.b.path) || x.b.line - y.b.line);
+  return new ConflictAnalysis(facts, conflicts, names);
+}
+
+/** One line a writer can read: `Sister Mara — Age: "34" (characters/mara.md:9) vs "41" (canon.md:30)`. */
+export function describeConflict(conflict: CanonConflict): string {
+  const side = (s: FactStatement) => `"${s.value}" (${s.path}:${s.line})`;
+  return `${conflict.entity} — ${conflict.attribute}: ${side(conflict.a)} vs ${side(conflict.b)}`;
+}

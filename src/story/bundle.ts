@@ -1,0 +1,576 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../knowledge/campaign';
+import { importCampaign, type ImportReport } from '../knowledge/importer';
+import { INDEX_MIGRATIONS } from '../knowledge/indexSchema';
+import { migrate, openDatabase, type Db, type Migration } from '../knowledge/sqlite';
+import { KnowledgeStore } from '../knowledge/store';
+import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceRecord } from '../knowledge/types';
+import { PLAY_MIGRATIONS } from './playSchema';
+
+/**
+ * A campaign bundle: one versioned JSON file holding every file of the campaign (exact bytes), the
+ * metadata the index derived for each source, and every row of the play database, so a campaign can be
+ * moved, archived and restored without its original paths. Import is all-or-nothing: the bundle is
+ * checked completely, restored into a temporary sibling folder, and renamed into place only at the end.
+ */
+
+export const BUNDLE_FORMAT = 'adventure-storyteller.campaign-bundle';
+export const BUNDLE_VERSION = 1;
+export const BUNDLE_EXTENSION = '.storyteller.json';
+
+export interface BundleLimits {
+  /** Largest bundle file read. */
+  maxBundleBytes: number;
+  /** Largest single member: one file's bytes, or one table's cells. */
+  maxMemberBytes: number;
+}
+
+/** A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. */
+export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024 };
+
+/** Folders never carried: the derived data folder is rebuilt or restored, the others are not the writer's campaign. */
+const EXCLUDED_FOLDERS = new Set([DATA_DIR, '.git', 'node_modules']);
+
+/** Index tables that hold embeddings; carried only on request (`--embeddings`), with their model metadata. */
+const EMBEDDING_TABLES = ['embedding_models', 'embeddings'] as const;
+
+/**
+ * Play columns that are a derived embedding cache, cleared unless embeddings are carried; the story engine
+ * treats a memory with no embedding and no model as one to embed again.
+ */
+const DERIVED_PLAY_COLUMNS: Record<string, readonly string[]> = { memories: ['embedding', 'embed_model'] };
+
+export class BundleError extends Error {
+  constructor(
+    readonly file: string,
+    readonly reason: string,
+  ) {
+    super(`${file}: ${reason}`);
+  }
+}
+
+// --- The bundle's shape -------------------------------------------------------------------------------
+
+/**
+ * One SQLite value. JSON numbers are integers when integral, reals otherwise; the tagged forms keep what
+ * JSON cannot say exactly: integers beyond 2^53, integral reals, non-finite reals, and blobs.
+ */
+const CellSchema = z.union([
+  z.null(),
+  z.string(),
+  z.number(),
+  z.strictObject({ $int: z.string().regex(/^-?\d{1,19}$/) }),
+  z.strictObject({ $real: z.union([z.number(), z.enum(['Infinity', '-Infinity'])]) }),
+  z.strictObject({ $blob: z.string() }),
+]);
+type Cell = z.infer<typeof CellSchema>;
+
+const TableSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'table names are plain identifiers'),
+  columns: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'column names are plain identifiers')).min(1),
+  rows: z.array(z.array(CellSchema)),
+});
+type BundleTable = z.infer<typeof TableSchema>;
+
+const DatabaseSchema = z.strictObject({
+  schema_version: z.number().int().positive(),
+  tables: z.array(TableSchema),
+});
+export type BundleDatabase = z.infer<typeof DatabaseSchema>;
+
+const SourceMetaSchema = z.strictObject({
+  title: z.string(),
+  class: z.enum(KNOWLEDGE_CLASSES),
+  class_origin: z.string(),
+  enabled: z.boolean(),
+  visibility: z.enum(VISIBILITIES),
+  always_include: z.boolean(),
+  priority: z.enum(PRIORITIES),
+  scope: z.enum(SCOPES).nullable(),
+  tags: z.array(z.string()),
+  entities: z.array(z.string()),
+  notes: z.string().nullable(),
+  lexical_state: z.string(),
+});
+export type BundleSourceMeta = z.infer<typeof SourceMetaSchema>;
+
+const FileSchema = z.strictObject({
+  path: z.string(),
+  size: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lowercase hex digits'),
+  /** `utf8` when the bytes are valid UTF-8 (the content is the exact text), `base64` otherwise. */
+  encoding: z.enum(['utf8', 'base64']),
+  content: z.string(),
+  /** What the index made of the file, when it is a source. Informational: the files are the truth. */
+  source: SourceMetaSchema.optional(),
+});
+export type BundleFile = z.infer<typeof FileSchema>;
+
+const BundleSchema = z.strictObject({
+  format: z.literal(BUNDLE_FORMAT),
+  version: z.literal(BUNDLE_VERSION),
+  exported_at: z.string(),
+  campaign: z.strictObject({ id: z.string(), title: z.string() }),
+  files: z.array(FileSchema),
+  /** The play database, table by table; null when the campaign was never played. */
+  play: DatabaseSchema.nullable(),
+  /** Index embedding tables with their model metadata; null unless asked for. */
+  embeddings: DatabaseSchema.nullable(),
+});
+export type CampaignBundle = z.infer<typeof BundleSchema>;
+
+// --- Cells --------------------------------------------------------------------------------------------
+
+function encodeCell(value: unknown): Cell {
+  if (value === null || typeof value === 'string') return value;
+  if (typeof value === 'bigint') {
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : { $int: value.toString() };
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return { $real: value > 0 ? 'Infinity' : '-Infinity' };
+    return Number.isInteger(value) ? { $real: value } : value;
+  }
+  if (Buffer.isBuffer(value)) return { $blob: value.toString('base64') };
+  throw new Error(`unexpected SQLite value of type ${typeof value}`);
+}
+
+function decodeCell(cell: Cell): null | string | number | bigint | Buffer {
+  if (cell === null || typeof cell === 'string') return cell;
+  if (typeof cell === 'number') return Number.isInteger(cell) ? BigInt(cell) : cell;
+  if ('$int' in cell) return BigInt(cell.$int);
+  if ('$real' in cell) return typeof cell.$real === 'number' ? cell.$real : cell.$real === 'Infinity' ? Infinity : -Infinity;
+  return Buffer.from(cell.$blob, 'base64');
+}
+
+function cellBytes(cell: Cell): number {
+  if (cell === null || typeof cell === 'number') return 8;
+  if (typeof cell === 'string') return cell.length;
+  return '$blob' in cell ? cell.$blob.length : 8;
+}
+
+// --- Tables, generically, so the bundle follows schema migrations -------------------------------------
+
+interface ColumnInfo {
+  name: string;
+  pk: number;
+}
+
+const quoteId = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/** Ordinary tables of the main schema, in creation order (virtual tables and their shadows are derived). */
+function ordinaryTables(db: Db): string[] {
+  const kinds = new Map((db.prepare('PRAGMA main.table_list').all() as { name: string; type: string }[]).map((t) => [t.name, t.type]));
+  return (db.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid").all() as { name: string }[])
+    .map((t) => t.name)
+    .filter((name) => kinds.get(name) === 'table');
+}
+
+function columnsOf(db: Db, table: string): ColumnInfo[] {
+  return db.prepare(`PRAGMA main.table_info(${quoteId(table)})`).all() as ColumnInfo[];
+}
+
+/** Rows in primary-key order, so the same data always exports to the same bytes. */
+function dumpTable(db: Db, table: string, cleared: readonly string[] = []): BundleTable {
+  const columns = columnsOf(db, table);
+  const keys = columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk);
+  const order = keys.length > 0 ? keys.map((c) => quoteId(c.name)).join(', ') : 'rowid';
+  const select = columns.map((c) => (cleared.includes(c.name) ? `NULL AS ${quoteId(c.name)}` : quoteId(c.name))).join(', ');
+  const rows = db.prepare(`SELECT ${select} FROM ${quoteId(table)} ORDER BY ${order}`).raw(true).safeIntegers(true).all() as unknown[][];
+  return { name: table, columns: columns.map((c) => c.name), rows: rows.map((row) => row.map(encodeCell)) };
+}
+
+function dumpDatabase(db: Db, tables: readonly string[], cleared: Record<string, readonly string[]> = {}): BundleDatabase {
+  // One read transaction: a consistent snapshot even while the extension writes.
+  return db.transaction(() => ({
+    schema_version: db.pragma('user_version', { simple: true }) as number,
+    tables: tables.map((t) => dumpTable(db, t, cleared[t])),
+  }))();
+}
+
+/**
+ * Writes bundled rows into a database whose schema is at the bundle's version. Tables and columns must
+ * match the schema exactly (names only ever reach SQL after that check), and foreign keys must hold.
+ */
+function restoreTables(db: Db, tables: readonly BundleTable[], what: string, file: string): void {
+  const known = new Set(ordinaryTables(db));
+  for (const table of tables) {
+    if (!known.has(table.name)) throw new BundleError(file, `${what} table '${table.name}' is not part of schema version ${String(db.pragma('user_version', { simple: true }))}`);
+    const expected = columnsOf(db, table.name).map((c) => c.name);
+    if (table.columns.length !== expected.length || table.columns.some((c) => !expected.includes(c))) {
+      throw new BundleError(file, `${what} table '${table.name}' has columns [${table.columns.join(', ')}], expected [${expected.join(', ')}]`);
+    }
+  }
+  db.pragma('foreign_keys = OFF');
+  try {
+    db.transaction(() => {
+      for (const table of tables) {
+        const insert = db.prepare(
+          `INSERT INTO ${quoteId(table.name)} (${table.columns.map(quoteId).join(', ')}) VALUES (${table.columns.map(() => '?').join(', ')})`,
+        );
+        for (const [index, row] of table.rows.entries()) {
+          try {
+            insert.run(row.map(decodeCell));
+          } catch (error) {
+            const reason = error instanceof Error ? error.message : String(error);
+            const kind = /UNIQUE|PRIMARY KEY/.test(reason) ? 'duplicated id' : 'invalid row';
+            throw new BundleError(file, `${what} table '${table.name}' row ${index}: ${kind} (${reason})`);
+          }
+        }
+      }
+      const broken = db.prepare('PRAGMA foreign_key_check').all() as { table: string; rowid: number; parent: string }[];
+      if (broken.length > 0) {
+        const first = broken[0]!;
+        throw new BundleError(file, `${what} table '${first.table}' has ${broken.length} row(s) pointing at missing rows of '${first.parent}'`);
+      }
+    })();
+  } finally {
+    db.pragma('foreign_keys = ON');
+  }
+}
+
+/** A fresh database at exactly `version` of `migrations`, ready to receive bundled rows. */
+function createAtVersion(file: string, migrations: readonly Migration[], version: number, what: string, bundleFile: string): Db {
+  const newest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+  if (version > newest) {
+    throw new BundleError(bundleFile, `${what} schema version ${version} is newer than this build understands (${newest}); update the extension`);
+  }
+  if (!migrations.some((m) => m.version === version)) throw new BundleError(bundleFile, `${what} schema version ${version} is unknown`);
+  return openDatabase(file, migrations.filter((m) => m.version <= version));
+}
+
+// --- Files --------------------------------------------------------------------------------------------
+
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** Every regular file of the campaign (campaign-relative POSIX paths, sorted); symlinks are not followed. */
+function walkCampaign(root: string): { files: string[]; skipped: string[] } {
+  const files: string[] = [];
+  const skipped: string[] = [];
+  const walk = (abs: string, rel: string): void => {
+    for (const entry of fs.readdirSync(abs, { withFileTypes: true })) {
+      const relPath = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (!EXCLUDED_FOLDERS.has(entry.name)) walk(path.join(abs, entry.name), relPath);
+      } else if (entry.isFile()) {
+        files.push(relPath);
+      } else {
+        skipped.push(relPath);
+      }
+    }
+  };
+  walk(root, '');
+  const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+  return { files: files.sort(byCodeUnit), skipped: skipped.sort(byCodeUnit) };
+}
+
+/** UTF-8 text is carried as itself (readable, diffable); anything else, or a BOM, as base64. */
+function encodeFile(bytes: Buffer): Pick<BundleFile, 'encoding' | 'content'> {
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    if (Buffer.from(text, 'utf8').equals(bytes)) return { encoding: 'utf8', content: text };
+  } catch {
+    // not UTF-8: fall through to base64
+  }
+  return { encoding: 'base64', content: bytes.toString('base64') };
+}
+
+function sourceMeta(source: SourceRecord): BundleSourceMeta {
+  return {
+    title: source.title,
+    class: source.class,
+    class_origin: JSON.stringify(source.classOrigin),
+    enabled: source.enabled,
+    visibility: source.visibility,
+    always_include: source.alwaysInclude,
+    priority: source.priority,
+    scope: source.scope,
+    tags: source.tags,
+    entities: source.entities,
+    notes: source.notes,
+    lexical_state: source.lexicalState,
+  };
+}
+
+/**
+ * A campaign-relative path that is safe to create anywhere: relative, POSIX, no `.`/`..` segments, no
+ * drive letter, no NUL or control characters, not in the data folder. Returns the reason it is not.
+ */
+export function unsafeBundlePath(p: string): string | undefined {
+  if (p === '') return 'is empty';
+  if ([...p].some((ch) => ch.charCodeAt(0) < 0x20)) return 'contains a NUL or control character';
+  if (p.includes('\\')) return 'contains a backslash';
+  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'is absolute';
+  const segments = p.split('/');
+  if (segments.some((s) => s === '' || s === '.' || s === '..')) return "has an empty, '.' or '..' segment";
+  if (EXCLUDED_FOLDERS.has(segments[0]!)) return `is inside ${segments[0]}/, which a bundle never carries`;
+  return undefined;
+}
+
+// --- Export -------------------------------------------------------------------------------------------
+
+export interface ExportOptions {
+  /** Carry the index's embeddings and the memories' vectors, with their model metadata. */
+  embeddings?: boolean;
+  now?: () => Date;
+}
+
+export interface ExportSummary {
+  files: number;
+  sources: number;
+  /** Rows per play table. */
+  playRows: Record<string, number>;
+  embeddings: number;
+  /** Paths that are neither files nor folders (symlinks, sockets), not carried. */
+  skipped: string[];
+}
+
+/**
+ * Builds the bundle of a campaign in memory. The index is first brought up to date (it is derived, and the
+ * metadata must describe the files as they are); the campaign's files and play data are only read.
+ */
+export async function buildBundle(campaign: Campaign, options: ExportOptions = {}): Promise<{ bundle: CampaignBundle; summary: ExportSummary }> {
+  const sources = new Map<string, SourceRecord>();
+  let embeddings: BundleDatabase | null = null;
+  const store = KnowledgeStore.open(campaign);
+  try {
+    await importCampaign(campaign, store);
+    for (const source of store.listSources()) sources.set(source.path, source);
+    if (options.embeddings) embeddings = dumpDatabase(store.db, EMBEDDING_TABLES);
+  } finally {
+    store.close();
+  }
+  const { files: paths, skipped } = walkCampaign(campaign.root);
+  const files: BundleFile[] = paths.map((relPath) => {
+    const bytes = fs.readFileSync(path.join(campaign.root, ...relPath.split('/')));
+    const source = sources.get(relPath);
+    return { path: relPath, size: bytes.length, sha256: sha256(bytes), ...encodeFile(bytes), ...(source ? { source: sourceMeta(source) } : {}) };
+  });
+  let play: BundleDatabase | null = null;
+  if (fs.existsSync(campaign.playPath)) {
+    const db = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
+    try {
+      play = dumpDatabase(db, ordinaryTables(db), options.embeddings ? {} : DERIVED_PLAY_COLUMNS);
+    } finally {
+      db.close();
+    }
+  }
+  const bundle: CampaignBundle = {
+    format: BUNDLE_FORMAT,
+    version: BUNDLE_VERSION,
+    exported_at: (options.now?.() ?? new Date()).toISOString(),
+    campaign: { id: campaign.id, title: campaign.title },
+    files,
+    play,
+    embeddings,
+  };
+  return {
+    bundle,
+    summary: {
+      files: files.length,
+      sources: files.filter((f) => f.source).length,
+      playRows: Object.fromEntries((play?.tables ?? []).map((t) => [t.name, t.rows.length])),
+      embeddings: embeddings?.tables.find((t) => t.name === 'embeddings')?.rows.length ?? 0,
+      skipped,
+    },
+  };
+}
+
+/** Writes the bundle of the campaign at `campaignRoot` to `outFile` (atomically; an existing file only with `force`). */
+export async function exportCampaignBundle(
+  campaignRoot: string,
+  outFile: string,
+  options: ExportOptions & { force?: boolean } = {},
+): Promise<ExportSummary & { file: string }> {
+  const campaign = loadCampaign(campaignRoot);
+  const out = path.resolve(outFile);
+  if (!options.force && fs.existsSync(out)) throw new BundleError(out, 'already exists; choose another name or pass --force to replace it');
+  const { bundle, summary } = await buildBundle(campaign, options);
+  const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    fs.writeFileSync(temp, serializeBundle(bundle), { flag: 'wx' });
+    fs.renameSync(temp, out);
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw new BundleError(out, `could not write the bundle (${error instanceof Error ? error.message : String(error)})`);
+  }
+  return { ...summary, file: out };
+}
+
+/** One member per line keeps large bundles diffable without the cost of indenting every row. */
+export function serializeBundle(bundle: CampaignBundle): string {
+  return `${JSON.stringify(bundle, null, 1)}\n`;
+}
+
+// --- Reading and checking -----------------------------------------------------------------------------
+
+interface CheckedFile {
+  path: string;
+  bytes: Buffer;
+}
+
+/**
+ * Parses and checks a whole bundle without writing anything: JSON, format and version, shape, every path,
+ * duplicates, sizes and hashes. Throws `BundleError` with the first reason it cannot be restored.
+ */
+export function readBundle(file: string, text: string, limits: BundleLimits = DEFAULT_BUNDLE_LIMITS): { bundle: CampaignBundle; files: CheckedFile[] } {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new BundleError(file, `not valid JSON, the bundle is truncated or corrupt (${error instanceof Error ? error.message : String(error)})`);
+  }
+  const head = data as { format?: unknown; version?: unknown } | null;
+  if (head === null || typeof head !== 'object' || head.format !== BUNDLE_FORMAT) {
+    throw new BundleError(file, `not a campaign bundle (expected format '${BUNDLE_FORMAT}')`);
+  }
+  if (head.version !== BUNDLE_VERSION) {
+    const newer = typeof head.version === 'number' && head.version > BUNDLE_VERSION;
+    throw new BundleError(
+      file,
+      `bundle version ${JSON.stringify(head.version)} is ${newer ? 'newer than this build reads' : 'not one this build reads'} (it reads version ${BUNDLE_VERSION})`,
+    );
+  }
+  const parsed = BundleSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new BundleError(file, `invalid bundle: ${issue.path.join('.') || 'top level'}: ${issue.message}`);
+  }
+  const bundle = parsed.data;
+
+  const seen = new Map<string, string>();
+  const files: CheckedFile[] = [];
+  let total = 0;
+  for (const member of bundle.files) {
+    const unsafe = unsafeBundlePath(member.path);
+    if (unsafe) throw new BundleError(file, `file path ${JSON.stringify(member.path)} ${unsafe}`);
+    // Case and Unicode form differ between file systems; two members that could land on one file are refused.
+    const folded = member.path.normalize('NFC').toLowerCase();
+    const earlier = seen.get(folded);
+    if (earlier !== undefined) throw new BundleError(file, `file path ${JSON.stringify(member.path)} is duplicated (same as ${JSON.stringify(earlier)})`);
+    seen.set(folded, member.path);
+    if (member.size > limits.maxMemberBytes) throw new BundleError(file, `file ${member.path} is ${member.size} bytes, above the ${limits.maxMemberBytes}-byte limit per member`);
+    const bytes = member.encoding === 'utf8' ? Buffer.from(member.content, 'utf8') : decodeBase64(file, member.path, member.content);
+    if (bytes.length !== member.size) throw new BundleError(file, `file ${member.path} has ${bytes.length} bytes, the bundle says ${member.size}`);
+    if (sha256(bytes) !== member.sha256) throw new BundleError(file, `file ${member.path} does not match its sha256: the bundle is corrupt`);
+    total += bytes.length;
+    if (total > limits.maxBundleBytes) throw new BundleError(file, `files total more than the ${limits.maxBundleBytes}-byte limit`);
+    files.push({ path: member.path, bytes });
+  }
+  for (const folded of seen.keys()) {
+    // A file cannot also be a folder of another member.
+    for (let cut = folded.lastIndexOf('/'); cut > 0; cut = folded.lastIndexOf('/', cut - 1)) {
+      const parent = seen.get(folded.slice(0, cut));
+      if (parent !== undefined) throw new BundleError(file, `file path ${JSON.stringify(parent)} is both a file and a folder`);
+    }
+  }
+  if (!seen.has(CAMPAIGN_FILE)) throw new BundleError(file, `the bundle has no ${CAMPAIGN_FILE}`);
+  checkDatabase(file, bundle.play, 'play', limits);
+  checkDatabase(file, bundle.embeddings, 'embedding', limits);
+  return { bundle, files };
+}
+
+function decodeBase64(file: string, member: string, content: string): Buffer {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content) || content.length % 4 !== 0) throw new BundleError(file, `file ${member} is not valid base64`);
+  return Buffer.from(content, 'base64');
+}
+
+function checkDatabase(file: string, db: BundleDatabase | null, what: string, limits: BundleLimits): void {
+  if (!db) return;
+  const names = new Set<string>();
+  for (const table of db.tables) {
+    if (names.has(table.name)) throw new BundleError(file, `${what} table '${table.name}' appears twice`);
+    names.add(table.name);
+    if (new Set(table.columns).size !== table.columns.length) throw new BundleError(file, `${what} table '${table.name}' repeats a column`);
+    let bytes = 0;
+    for (const [index, row] of table.rows.entries()) {
+      if (row.length !== table.columns.length) throw new BundleError(file, `${what} table '${table.name}' row ${index} has ${row.length} values for ${table.columns.length} columns`);
+      for (const cell of row) bytes += cellBytes(cell);
+    }
+    if (bytes > limits.maxMemberBytes) throw new BundleError(file, `${what} table '${table.name}' holds about ${bytes} bytes, above the ${limits.maxMemberBytes}-byte limit per member`);
+  }
+}
+
+// --- Import -------------------------------------------------------------------------------------------
+
+export interface ImportBundleOptions {
+  limits?: BundleLimits;
+}
+
+export interface ImportBundleSummary {
+  target: string;
+  campaignId: string;
+  files: number;
+  playRows: Record<string, number>;
+  embeddings: number;
+  /** The rebuilt index: sources per outcome (indexed, duplicate, error...). */
+  index: ImportReport['counts'];
+}
+
+/** Restores a bundle into `targetDir`, which must not exist or be an empty folder. All or nothing. */
+export async function importCampaignBundle(bundleFile: string, targetDir: string, options: ImportBundleOptions = {}): Promise<ImportBundleSummary> {
+  const limits = options.limits ?? DEFAULT_BUNDLE_LIMITS;
+  const file = path.resolve(bundleFile);
+  let size: number;
+  try {
+    size = fs.statSync(file).size;
+  } catch (error) {
+    throw new BundleError(file, `cannot read the bundle (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  if (size > limits.maxBundleBytes) throw new BundleError(file, `bundle is ${size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
+  const { bundle, files } = readBundle(file, fs.readFileSync(file, 'utf8'), limits);
+
+  const target = path.resolve(targetDir);
+  if (fs.existsSync(target) && (!fs.statSync(target).isDirectory() || fs.readdirSync(target).length > 0)) {
+    throw new BundleError(target, 'the target must be a new or empty folder; a bundle is never restored over existing files');
+  }
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
+  let counts: ImportReport['counts'];
+  try {
+    fs.mkdirSync(temp);
+    for (const member of files) {
+      const abs = path.join(temp, ...member.path.split('/'));
+      fs.mkdirSync(path.dirname(abs), { recursive: true });
+      fs.writeFileSync(abs, member.bytes, { flag: 'wx' });
+    }
+    const campaign = loadCampaign(temp);
+    if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
+    if (bundle.embeddings) restoreDatabase(campaign.indexPath, INDEX_MIGRATIONS, bundle.embeddings, 'embedding', file);
+    // Indexed inside the temporary folder, so a failure here also leaves nothing behind.
+    const store = KnowledgeStore.open(campaign);
+    let index: ImportReport;
+    try {
+      index = await importCampaign(campaign, store);
+    } finally {
+      store.close();
+    }
+    counts = index.counts;
+    if (fs.existsSync(target)) fs.rmdirSync(target);
+    fs.renameSync(temp, target);
+  } catch (error) {
+    fs.rmSync(temp, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    target,
+    campaignId: bundle.campaign.id,
+    files: files.length,
+    playRows: Object.fromEntries((bundle.play?.tables ?? []).map((t) => [t.name, t.rows.length])),
+    embeddings: bundle.embeddings?.tables.find((t) => t.name === 'embeddings')?.rows.length ?? 0,
+    index: counts,
+  };
+}
+
+/** Creates the database at the bundle's schema version, restores its rows, then migrates it to the newest. */
+function restoreDatabase(dbFile: string, migrations: readonly Migration[], data: BundleDatabase, what: string, bundleFile: string): void {
+  const db = createAtVersion(dbFile, migrations, data.schema_version, what, bundleFile);
+  try {
+    restoreTables(db, data.tables, what, bundleFile);
+    migrate(db, migrations);
+  } finally {
+    db.close();
+  }
+}

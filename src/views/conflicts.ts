@@ -1,0 +1,409 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { Campaign } from '../knowledge/campaign';
+import { isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
+import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflictsDecisions';
+import { supersedesEdit } from '../knowledge/conflictsEdit';
+import { analyzeStoreConflicts } from '../knowledge/conflictsIndex';
+import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, type SuggestedConflict } from '../knowledge/conflictsModel';
+import type { FactStatement } from '../knowledge/facts';
+import { passageRetrievalCounts } from '../knowledge/health';
+import { openDatabase, type Db } from '../knowledge/sqlite';
+import type { KnowledgeStore } from '../knowledge/store';
+import { PLAY_MIGRATIONS } from '../story/playSchema';
+
+/**
+ * Canon conflicts in the editor: Problems entries on both statements (each pointing at the other), a hover
+ * listing every statement of the fact with its source and class, and quick fixes — open the other
+ * statement, mark one source as superseding the other (a front-matter edit the writer can undo), or ignore
+ * the pair (remembered in play.db). Also the model-assisted "Check Canon Consistency" and, on a passage's
+ * heading, how many turns retrieved it.
+ */
+
+export interface ConflictCampaign {
+  readonly campaign: Pick<Campaign, 'root' | 'id' | 'title' | 'playPath'>;
+  /** Undefined until the campaign's index has been opened. */
+  readonly store: KnowledgeStore | undefined;
+}
+
+export interface ConflictFeatureDeps {
+  /** The workspace's campaigns with their indexes (KnowledgeService.list()). */
+  campaigns(): readonly ConflictCampaign[];
+  /** Fires after any campaign's index changed. */
+  onDidChangeIndex: vscode.Event<unknown>;
+  /** Ollama host and narrator model for Check Canon Consistency; undefined when not configured. */
+  ollama(): { host: string; model: string } | undefined;
+  /** The campaign's play.db when the story engine already holds it open; else it is opened here on demand. */
+  playDb?(campaignRoot: string): Db | undefined;
+}
+
+export const CONFLICT_COMMANDS = {
+  open: 'storyteller.conflicts.openStatement',
+  ignore: 'storyteller.conflicts.ignore',
+  unignore: 'storyteller.conflicts.unignore',
+  decideSuggestion: 'storyteller.conflicts.decideSuggestion',
+  checkConsistency: 'storyteller.checkCanonConsistency',
+} as const;
+
+const DIAGNOSTIC_SOURCE = 'Storyteller canon';
+
+interface CampaignState {
+  entry: ConflictCampaign;
+  analysis: ConflictAnalysis;
+  suggestions: SuggestedConflict[];
+  decisions: Map<string, ConflictDecision>;
+}
+
+function uriOf(root: string, relPath: string): vscode.Uri {
+  return vscode.Uri.file(path.join(root, ...relPath.split('/')));
+}
+
+function rangeOf(s: FactStatement): vscode.Range {
+  return new vscode.Range(s.line - 1, s.startColumn, s.line - 1, Math.max(s.endColumn, s.startColumn + 1));
+}
+
+function commandUri(command: string, args: unknown[]): vscode.Uri {
+  return vscode.Uri.parse(`command:${command}?${encodeURIComponent(JSON.stringify(args))}`);
+}
+
+function otherSide(conflict: CanonConflict, statement: FactStatement): FactStatement {
+  return conflict.a === statement || (conflict.a.path === statement.path && conflict.a.line === statement.line) ? conflict.b : conflict.a;
+}
+
+/** Markdown-escape text taken from the writer's files before it goes into a hover. */
+function md(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!<>|]/g, '\\$&');
+}
+
+export class ConflictFeatures implements vscode.Disposable {
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly diagnostics = vscode.languages.createDiagnosticCollection('storyteller-conflicts');
+  private readonly states = new Map<string, CampaignState>();
+  private readonly ownedPlayDbs = new Map<string, Db>();
+  private readonly _onDidRefresh = new vscode.EventEmitter<void>();
+  /** Fires after conflicts were recomputed and diagnostics published (tests wait on it). */
+  readonly onDidRefresh = this._onDidRefresh.event;
+
+  constructor(private readonly deps: ConflictFeatureDeps) {
+    const selector: vscode.DocumentSelector = [{ scheme: 'file', language: 'markdown' }, { scheme: 'file', language: 'plaintext' }];
+    this.disposables.push(
+      this.diagnostics,
+      this._onDidRefresh,
+      deps.onDidChangeIndex(() => this.refresh()),
+      vscode.languages.registerHoverProvider(selector, { provideHover: (doc, pos) => this.hover(doc, pos) }),
+      vscode.languages.registerCodeActionsProvider(selector, { provideCodeActions: (doc, range) => this.codeActions(doc, range) }, {
+        providedCodeActionKinds: [vscode.CodeActionKind.QuickFix],
+      }),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.open, (uri: string, line: number) => this.open(uri, line)),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.ignore, (root: string, key: string) => this.decide(root, key, 'ignored')),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.unignore, (root: string, key: string) => this.decide(root, key, null)),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.decideSuggestion, (root: string, key: string, decision: 'accepted' | 'dismissed') =>
+        this.decide(root, key, decision),
+      ),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.checkConsistency, () => this.checkConsistency()),
+    );
+    this.refresh();
+  }
+
+  dispose(): void {
+    this.disposables.forEach((d) => d.dispose());
+    for (const db of this.ownedPlayDbs.values()) db.close();
+    this.ownedPlayDbs.clear();
+  }
+
+  /** The current analysis of the campaign at `root` (for the Sources tree and the source inspector). */
+  analysisOf(root: string): ConflictAnalysis | undefined {
+    return this.states.get(root)?.analysis;
+  }
+
+  /** Opens play.db only when it exists or `create` is set: reading counts must not create a database. */
+  private playDb(root: string, create: boolean): Db | undefined {
+    const provided = this.deps.playDb?.(root);
+    if (provided) return provided;
+    const existing = this.ownedPlayDbs.get(root);
+    if (existing) return existing;
+    const entry = this.deps.campaigns().find((c) => c.campaign.root === root);
+    if (!entry || (!create && !fs.existsSync(entry.campaign.playPath))) return undefined;
+    const db = openDatabase(entry.campaign.playPath, PLAY_MIGRATIONS);
+    this.ownedPlayDbs.set(root, db);
+    return db;
+  }
+
+  refresh(): void {
+    const seen = new Set<string>();
+    for (const entry of this.deps.campaigns()) {
+      if (!entry.store) continue;
+      const root = entry.campaign.root;
+      seen.add(root);
+      const decisions = (() => {
+        const db = this.playDb(root, false);
+        return db ? loadConflictDecisions(db, entry.campaign.id) : new Map<string, ConflictDecision>();
+      })();
+      const previous = this.states.get(root);
+      this.states.set(root, { entry, analysis: analyzeStoreConflicts(entry.store, decisions), suggestions: previous?.suggestions ?? [], decisions });
+    }
+    for (const root of [...this.states.keys()]) if (!seen.has(root)) this.states.delete(root);
+    this.publish();
+    this._onDidRefresh.fire();
+  }
+
+  private publish(): void {
+    this.diagnostics.clear();
+    const byUri = new Map<string, { uri: vscode.Uri; items: vscode.Diagnostic[] }>();
+    const add = (uri: vscode.Uri, diagnostic: vscode.Diagnostic) => {
+      const key = uri.toString();
+      const entry = byUri.get(key) ?? { uri, items: [] };
+      entry.items.push(diagnostic);
+      byUri.set(key, entry);
+    };
+    for (const [root, state] of this.states) {
+      for (const conflict of state.analysis.conflicts) {
+        if (conflict.decision === 'ignored') continue;
+        for (const [here, there] of [
+          [conflict.a, conflict.b],
+          [conflict.b, conflict.a],
+        ] as const) {
+          const uri = uriOf(root, here.path);
+          if (isOpenConflict(conflict)) {
+            const d = new vscode.Diagnostic(
+              rangeOf(here),
+              `${conflict.entity} — ${conflict.attribute}: "${here.value}" here, but "${there.value}" in ${there.path}:${there.line}`,
+              vscode.DiagnosticSeverity.Warning,
+            );
+            d.source = DIAGNOSTIC_SOURCE;
+            d.code = 'canon-conflict';
+            d.relatedInformation = [
+              new vscode.DiagnosticRelatedInformation(new vscode.Location(uriOf(root, there.path), rangeOf(there)), `${there.sourceTitle} (${there.class}): ${there.quote}`),
+            ];
+            add(uri, d);
+          } else if (conflict[conflict.supersededBy!] === there) {
+            // The losing side fades: still there, still readable, no longer an error.
+            const d = new vscode.Diagnostic(rangeOf(here), `superseded by ${there.path}:${there.line} ("${there.value}")`, vscode.DiagnosticSeverity.Hint);
+            d.source = DIAGNOSTIC_SOURCE;
+            d.code = 'canon-superseded';
+            d.tags = [vscode.DiagnosticTag.Unnecessary];
+            add(uri, d);
+          }
+        }
+      }
+      for (const s of state.suggestions) {
+        if (state.decisions.has(s.key)) continue;
+        for (const [here, there] of [
+          [s.a, s.b],
+          [s.b, s.a],
+        ] as const) {
+          const d = new vscode.Diagnostic(
+            new vscode.Range(here.line - 1, 0, here.line - 1, Number.MAX_SAFE_INTEGER),
+            `Suggested (model): ${s.explanation} — "${here.quote}" vs "${there.quote}" in ${there.sourcePath}:${there.line}`,
+            vscode.DiagnosticSeverity.Information,
+          );
+          d.source = DIAGNOSTIC_SOURCE;
+          d.code = 'canon-suggestion';
+          d.relatedInformation = [
+            new vscode.DiagnosticRelatedInformation(new vscode.Location(uriOf(root, there.sourcePath), new vscode.Position(there.line - 1, 0)), there.quote),
+          ];
+          add(uriOf(root, here.sourcePath), d);
+        }
+      }
+    }
+    for (const { uri, items } of byUri.values()) this.diagnostics.set(uri, items);
+  }
+
+  private locate(doc: vscode.TextDocument): { root: string; relPath: string; state: CampaignState } | undefined {
+    for (const [root, state] of this.states) {
+      const rel = path.relative(root, doc.uri.fsPath);
+      if (!rel.startsWith('..') && !path.isAbsolute(rel)) return { root, relPath: rel.split(path.sep).join('/'), state };
+    }
+    return undefined;
+  }
+
+  private hover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
+    const where = this.locate(doc);
+    if (!where) return undefined;
+    const { root, relPath, state } = where;
+    const line = pos.line + 1;
+    const parts: string[] = [];
+    const statementLink = (s: FactStatement) =>
+      `[${md(s.path)}:${s.line}](${commandUri(CONFLICT_COMMANDS.open, [uriOf(root, s.path).toString(), s.line]).toString()})`;
+    const describe = (s: FactStatement, conflicting: boolean) =>
+      `- ${conflicting ? '⚠ ' : ''}**${md(s.value)}** — ${md(s.sourceTitle)} (${s.class}) ${statementLink(s)}`;
+
+    for (const statement of state.analysis.statementsAt(relPath, line)) {
+      const all = state.analysis.statementsAbout(statement.entityKey, statement.attributeKey);
+      const conflicts = state.analysis.conflicts.filter(
+        (c) => c.entityKey === statement.entityKey && c.attributeKey === statement.attributeKey && c.decision !== 'ignored',
+      );
+      if (all.length < 2 && conflicts.length === 0) continue;
+      const disagreeing = new Set(conflicts.filter(isOpenConflict).flatMap((c) => [c.a, c.b]));
+      parts.push(`**${md(conflicts[0]?.entity ?? statement.entity)} — ${md(statement.attribute)}**: ${all.length} canon statements`);
+      parts.push(all.map((s) => describe(s, disagreeing.has(s))).join('\n'));
+      for (const c of conflicts.filter((x) => x.supersededBy)) {
+        const winner = c[c.supersededBy!];
+        parts.push(`_${md(otherSide(c, winner).path)} is superseded by ${md(winner.path)} here._`);
+      }
+    }
+
+    const text = doc.lineAt(pos.line).text;
+    const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(text);
+    if (heading && state.entry.store) {
+      const entityKey = state.analysis.names.resolve(heading[1]!);
+      if (entityKey) {
+        const conflicts = state.analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
+        if (conflicts.length > 0) {
+          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading[1]!)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
+          parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${statementLink(c.a)} vs **${md(c.b.value)}** ${statementLink(c.b)}`).join('\n'));
+        }
+      }
+      const source = state.entry.store.getSourceByPath(relPath);
+      const passage = source && state.entry.store.listPassages(source.id).find((p) => p.startLine === line);
+      if (passage) {
+        const db = this.playDb(root, false);
+        const count = db ? passageRetrievalCounts(db, [passage.id]).get(passage.id) : undefined;
+        parts.push(
+          count
+            ? `Retrieved by ${count.considered} turn${count.considered === 1 ? '' : 's'}; used in ${count.used}.`
+            : 'No turn has retrieved this passage yet.',
+        );
+      }
+    }
+    if (parts.length === 0) return undefined;
+    const content = new vscode.MarkdownString(parts.join('\n\n'));
+    content.isTrusted = { enabledCommands: [CONFLICT_COMMANDS.open] };
+    return new vscode.Hover(content, doc.lineAt(pos.line).range);
+  }
+
+  private codeActions(doc: vscode.TextDocument, range: vscode.Range | vscode.Selection): vscode.CodeAction[] {
+    const where = this.locate(doc);
+    if (!where) return [];
+    const { root, relPath, state } = where;
+    const actions: vscode.CodeAction[] = [];
+    for (let line = range.start.line + 1; line <= range.end.line + 1; line++) {
+      for (const conflict of state.analysis.conflictsAt(relPath, line).filter(isOpenConflict)) {
+        const here = conflict.a.path === relPath && conflict.a.line === line ? conflict.a : conflict.b;
+        const there = otherSide(conflict, here);
+        const label = `${conflict.entity} — ${conflict.attribute}`;
+
+        const open = new vscode.CodeAction(`Open the other statement (${there.path}:${there.line})`, vscode.CodeActionKind.QuickFix);
+        open.command = { command: CONFLICT_COMMANDS.open, title: open.title, arguments: [uriOf(root, there.path).toString(), there.line] };
+        actions.push(open);
+
+        for (const [winner, loser] of [
+          [here, there],
+          [there, here],
+        ] as const) {
+          if (winner.path === loser.path) continue;
+          const action = new vscode.CodeAction(`Mark ${winner.path} as superseding ${loser.path}`, vscode.CodeActionKind.QuickFix);
+          const edit = this.supersedeWorkspaceEdit(root, winner.path, loser.path);
+          if (edit instanceof vscode.WorkspaceEdit) action.edit = edit;
+          else action.disabled = { reason: edit };
+          actions.push(action);
+        }
+
+        const ignore = new vscode.CodeAction(`Ignore this conflict (${label})`, vscode.CodeActionKind.QuickFix);
+        ignore.command = { command: CONFLICT_COMMANDS.ignore, title: ignore.title, arguments: [root, conflict.key] };
+        actions.push(ignore);
+      }
+      for (const s of state.suggestions.filter((x) => !state.decisions.has(x.key))) {
+        if (!((s.a.sourcePath === relPath && s.a.line === line) || (s.b.sourcePath === relPath && s.b.line === line))) continue;
+        for (const decision of ['accepted', 'dismissed'] as const) {
+          const action = new vscode.CodeAction(`${decision === 'accepted' ? 'Accept' : 'Dismiss'} suggested conflict: ${s.explanation}`, vscode.CodeActionKind.QuickFix);
+          action.command = { command: CONFLICT_COMMANDS.decideSuggestion, title: action.title, arguments: [root, s.key, decision] };
+          actions.push(action);
+        }
+      }
+    }
+    return actions;
+  }
+
+  /** The front-matter edit, or the reason it cannot be made (the file's front matter is broken). */
+  private supersedeWorkspaceEdit(root: string, winnerPath: string, loserPath: string): vscode.WorkspaceEdit | string {
+    const uri = uriOf(root, winnerPath);
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    let text: string;
+    try {
+      text = open ? open.getText() : fs.readFileSync(uri.fsPath, 'utf8');
+    } catch (error) {
+      return `${winnerPath} cannot be read: ${(error as Error).message}`;
+    }
+    try {
+      const edit = supersedesEdit(text, loserPath);
+      const workspaceEdit = new vscode.WorkspaceEdit();
+      if (edit) {
+        workspaceEdit.replace(uri, new vscode.Range(edit.startLine, edit.startColumn, edit.endLine, edit.endColumn), edit.newText, {
+          label: `Mark ${winnerPath} as superseding ${loserPath}`,
+          needsConfirmation: false,
+        });
+      }
+      return workspaceEdit;
+    } catch (error) {
+      return `${winnerPath}: ${(error as Error).message}`;
+    }
+  }
+
+  private async open(uri: string, line: number): Promise<void> {
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+    const position = new vscode.Position(Math.max(0, line - 1), 0);
+    await vscode.window.showTextDocument(doc, { selection: new vscode.Range(position, position), preview: false });
+  }
+
+  private decide(root: string, key: string, decision: ConflictDecision | null): void {
+    const state = this.states.get(root);
+    const db = this.playDb(root, true);
+    if (!state || !db) return;
+    if (decision) recordConflictDecision(db, state.entry.campaign.id, key, decision);
+    else clearConflictDecision(db, state.entry.campaign.id, key);
+    this.refresh();
+  }
+
+  private async checkConsistency(): Promise<SuggestedConflict[]> {
+    const ollama = this.deps.ollama();
+    if (!ollama) {
+      void vscode.window.showWarningMessage('Check Canon Consistency needs a narrator model: set storyteller.narrator.model.');
+      return [];
+    }
+    const found: SuggestedConflict[] = [];
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'Checking canon consistency', cancellable: true },
+      async (progress, token) => {
+        const abort = new AbortController();
+        token.onCancellationRequested(() => abort.abort());
+        for (const state of this.states.values()) {
+          const store = state.entry.store;
+          if (!store) continue;
+          const passages: ConsistencyPassage[] = store
+            .listSources()
+            .filter((s) => s.class === 'canon' && s.enabled && s.lexicalState === 'ready')
+            .flatMap((s) =>
+              store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })),
+            );
+          const pairs = pairPassagesByEntity(passages, state.analysis.names);
+          const result = await checkCanonConsistency({
+            ...ollama,
+            pairs,
+            signal: abort.signal,
+            onProgress: (done, total) => progress.report({ message: `${state.entry.campaign.title}: ${done}/${total}`, increment: 100 / Math.max(1, total) }),
+          });
+          state.suggestions = result.suggestions;
+          found.push(...result.suggestions);
+          if (result.failures.length > 0) {
+            void vscode.window.showWarningMessage(`${result.failures.length} passage pair(s) could not be checked: ${result.failures[0]!.reason}`);
+          }
+        }
+      },
+    );
+    this.publish();
+    this._onDidRefresh.fire();
+    void vscode.window.showInformationMessage(
+      found.length === 0 ? 'No suggested canon conflicts.' : `${found.length} suggested canon conflict(s): see the Problems panel.`,
+    );
+    return found;
+  }
+}
+
+/** Called by extension.ts; everything registered is disposed with the extension. */
+export function registerConflictFeatures(context: Pick<vscode.ExtensionContext, 'subscriptions'>, deps: ConflictFeatureDeps): ConflictFeatures {
+  const features = new ConflictFeatures(deps);
+  context.subscriptions.push(features);
+  return features;
+}

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
+import { clearConflictDecision, listConflictDecisions, loadConflictDecisions, recordConflictDecision } from '../../src/knowledge/conflictsDecisions';
+import { analyzeStoreConflicts } from '../../src/knowledge/conflictsIndex';
+import { campaignHealth, indexHealth, passageRetrievalCounts } from '../../src/knowledge/health';
+import { importCampaign } from '../../src/knowledge/importer';
+import { openDatabase, type Db } from '../../src/knowledge/sqlite';
+import { KnowledgeStore } from '../../src/knowledge/store';
+import { CHUNKING_VERSION } from '../../src/knowledge/types';
+import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+import { EXAMPLE_CAMPAIGN } from '../support/corpora';
+
+/** The example campaign, copied and edited the way a busy writer's campaign drifts. */
+function driftedCampaign(): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'health-'));
+  fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+  fs.appendFileSync(path.join(root, 'campaign.yaml'), 'size_cap_bytes: 4000\n');
+  fs.writeFileSync(path.join(root, 'places', 'infirmary.md'), '---\ntitle: The Infirmary\n---\n# The Infirmary\n\n## Sister Mara\n\n- **Age:** 41\n- **Home:** the Old Abbey\n');
+  fs.writeFileSync(path.join(root, 'loose-notes.md'), '# Loose notes\n\nThe ferryman charges a copper a crossing.\n');
+  fs.copyFileSync(path.join(root, 'inspiration.md'), path.join(root, 'inspiration-copy.md'));
+  fs.writeFileSync(path.join(root, 'places', 'huge.md'), `# Huge\n\n${'The river runs on. '.repeat(300)}\n`);
+  fs.writeFileSync(path.join(root, 'places', 'latin1.md'), Buffer.from([0x23, 0x20, 0x43, 0x61, 0x66, 0xe9, 0x0a]));
+  return root;
+}
+
+describe('campaign health', () => {
+  let root: string;
+  let campaign: Campaign;
+  let store: KnowledgeStore;
+  let play: Db;
+
+  before(async () => {
+    root = driftedCampaign();
+    campaign = loadCampaign(root);
+    store = KnowledgeStore.open(campaign);
+    await importCampaign(campaign, store);
+    play = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
+  });
+  after(() => {
+    store.close();
+    play.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('reports every kind of problem at its file, through the same producers lint runs', async () => {
+    const health = await indexHealth(campaign, store, { playDb: play, alwaysIncludeBudget: 20 });
+    const seen = health.findings.map((f) => `${f.severity} ${f.code} ${f.path}${f.line ? `:${f.line}` : ''}`);
+    assert.deepEqual(seen, [
+      'error canon-conflict characters/mara.md:8',
+      'warning duplicate inspiration.md',
+      'info unclassified loose-notes.md',
+      'error oversize places/huge.md',
+      'error encoding places/latin1.md:1',
+      'warning always-include-over-budget rules.md',
+    ]);
+    assert.equal(health.findings[0]!.message, 'canon contradicts itself: Sister Mara — Age is "34" here but "41" in places/infirmary.md:8');
+    assert.match(health.findings.find((f) => f.code === 'always-include-over-budget')!.message, /over its 20-token budget/);
+    // Nothing was played yet, so "never retrieved" would be noise.
+    assert.equal(health.errors, 3);
+  });
+
+  it('gives CI the same findings from the files alone, writing nothing into the campaign', async () => {
+    const before = fs.statSync(campaign.indexPath).mtimeMs;
+    const report = await campaignHealth(campaign, { alwaysIncludeBudget: 20 });
+    assert.deepEqual(
+      report.findings.map((f) => f.code),
+      (await indexHealth(campaign, store, { alwaysIncludeBudget: 20 })).findings.map((f) => f.code),
+    );
+    assert.equal(fs.statSync(campaign.indexPath).mtimeMs, before);
+  });
+
+  it('an ignored conflict leaves the report, and comes back when un-ignored', async () => {
+    const key = analyzeStoreConflicts(store).conflicts[0]!.key;
+    recordConflictDecision(play, campaign.id, key, 'ignored', 'the infirmary notes are old');
+    const ignored = await indexHealth(campaign, store, { playDb: play });
+    assert.ok(!ignored.findings.some((f) => f.code === 'canon-conflict'));
+    assert.deepEqual(listConflictDecisions(play, campaign.id).map((d) => [d.key, d.decision, d.note]), [[key, 'ignored', 'the infirmary notes are old']]);
+    assert.ok(clearConflictDecision(play, campaign.id, key));
+    assert.equal(analyzeStoreConflicts(store, loadConflictDecisions(play, campaign.id)).openConflicts.length, 1);
+  });
+
+  it('finds stale and mismatched embeddings against the configured model', async () => {
+    const none = await indexHealth(campaign, store, { embeddingModel: 'nomic-embed-text' });
+    assert.deepEqual(none.findings.filter((f) => f.code.startsWith('embedding')).map((f) => f.code), ['embedding-missing'], 'configured but never run');
+
+    // Simulate an embedding run: every passage gets a 4-dimensional vector, then three sources drift.
+    store.db.prepare("INSERT INTO embedding_models (model, dimensions) VALUES ('nomic-embed-text', 4)").run();
+    const vector = store.db.prepare("INSERT OR REPLACE INTO embeddings (model, content_hash, dimensions, chunking_version, vector, created_at) VALUES ('nomic-embed-text', ?, ?, ?, ?, 'now')");
+    const passagesOf = (p: string) => store.listPassages(store.getSourceByPath(p)!.id);
+    for (const source of store.listSources()) for (const p of store.listPassages(source.id)) vector.run(p.contentHash, 4, CHUNKING_VERSION, Buffer.alloc(16));
+    vector.run(passagesOf('characters/mara.md')[0]!.contentHash, 8, CHUNKING_VERSION, Buffer.alloc(32));
+    vector.run(passagesOf('places/old-abbey.md')[0]!.contentHash, 4, CHUNKING_VERSION - 1, Buffer.alloc(16));
+    store.db.prepare("DELETE FROM embeddings WHERE content_hash = ?").run(passagesOf('rules.md')[0]!.contentHash);
+
+    const health = await indexHealth(campaign, store, { embeddingModel: 'nomic-embed-text' });
+    const embedding = health.findings.filter((f) => f.code.startsWith('embedding'));
+    assert.deepEqual(embedding.map((f) => `${f.code} ${f.path}`), ['embedding-mismatch characters/mara.md', 'embedding-stale places/old-abbey.md', 'embedding-stale rules.md']);
+    assert.match(embedding[0]!.message, /vectors of another size than the model makes now \(4\)/);
+    assert.match(embedding[2]!.message, /1 of 1 passages lack a current nomic-embed-text vector \(1 never embedded or changed since\)/);
+    // Semantic search off: nothing can be stale.
+    assert.ok(!(await indexHealth(campaign, store)).findings.some((f) => f.code.startsWith('embedding')));
+    // CI reads the campaign's own embedding cache against a fresh index of the files: same verdict.
+    const ci = await campaignHealth(campaign, { embeddingModel: 'nomic-embed-text' });
+    assert.deepEqual(ci.findings.filter((f) => f.code.startsWith('embedding')).map((f) => `${f.code} ${f.path}`), embedding.map((f) => `${f.code} ${f.path}`));
+  });
+
+  it('names the sources no turn has used, once turns exist, and counts retrievals per passage', async () => {
+    const canon = store.getSourceByPath('canon.md')!;
+    const [first, second] = store.listPassages(canon.id);
+    play.exec(`INSERT INTO adventures (id, campaign_id, title, created_at, updated_at) VALUES ('a1', '${campaign.id}', 'Test', 'now', 'now')`);
+    for (const turn of ['t1', 't2']) {
+      play.prepare("INSERT INTO turns (id, adventure_id, depth, action_kind, action, status, created_at, updated_at) VALUES (?, 'a1', 0, 'do', 'look', 'complete', 'now', 'now')").run(turn);
+      play.prepare("INSERT INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES (?, ?, ?, 1, 'matched')").run(turn, first!.id, canon.id);
+    }
+    play.prepare("INSERT INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES ('t2', ?, ?, 0, 'over budget')").run(second!.id, canon.id);
+    const counts = passageRetrievalCounts(play, [first!.id, second!.id]);
+    assert.deepEqual(counts.get(first!.id), { used: 2, considered: 2 });
+    assert.deepEqual(counts.get(second!.id), { used: 0, considered: 1 });
+    const never = (await indexHealth(campaign, store, { playDb: play })).findings.filter((f) => f.code === 'never-retrieved').map((f) => f.path);
+    // canon.md was used; rules.md is always included; duplicates and broken files could never be retrieved.
+    assert.deepEqual(never, ['characters/brother-aldric.md', 'characters/mara.md', 'inspiration-copy.md', 'loose-notes.md', 'places/infirmary.md', 'places/old-abbey.md', 'reference.md']);
+  });
+});

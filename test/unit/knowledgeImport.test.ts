@@ -1,0 +1,331 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
+import { importCampaign, indexFile, sourceIdFor } from '../../src/knowledge/importer';
+import { campaignStatus, deleteSource, rebuildIndex, setSourceEnabled } from '../../src/knowledge/operations';
+import { inThreadParser, workerParser, type Parser } from '../../src/knowledge/parsePool';
+import { KnowledgeStore } from '../../src/knowledge/store';
+import { makeCampaign, removeDir, writeFile } from '../support/campaignDirs';
+
+const prose = (topic: string, n = 90): string => Array.from({ length: n }, (_, i) => `${topic}${i}`).join(' ') + '.';
+
+/** Counts what the importer really asks to parse, by path-independent text. */
+function countingParser(): Parser & { parsed: string[] } {
+  const inner = inThreadParser();
+  const parsed: string[] = [];
+  return {
+    parsed,
+    parse(text, kind) {
+      parsed.push(text);
+      return inner.parse(text, kind);
+    },
+    close: () => inner.close(),
+  };
+}
+
+describe('knowledge: importing a campaign', () => {
+  let root: string;
+  let campaign: Campaign;
+  let store: KnowledgeStore;
+  const dirs: string[] = [];
+
+  const open = (files: Record<string, string | Uint8Array>, yaml?: string): void => {
+    root = makeCampaign(files, yaml);
+    dirs.push(root);
+    campaign = loadCampaign(root);
+    store = KnowledgeStore.open(campaign);
+  };
+  const source = (rel: string) => store.getSourceByPath(rel);
+
+  afterEach(() => {
+    store?.close();
+    for (const dir of dirs.splice(0)) removeDir(dir);
+  });
+
+  it('classifies by front matter, then the longest folder rule, then the campaign default, and records why', async () => {
+    open(
+      {
+        'canon.md': `---\nclass: canon\n---\n# Bible\n\n${prose('town')}`,
+        'places/abbey.md': `# Abbey\n\n${prose('abbey')}`,
+        'places/ruins/tower.md': `# Tower\n\n${prose('tower')}`,
+        'misc.md': `# Misc\n\n${prose('misc')}`,
+      },
+      'id: c\ntitle: C\ndefault_class: inspiration\nfolders:\n  places: canon\n  places/ruins: reference\n',
+    );
+    await importCampaign(campaign, store);
+    assert.deepEqual(source('canon.md')?.classOrigin, { kind: 'front-matter' });
+    assert.deepEqual([source('places/abbey.md')?.class, source('places/abbey.md')?.classOrigin], ['canon', { kind: 'folder-rule', folder: 'places' }]);
+    assert.deepEqual([source('places/ruins/tower.md')?.class, source('places/ruins/tower.md')?.classOrigin], ['reference', { kind: 'folder-rule', folder: 'places/ruins' }]);
+    assert.deepEqual([source('misc.md')?.class, source('misc.md')?.classOrigin], ['inspiration', { kind: 'campaign-default' }]);
+    const passages = store.listPassages(source('places/abbey.md')!.id);
+    assert.ok(passages.every((p) => p.class === 'canon'));
+    assert.equal(source('canon.md')?.title, 'Bible');
+  });
+
+  describe('bad input: a clear message naming the file and the reason, nothing else disturbed', () => {
+    const good = `# Good\n\n${prose('good')}`;
+    const cases: { name: string; file: string; content: string | Uint8Array; code: string; message: RegExp; state: string; yaml?: string }[] = [
+      { name: 'invalid UTF-8', file: 'latin1.md', content: Buffer.from('# Caf\xe9\n\nline two\n', 'latin1'), code: 'encoding', message: /not valid UTF-8 \(first bad byte on line 1\)/, state: 'error' },
+      { name: 'a binary file', file: 'image.md', content: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x02]), code: 'binary', message: /NUL byte.*binary/, state: 'error' },
+      { name: 'UTF-16', file: 'utf16.md', content: Buffer.from('\ufeffhello', 'utf16le'), code: 'encoding', message: /UTF-16/, state: 'error' },
+      { name: 'a file over the cap', file: 'huge.md', content: 'x'.repeat(2048), code: 'oversize', message: /2\.0 KiB, over the campaign's 1\.0 KiB cap/, state: 'error', yaml: 'id: t\ntitle: T\nsize_cap_bytes: 1024\n' },
+      { name: 'front matter that is not YAML', file: 'bad-yaml.md', content: '---\ntitle: [oops\n---\nbody', code: 'front-matter-yaml', message: /front matter is not valid YAML/, state: 'error' },
+      { name: 'an unknown class', file: 'bad-class.md', content: '---\nclass: lore\n---\nbody', code: 'front-matter-class', message: /'class' is 'lore'/, state: 'error' },
+      { name: 'an empty file', file: 'empty.md', content: '', code: 'empty', message: /empty/, state: 'ready' },
+    ];
+    for (const c of cases) {
+      it(c.name, async () => {
+        open({ 'good.md': good, [c.file]: c.content }, c.yaml);
+        const before = Buffer.from(fs.readFileSync(path.join(root, c.file)));
+        const report = await importCampaign(campaign, store);
+        const outcome = report.files.find((f) => f.path === c.file);
+        assert.ok(outcome, 'the bad file is reported');
+        const issue = outcome.issues.find((i) => i.code === c.code);
+        assert.ok(issue, `issue ${c.code} in ${JSON.stringify(outcome.issues)}`);
+        assert.match(issue.message, c.message);
+        const row = source(c.file);
+        assert.equal(row?.lexicalState, c.state, 'the file keeps a row that says what is wrong');
+        assert.deepEqual(store.listPassages(row!.id), [], 'and has no passages');
+        assert.equal(source('good.md')?.lexicalState, 'ready', 'the other file is indexed');
+        assert.ok(store.listPassages(source('good.md')!.id).length > 0);
+        assert.deepEqual(fs.readFileSync(path.join(root, c.file)), before, 'the user file is untouched');
+      });
+    }
+
+    it('a bad edit of a good file leaves an error row, and fixing it brings the passages back', async () => {
+      open({ 'a.md': `---\nclass: canon\n---\n${good}` });
+      await importCampaign(campaign, store);
+      writeFile(root, 'a.md', `---\nclass: canonn\n---\n${good}`);
+      await importCampaign(campaign, store);
+      assert.equal(source('a.md')?.lexicalState, 'error');
+      assert.equal(source('a.md')?.issues[0]?.line, 2);
+      writeFile(root, 'a.md', `---\nclass: canon\n---\n${good}`);
+      await importCampaign(campaign, store);
+      assert.equal(source('a.md')?.lexicalState, 'ready');
+    });
+
+    it('a symlink pointing outside the campaign is refused, not followed', async function () {
+      const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'st-outside-'));
+      dirs.push(outside);
+      fs.writeFileSync(path.join(outside, 'secret.md'), `# Secret\n\n${prose('secret')}`);
+      open({ 'good.md': good });
+      fs.symlinkSync(path.join(outside, 'secret.md'), path.join(root, 'linked.md'));
+      fs.symlinkSync(outside, path.join(root, 'linked-dir'));
+      fs.symlinkSync(path.join(root, 'good.md'), path.join(root, 'inside-link.md'));
+      const report = await importCampaign(campaign, store);
+      for (const rel of ['linked.md', 'linked-dir']) {
+        const outcome = report.files.find((f) => f.path === rel);
+        assert.equal(outcome?.outcome, 'error');
+        assert.match(outcome!.issues[0]!.message, /symlink points outside the campaign/);
+      }
+      assert.ok(!store.listSources().some((s) => s.path.includes('secret')));
+      assert.equal((store.db.prepare("SELECT count(*) n FROM passages WHERE text LIKE '%secret1%'").get() as { n: number }).n, 0);
+      assert.equal(source('inside-link.md')?.lexicalState, 'duplicate', 'a link inside the campaign is read, and is a duplicate of its target');
+    });
+
+    it('a file that disappears mid-import is reported and removed, the rest indexed', async () => {
+      open({ 'a.md': good, 'b.md': `# B\n\n${prose('bee')}`, 'c.md': `# C\n\n${prose('sea')}` });
+      await importCampaign(campaign, store);
+      writeFile(root, 'b.md', `# B\n\n${prose('changed')}`);
+      const inner = inThreadParser();
+      const parser: Parser = {
+        parse(text, kind) {
+          if (text.includes('changed')) fs.rmSync(path.join(root, 'b.md'));
+          return inner.parse(text, kind);
+        },
+        close: () => inner.close(),
+      };
+      const report = await importCampaign(campaign, store, { parser });
+      const b = report.files.find((f) => f.path === 'b.md');
+      assert.equal(b?.outcome, 'vanished');
+      assert.match(b!.issues[0]!.message, /disappeared while it was being imported/);
+      assert.equal(source('b.md'), undefined);
+      assert.equal(source('a.md')?.lexicalState, 'ready');
+      assert.equal(source('c.md')?.lexicalState, 'ready');
+    });
+
+    it('a file edited while it is parsed is read again, and the index holds the newer text', async () => {
+      open({ 'a.md': `# A\n\n${prose('first')}` });
+      const inner = inThreadParser();
+      let edits = 0;
+      const parser: Parser = {
+        parse(text, kind) {
+          if (edits++ === 0) {
+            const file = path.join(root, 'a.md');
+            fs.writeFileSync(file, `# A\n\n${prose('second')} and more`);
+            fs.utimesSync(file, new Date(), new Date(Date.now() + 5000));
+          }
+          return inner.parse(text, kind);
+        },
+        close: () => inner.close(),
+      };
+      await importCampaign(campaign, store, { parser });
+      const texts = store.listPassages(source('a.md')!.id).map((p) => p.text).join(' ');
+      assert.match(texts, /second0/);
+      assert.doesNotMatch(texts, /first0/);
+    });
+  });
+
+  it('does not parse unchanged files again, and parses exactly the edited one', async () => {
+    open({ 'a.md': `# A\n\n${prose('alpha')}`, 'b.md': `# B\n\n${prose('beta')}`, 'c.txt': prose('gamma') });
+    const parser = countingParser();
+    await importCampaign(campaign, store, { parser });
+    assert.equal(parser.parsed.length, 3);
+    parser.parsed.length = 0;
+    const again = await importCampaign(campaign, store, { parser });
+    assert.equal(parser.parsed.length, 0);
+    assert.equal(again.counts.unchanged, 3);
+    writeFile(root, 'b.md', `# B\n\n${prose('beta')} Edited.`);
+    const edited = await importCampaign(campaign, store, { parser });
+    assert.equal(parser.parsed.length, 1);
+    assert.match(parser.parsed[0]!, /Edited/);
+    assert.equal(edited.counts.indexed, 1);
+  });
+
+  it('moves passages to a new class when only a folder rule changed, without parsing', async () => {
+    open({ 'npcs/mara.md': `# Mara\n\n${prose('mara')}` });
+    await importCampaign(campaign, store);
+    fs.appendFileSync(path.join(root, 'campaign.yaml'), 'folders:\n  npcs: canon\n');
+    campaign = loadCampaign(root);
+    const parser = countingParser();
+    const report = await importCampaign(campaign, store, { parser });
+    assert.equal(report.counts.reclassified, 1);
+    assert.equal(parser.parsed.length, 0);
+    assert.ok(store.listPassages(source('npcs/mara.md')!.id).every((p) => p.class === 'canon'));
+  });
+
+  it('reports a duplicate naming the file that holds the content, indexes it once, and promotes it when the holder goes', async () => {
+    const text = `# Same\n\n${prose('same')}`;
+    open({ 'a/one.md': text, 'b/two.md': text });
+    const report = await importCampaign(campaign, store);
+    const dup = report.files.find((f) => f.path === 'b/two.md');
+    assert.equal(dup?.outcome, 'duplicate');
+    assert.equal(dup?.duplicateOf, 'a/one.md');
+    assert.match(dup!.issues.find((i) => i.code === 'duplicate')!.message, /same content as a\/one\.md/);
+    assert.equal(store.counts().passages, store.listPassages(source('a/one.md')!.id).length);
+    fs.rmSync(path.join(root, 'a', 'one.md'));
+    await importCampaign(campaign, store);
+    assert.equal(source('b/two.md')?.lexicalState, 'ready');
+    assert.ok(store.listPassages(source('b/two.md')!.id).length > 0);
+  });
+
+  it('leaves out passages another file already holds, and restores them when the holder changes', async () => {
+    const shared = `## Aboleth\n\n${prose('tentacle')}`;
+    open({ 'monsters/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`, 'monsters-alt/a.md': `# Monsters A\n\n${prose('intro')}\n\n${shared}` });
+    await importCampaign(campaign, store);
+    const alt = source('monsters-alt/a.md')!;
+    assert.equal(alt.lexicalState, 'ready');
+    assert.match(alt.issues.find((i) => i.code === 'duplicate')!.message, /1 of 2 passages repeat text already indexed from monsters\/aboleth\.md/);
+    assert.equal(store.listPassages(alt.id).length, 1);
+    writeFile(root, 'monsters/aboleth.md', `# Aboleth\n\n${prose('rewritten')}`);
+    await importCampaign(campaign, store);
+    assert.equal(store.listPassages(alt.id).length, 2, 'the text is indexed once, never zero times');
+  });
+
+  it('keeps two campaigns with the same text apart', async () => {
+    const text = `# Crypt\n\n${prose('bronze')}`;
+    open({ 'crypt.md': text }, 'id: first\ntitle: First\n');
+    const first = { campaign, store };
+    await importCampaign(campaign, store);
+    open({ 'crypt.md': text }, 'id: second\ntitle: Second\n');
+    await importCampaign(campaign, store);
+    assert.equal(store.getSourceByPath('crypt.md')?.lexicalState, 'ready', 'not a duplicate of the other campaign');
+    assert.notEqual(first.store.getSourceByPath('crypt.md')?.id, store.getSourceByPath('crypt.md')?.id);
+    assert.equal(first.store.listSources().length, 1);
+    assert.ok(first.store.listSources().every((s) => s.campaignId === 'first'));
+    first.store.close();
+  });
+
+  it('ignores the data folder, campaign.yaml, dotfiles, ignore prefixes and other extensions', async () => {
+    open(
+      { 'a.md': prose('a'), '.hidden.md': prose('h'), '.obsidian/x.md': prose('o'), 'drafts/x.md': prose('d'), 'notes.json': '{}', '.storyteller/x.md': prose('s'), 'b.markdown': prose('b') },
+      'id: t\ntitle: T\nignore: [drafts]\n',
+    );
+    await importCampaign(campaign, store);
+    assert.deepEqual(store.listSources().map((s) => s.path), ['a.md', 'b.markdown']);
+  });
+
+  it('removes the source of a deleted file', async () => {
+    open({ 'a.md': prose('a'), 'b.md': prose('b') });
+    await importCampaign(campaign, store);
+    fs.rmSync(path.join(root, 'b.md'));
+    const report = await importCampaign(campaign, store);
+    assert.equal(report.counts.removed, 1);
+    assert.deepEqual(store.listSources().map((s) => s.path), ['a.md']);
+    assert.equal((store.db.prepare('SELECT count(*) n FROM passages_fts').get() as { n: number }).n, store.counts().passages);
+  });
+
+  it('enables and disables through front matter, keeping the passages stored', async () => {
+    const original = `---\ntitle: Mara   # the healer\n---\n# Mara\n\n${prose('mara')}\n`;
+    open({ 'mara.md': original });
+    await importCampaign(campaign, store);
+    const passages = store.listPassages(source('mara.md')!.id).length;
+    await setSourceEnabled(campaign, store, 'mara.md', false);
+    assert.equal(fs.readFileSync(path.join(root, 'mara.md'), 'utf8'), original.replace('---\n#', 'enabled: false\n---\n#'));
+    assert.equal(source('mara.md')?.enabled, false);
+    assert.equal(store.listPassages(source('mara.md')!.id).length, passages);
+    assert.equal(campaignStatus(store).passages, 0, 'a disabled source leaves retrieval');
+    await setSourceEnabled(campaign, store, 'mara.md', true);
+    assert.equal(source('mara.md')?.enabled, true);
+    assert.equal(campaignStatus(store).passages, passages);
+  });
+
+  it('deletes a source, its passages and index rows', async () => {
+    open({ 'a.md': prose('a'), 'b.md': prose('b') });
+    await importCampaign(campaign, store);
+    const removed: string[] = [];
+    await deleteSource(campaign, store, sourceIdFor('test', 'b.md'), { removeFile: async (f) => (removed.push(f), fs.promises.rm(f)) });
+    assert.deepEqual(removed, [path.join(root, 'b.md')]);
+    assert.deepEqual(store.listSources().map((s) => s.path), ['a.md']);
+    assert.equal((store.db.prepare('SELECT count(*) n FROM passages_fts').get() as { n: number }).n, store.counts().passages);
+  });
+
+  it('rebuilds the index without touching the files or the play database', async () => {
+    open({ 'a.md': prose('a'), 'b.md': prose('b') });
+    await importCampaign(campaign, store);
+    fs.writeFileSync(campaign.playPath, 'play data stays');
+    const before = store.listSources().map((s) => [s.path, s.sha256]);
+    const report = await rebuildIndex(campaign, store);
+    assert.equal(report.counts.indexed, 2);
+    assert.deepEqual(store.listSources().map((s) => [s.path, s.sha256]), before);
+    assert.equal(fs.readFileSync(campaign.playPath, 'utf8'), 'play data stays');
+  });
+
+  it('indexes one saved file on its own, and removes a path that is gone', async () => {
+    open({ 'a.md': prose('a') });
+    await importCampaign(campaign, store);
+    writeFile(root, 'new.md', prose('fresh'));
+    const added = await indexFile(campaign, store, 'new.md');
+    assert.equal(added.counts.indexed, 1);
+    fs.rmSync(path.join(root, 'new.md'));
+    const gone = await indexFile(campaign, store, 'new.md');
+    assert.equal(gone.counts.removed, 1);
+    assert.deepEqual(store.listSources().map((s) => s.path), ['a.md']);
+  });
+
+  it('reports progress and per-campaign status with lexical and semantic separately', async () => {
+    open({ 'a.md': prose('a'), 'b.md': '---\nclass: x\n---\n' });
+    const events: string[] = [];
+    await importCampaign(campaign, store, { onProgress: (e) => events.push(`${e.phase}:${e.done}/${e.total}`) });
+    assert.deepEqual(events, ['scan:0/0', 'index:1/2', 'index:2/2', 'done:2/2']);
+    const status = campaignStatus(store);
+    assert.deepEqual(status.lexical, { pending: 0, ready: 1, error: 1, duplicate: 0 });
+    assert.deepEqual(status.semantic, { off: 2, pending: 0, ready: 0, error: 0, stale: 0 });
+    assert.equal(status.errors, 1);
+  });
+
+  it('parses on worker threads with the same result as in-thread', async () => {
+    open({ 'a.md': `# A\n\n${prose('alpha', 900)}`, 'b.md': `# B\n\n${prose('beta')}`, 'c.md': `# C\n\n${prose('gamma')}` });
+    const parser = workerParser();
+    try {
+      await importCampaign(campaign, store, { parser });
+    } finally {
+      await parser.close();
+    }
+    const viaWorkers = store.listSources().map((s) => store.listPassages(s.id));
+    await rebuildIndex(campaign, store);
+    assert.deepEqual(store.listSources().map((s) => store.listPassages(s.id)), viaWorkers);
+  });
+});

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval';
+import type { KnowledgeStore } from '../../src/knowledge/store';
+import { corpusPath } from '../support/corpora';
+import { importCorpora } from '../support/knowledgeFixtures';
+
+describe('retrieval over real material (Torys as canon, the SRD as reference)', function () {
+  this.timeout(120_000);
+  let store: KnowledgeStore;
+  let dispose: () => void;
+  before(async () => {
+    ({ store, dispose } = await importCorpora('library', {
+      torys: { corpus: corpusPath('torys'), class: 'canon' },
+      srd: { corpus: corpusPath('dnd-srd-5.1'), class: 'reference' },
+    }));
+  });
+  after(() => dispose());
+
+  it("answers a reader's question about the setting from the right page", async () => {
+    const { hits } = await searchKnowledge(store, "Who runs the inn at Day's End?", { limit: 3 });
+    assert.ok(
+      hits.some((h) => /days-end\/(natra|old-prince)\.md$/.test(h.sourcePath)),
+      hits.map((h) => h.sourcePath).join(', '),
+    );
+  });
+
+  it('answers a rules question from the SRD, as reference', async () => {
+    const { hits } = await searchKnowledge(store, 'How does grappling work?', { limit: 3 });
+    const combat = hits.find((h) => h.sourcePath === 'srd/Gameplay/Combat.md');
+    assert.ok(combat, hits.map((h) => h.sourcePath).join(', '));
+    assert.deepEqual(combat.headingPath.slice(-1), ['Grappling']);
+    assert.equal(combat.class, 'reference');
+  });
+
+  it('assembles nothing for a scene the library knows nothing about', async () => {
+    const result = await retrieveKnowledge(store, {
+      input: 'We board the starship and plot a jump to the orbital casino.',
+      recent: ['The hyperdrive hums.', 'Docking clamps release.'],
+      stage: 'narrator',
+      budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS },
+    });
+    assert.deepEqual(Object.values(result.sections).flat(), []);
+  });
+
+  it('keeps the canon of the scene in canon and the rules in reference, within their budgets', async () => {
+    const result = await retrieveKnowledge(store, {
+      input: 'I ask Ahahbu to heal my broken arm.',
+      scene: "Ahahbu's house, Day's End",
+      stage: 'narrator',
+      budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS },
+    });
+    assert.ok(result.sections.canon.some((p) => p.sourcePath.endsWith('ahahbu.md')));
+    assert.ok(result.sections.reference.every((p) => p.sourcePath.startsWith('srd/')));
+    for (const section of ['canon', 'reference', 'inspiration'] as const) {
+      assert.ok(result.sections[section].reduce((n, p) => n + p.tokenCount, 0) <= DEFAULT_KNOWLEDGE_BUDGETS[section]);
+    }
+    for (const c of result.record.candidates) assert.ok(c.reason.length > 0, `every decision has a reason: ${c.passageId}`);
+  });
+});
