@@ -8,6 +8,9 @@ import { Disposable } from './views/disposable';
 import { KnowledgeService } from './views/knowledgeService';
 import { PassagesTree } from './views/passagesTree';
 import { PlayPanels } from './views/playPanels';
+import { AdventuresTree, PlayReaders, ProvenanceTree } from './views/playTrees';
+import { whyNot } from './knowledge/retrieval';
+import type { PassageNode } from './views/passagesTree';
 import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
@@ -21,6 +24,8 @@ export interface StorytellerApi {
   readonly sources: SourcesTree;
   readonly passages: PassagesTree;
   readonly play: PlayPanels;
+  readonly adventures: AdventuresTree;
+  readonly provenance: ProvenanceTree;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -51,16 +56,37 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly passages = this._register(new PassagesTree(this.knowledge));
   readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
   readonly play: PlayPanels;
+  readonly adventures: AdventuresTree;
+  readonly provenance: ProvenanceTree;
 
   constructor(extensionUri: vscode.Uri) {
     super();
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings));
+    const readers = this._register(new PlayReaders());
+    this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
+    this.provenance = this._register(new ProvenanceTree(readers));
+    this._register(this.play.onDidPlay(({ playPath, turnId }) => turnId && this.provenance.show(playPath, turnId)));
+    this._register(vscode.commands.registerCommand('storyteller.showProvenance', (playPath: string, turnId: string) => this.provenance.show(playPath, turnId)));
+    this._register(vscode.commands.registerCommand('storyteller.whyNot', (node: PassageNode) => this.whyNot(node)));
     this._register(new SourceDiagnostics(this.knowledge));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
       void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);
     }
+  }
+
+  /** "Why not?": what the turn shown in Turn Provenance decided about this passage, or why it was never a candidate. */
+  private whyNot(node: PassageNode): string | undefined {
+    const snapshot = this.provenance.current;
+    const store = this.knowledge.get(node.root)?.store;
+    if (!snapshot || !store) {
+      void vscode.window.showInformationMessage('Select a turn in the Adventures view first: "why not?" answers for that turn.');
+      return undefined;
+    }
+    const answer = whyNot(store, snapshot.retrieval, node.passage.id);
+    void vscode.window.showInformationMessage(`${node.passage.headingPath.at(-1) ?? node.source.title}: ${answer}`);
+    return answer;
   }
 
   /** Everything that reads the workspace or the network starts here, after activate() has returned. */

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
@@ -144,7 +145,23 @@ export class CampaignIndex extends Disposable {
 
   private fileChanged(absPath: string): void {
     const rel = this.relative(absPath);
-    if (rel !== undefined && isCandidateSource(this.campaign, rel)) this.schedule(rel);
+    if (rel === undefined) return;
+    if (isCandidateSource(this.campaign, rel)) {
+      this.schedule(rel);
+      return;
+    }
+    // A folder created (or moved in) with files already inside may arrive as one event for the folder.
+    let entries: string[];
+    try {
+      if (!fs.statSync(absPath).isDirectory()) return;
+      entries = fs.readdirSync(absPath, { recursive: true, encoding: 'utf8' });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const child = `${rel}/${entry.split(path.sep).join('/')}`;
+      if (isCandidateSource(this.campaign, child)) this.schedule(child);
+    }
   }
 
   /** A deleted folder arrives as one event: every source under it goes. */

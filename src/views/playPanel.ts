@@ -58,6 +58,9 @@ export class PlayPanel extends Disposable {
   private readonly engine: StoryEngine;
   private adventure: Adventure;
   private running: AbortController | undefined;
+  private readonly _onDidPlay = this._register(new vscode.EventEmitter<{ playPath: string; turnId: string | null }>());
+  /** Fires whenever the adventure's turns or head changed. */
+  readonly onDidPlay = this._onDidPlay.event;
 
   constructor(
     readonly panel: vscode.WebviewPanel,
@@ -142,6 +145,7 @@ export class PlayPanel extends Disposable {
       generating: this.engine.isGenerating(this.adventure.id),
       model: this.engine.settings.model,
     });
+    this._onDidPlay.fire({ playPath: this.campaign.playPath, turnId: this.adventure.headTurnId });
   }
 
   private handlers(): TurnHandlers {

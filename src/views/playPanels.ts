@@ -9,6 +9,9 @@ import type { Settings } from './settings';
 /** Opens play panels, and brings them back after a reload from the state each webview saved. */
 export class PlayPanels extends Disposable {
   private readonly open = new Set<PlayPanel>();
+  private readonly _onDidPlay = this._register(new vscode.EventEmitter<{ playPath: string; turnId: string | null }>());
+  /** Any panel's adventure changed: the trees re-read, provenance follows the head. */
+  readonly onDidPlay = this._onDidPlay.event;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -58,6 +61,7 @@ export class PlayPanels extends Disposable {
     if (!index) return undefined;
     const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
     this.open.add(play);
+    play.onDidPlay((event) => this._onDidPlay.fire(event));
     panel.onDidDispose(() => this.open.delete(play));
     return play;
   }

@@ -95,7 +95,10 @@ describe('campaign knowledge in the workbench', () => {
       const harbor = await waitFor(() => sourceAt('places/harbor.md'), 15_000, 'places/harbor.md to be indexed');
       assert.equal(harbor.class, 'canon');
       await sleep(1000);
-      assert.deepEqual(changes.filter((p) => p === 'places/harbor.md'), ['places/harbor.md'], 'five quick writes, one reindex');
+      // The workbench's watcher may deliver a burst in two batches on a loaded machine; without the
+      // per-file debounce each of the five writes would be its own reindex.
+      const reindexes = changes.filter((p) => p === 'places/harbor.md').length;
+      assert.ok(reindexes >= 1 && reindexes <= 2, `five quick writes, ${reindexes} reindexes`);
       const [passage] = index.store!.listPassages(harbor.id);
       assert.match(passage!.text, /Draft 5/);
 

@@ -96,6 +96,35 @@ describe('the play panel', () => {
     assert.equal(panel.allTurns().length, 3, 'undo moves the head; it deletes nothing');
   });
 
+  it('lists the adventure and its branches, shows what the latest turn was sent and why, and answers "why not?"', async () => {
+    fake.queue({ chunks: ['Mist gathers on the river.'] });
+    await panelShows('provenance-turn', (t) => t.includes('Mist gathers'), [
+      { action: 'fill', selector: '#action textarea', text: 'I ask Sister Mara about the abbey bells' },
+      { action: 'click', selector: '#do' },
+    ]);
+    const [adventure] = api.adventures.getChildren();
+    assert.equal(adventure?.kind === 'adventure' && adventure.adventure.title, 'The Westhaven Campaign — first adventure');
+    const firstTurns = api.adventures.getChildren(adventure);
+    assert.equal(firstTurns.length, 3, 'the first action, its retry, and the action played after undoing to the start are three branches');
+
+    const sections = api.provenance.getChildren();
+    const canon = sections.find((n) => n.kind === 'section' && n.section.id === 'canon');
+    assert.ok(canon, 'the latest turn sent a canon section');
+    const used = api.provenance.getChildren(canon).filter((n) => n.kind === 'passage');
+    assert.ok(used.some((n) => n.kind === 'passage' && n.decision.sourcePath === 'characters/mara.md' && n.decision.outcome === 'selected'));
+    const item = api.provenance.getTreeItem(used[0]!);
+    assert.match(String(item.description), /Canon · score \d/);
+
+    const index = api.knowledge.get(root)!;
+    const taverns = index.store!.getSourceByPath('reference.md')!;
+    const passage = index.store!.listPassages(taverns.id)[0]!;
+    const answer = await vscode.commands.executeCommand<string>('storyteller.whyNot', { root, source: taverns, passage });
+    assert.ok(answer && answer.length > 10, 'a reason a writer can read');
+    await vscode.commands.executeCommand('storyteller.provenance.focus');
+    await vscode.commands.executeCommand('storyteller.adventures.focus');
+    await capture('adventures-and-provenance');
+  });
+
   describe('imported text that tries to be markup, a request or an instruction', () => {
     const tracker = () => `http://127.0.0.1:${harnessConfig().trackerPort}`;
     const hostile = () => [
