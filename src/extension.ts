@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { assertFts5 } from './knowledge/sqlite';
 import { CampaignRegistry } from './views/campaigns';
 import { Commands } from './views/commands';
+import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
 import { KnowledgeService } from './views/knowledgeService';
@@ -21,6 +22,7 @@ export interface StorytellerApi {
   readonly sources: SourcesTree;
   readonly passages: PassagesTree;
   readonly play: PlayPanels;
+  readonly conflicts: ConflictFeatures;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -51,11 +53,19 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly passages = this._register(new PassagesTree(this.knowledge));
   readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
   readonly play: PlayPanels;
+  readonly conflicts: ConflictFeatures;
 
   constructor(extensionUri: vscode.Uri) {
     super();
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings));
     this._register(new SourceDiagnostics(this.knowledge));
+    this.conflicts = this._register(
+      new ConflictFeatures({
+        campaigns: () => this.knowledge.list(),
+        onDidChangeIndex: this.knowledge.onDidChange,
+        ollama: () => (this.settings.current.narratorModel ? { host: this.settings.current.ollamaHost, model: this.settings.current.narratorModel } : undefined),
+      }),
+    );
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
