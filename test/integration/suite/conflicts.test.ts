@@ -25,7 +25,12 @@ describe('canon conflicts in the workbench', () => {
     // A writer adds notes that disagree with Mara's sheet (characters/mara.md: Age 34).
     fs.writeFileSync(path.join(root, ...INFIRMARY.split('/')), '---\ntitle: Infirmary Notes\n---\n# Infirmary notes\n\n## Mara\n\n- **Age:** 41\n- **Home:** the Old Abbey\n');
   });
-  after(() => fs.rmSync(path.join(root, ...INFIRMARY.split('/')), { force: true }));
+  // Later suites count the example campaign's sources: leave it as it was found, index included.
+  after(async () => {
+    fs.rmSync(path.join(root, ...INFIRMARY.split('/')), { force: true });
+    await waitFor(() => !index.store?.getSourceByPath(INFIRMARY), 20_000, 'the notes to leave the index');
+    await index.idle();
+  });
 
   it('puts a problem on both statements, each pointing at the other', async () => {
     const [onNotes] = await waitFor(() => conflictDiagnostics(INFIRMARY).length > 0 && conflictDiagnostics(INFIRMARY), 20_000, 'a conflict diagnostic on the new notes');
