@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { assertFts5 } from './knowledge/sqlite';
 import { CampaignRegistry } from './views/campaigns';
 import { Commands } from './views/commands';
+import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
 import { KnowledgeService } from './views/knowledgeService';
@@ -26,6 +27,7 @@ export interface StorytellerApi {
   readonly play: PlayPanels;
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
+  readonly conflicts: ConflictFeatures;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -58,6 +60,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly play: PlayPanels;
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
+  readonly conflicts: ConflictFeatures;
 
   constructor(extensionUri: vscode.Uri) {
     super();
@@ -69,6 +72,13 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this._register(vscode.commands.registerCommand('storyteller.showProvenance', (playPath: string, turnId: string) => this.provenance.show(playPath, turnId)));
     this._register(vscode.commands.registerCommand('storyteller.whyNot', (node: PassageNode) => this.whyNot(node)));
     this._register(new SourceDiagnostics(this.knowledge));
+    this.conflicts = this._register(
+      new ConflictFeatures({
+        campaigns: () => this.knowledge.list(),
+        onDidChangeIndex: this.knowledge.onDidChange,
+        ollama: () => (this.settings.current.narratorModel ? { host: this.settings.current.ollamaHost, model: this.settings.current.narratorModel } : undefined),
+      }),
+    );
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);

@@ -8,6 +8,7 @@ import { supersedesEdit } from '../knowledge/conflictsEdit';
 import { analyzeStoreConflicts } from '../knowledge/conflictsIndex';
 import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, type SuggestedConflict } from '../knowledge/conflictsModel';
 import type { FactStatement } from '../knowledge/facts';
+import { stripInlineMarkup } from '../knowledge/factsNormalize';
 import { passageRetrievalCounts } from '../knowledge/health';
 import { openDatabase, type Db } from '../knowledge/sqlite';
 import type { KnowledgeStore } from '../knowledge/store';
@@ -262,16 +263,19 @@ export class ConflictFeatures implements vscode.Disposable {
           parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${statementLink(c.a)} vs **${md(c.b.value)}** ${statementLink(c.b)}`).join('\n'));
         }
       }
+      // Passages start below their heading; a long section is several passages with the same heading path.
       const source = state.entry.store.getSourceByPath(relPath);
-      const passage = source && state.entry.store.listPassages(source.id).find((p) => p.startLine === line);
-      if (passage) {
+      const headingText = stripInlineMarkup(heading[1]!);
+      const after = (source ? state.entry.store.listPassages(source.id) : []).filter((p) => p.startLine > line).sort((a, b) => a.startLine - b.startLine);
+      const first = after[0];
+      const section = first && first.headingPath.at(-1) === headingText ? after.filter((p) => JSON.stringify(p.headingPath) === JSON.stringify(first.headingPath)) : [];
+      if (section.length > 0) {
         const db = this.playDb(root, false);
-        const count = db ? passageRetrievalCounts(db, [passage.id]).get(passage.id) : undefined;
-        parts.push(
-          count
-            ? `Retrieved by ${count.considered} turn${count.considered === 1 ? '' : 's'}; used in ${count.used}.`
-            : 'No turn has retrieved this passage yet.',
-        );
+        const counts = db ? passageRetrievalCounts(db, section.map((p) => p.id)) : new Map<string, { used: number; considered: number }>();
+        const considered = section.reduce((sum, p) => sum + (counts.get(p.id)?.considered ?? 0), 0);
+        const used = section.reduce((sum, p) => sum + (counts.get(p.id)?.used ?? 0), 0);
+        const what = section.length === 1 ? 'this passage' : `these ${section.length} passages`;
+        parts.push(considered > 0 ? `Turns retrieved ${what} ${considered} time${considered === 1 ? '' : 's'}; used in ${used}.` : `No turn has retrieved ${what} yet.`);
       }
     }
     if (parts.length === 0) return undefined;
