@@ -110,6 +110,14 @@ export interface QueryParts {
 /** How many of the newest story lines join the query: enough for the thread, not the whole transcript. */
 const RECENT_LINES_IN_QUERY = 2;
 
+/** A name's words without leading articles: "the Abbey" is the name "abbey", which "Old Abbey" also holds. */
+function nameTokens(name: string): string[] {
+  const tokens = tokenize(name);
+  let start = 0;
+  while (start < tokens.length - 1 && !isMeaningfulWord(tokens[start]!)) start++;
+  return tokens.slice(start);
+}
+
 /**
  * The terms of a retrieval query (§27: not the user's input alone). Entity names become phrase terms;
  * a name that comes only from the standing state is marked `standing`, because it is in every turn's
@@ -119,7 +127,7 @@ const RECENT_LINES_IN_QUERY = 2;
 export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; queryText: string } {
   const terms = new Map<string, SearchTerm>();
   const names = [...(parts.entities ?? []), ...(parts.knownNames ?? [])]
-    .map((n) => tokenize(n))
+    .map(nameTokens)
     .filter((tokens) => tokens.length > 1 || (tokens.length === 1 && isMeaningfulWord(tokens[0]!)));
   // Longest names first, so "Days End Graveyard" claims its words before "Days End" does.
   names.sort((a, b) => b.length - a.length);
@@ -153,7 +161,7 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
   addText(parts.scene, 'scene');
   for (const line of (parts.recent ?? []).slice(-RECENT_LINES_IN_QUERY)) addText(line, 'recent');
   for (const name of parts.entities ?? []) {
-    const tokens = tokenize(name);
+    const tokens = nameTokens(name);
     if (tokens.length === 0) continue;
     if (tokens.length === 1 && !isMeaningfulWord(tokens[0]!)) continue;
     const key = tokens.join(' ');

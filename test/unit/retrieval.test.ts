@@ -328,6 +328,14 @@ describe('retrieval terms', () => {
     );
   });
 
+  it('reads a name declared with an article ("the Abbey") as the name itself, so "Old Abbey" matches it', () => {
+    const { terms } = buildSearchTerms({ input: 'I knock on the abbey gate', knownNames: ['the Abbey', 'Old Abbey'] });
+    const abbey = terms.find((t) => t.text === 'abbey');
+    assert.ok(abbey, 'the word abbey is searched on its own');
+    assert.equal(abbey.name, true);
+    assert.ok(!terms.some((t) => t.text === 'the abbey'), 'no phrase that "The Old Abbey" could never match');
+  });
+
   it('a search made of stop words searches nothing', async () => {
     const store = storeWith('westhaven', ALL);
     try {
