@@ -29,9 +29,14 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
   }
 }
 
-/** npm with the running Node (24, from node_modules/.bin) first on PATH, so native builds target it. */
+/**
+ * npm with the running Node (24, from node_modules/.bin) first on PATH, so native builds target it. The
+ * outer npm's own variables are dropped: under `npm test` they describe the npm that started us (and its
+ * Node, which may be older), and code-server's postinstall reads the Node version from npm_config_user_agent.
+ */
 function npmEnv(): NodeJS.ProcessEnv {
-  return { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+  return { ...env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
 }
 
 function installInto(dir: string, spec: string, extraArgs: string[] = []): void {
