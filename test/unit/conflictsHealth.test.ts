@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { EXIT } from '../../src/cli/command';
-import { runCli } from '../../src/cli/run';
 import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
 import { clearConflictDecision, listConflictDecisions, loadConflictDecisions, recordConflictDecision } from '../../src/knowledge/conflictsDecisions';
 import { analyzeStoreConflicts } from '../../src/knowledge/conflictsIndex';
@@ -15,6 +13,7 @@ import { KnowledgeStore } from '../../src/knowledge/store';
 import { CHUNKING_VERSION } from '../../src/knowledge/types';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
+import { runCaptured } from '../support/cliRun';
 
 /** The example campaign, copied and edited the way a busy writer's campaign drifts. */
 function driftedCampaign(): string {
@@ -129,19 +128,9 @@ describe('campaign health', () => {
 });
 
 describe('storyteller lint: health for a writer\'s CI', () => {
-  async function cli(argv: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c: Buffer) => (out += c.toString()));
-    stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const code = await runCli(argv, { stdout, stderr, cwd });
-    return { code, stdout: out, stderr: err };
-  }
 
   it('passes the example campaign, and fails a campaign whose canon contradicts itself, naming both lines', async () => {
-    const clean = await cli(['lint', EXAMPLE_CAMPAIGN, '--workers', '0'], process.cwd());
+    const clean = await runCaptured(['lint', EXAMPLE_CAMPAIGN, '--workers', '0'], process.cwd());
     assert.equal(clean.code, EXIT.ok, clean.stdout + clean.stderr);
     assert.match(clean.stdout, /0 errors/);
 
@@ -149,13 +138,13 @@ describe('storyteller lint: health for a writer\'s CI', () => {
     try {
       fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
       fs.writeFileSync(path.join(root, 'places', 'infirmary.md'), '# Infirmary\n\n## Mara\n\n- **Age:** 41\n');
-      const failed = await cli(['lint', '--workers', '0'], root);
+      const failed = await runCaptured(['lint', '--workers', '0'], root);
       assert.equal(failed.code, EXIT.findings);
       assert.match(failed.stdout, /characters\/mara\.md:8 {2}error {2}canon contradicts itself: Sister Mara — Age is "34" here but "41" in places\/infirmary\.md:5 {2}\(canon-conflict\)/);
-      const json = await cli(['lint', root, '--workers', '0', '--json', '--always-include-budget', '5'], process.cwd());
+      const json = await runCaptured(['lint', root, '--workers', '0', '--json', '--always-include-budget', '5'], process.cwd());
       const report = JSON.parse(json.stdout) as { errors: number; findings: { code: string; path: string }[] };
       assert.deepEqual(report.findings.map((f) => `${f.code} ${f.path}`), ['canon-conflict characters/mara.md', 'always-include-over-budget rules.md']);
-      assert.equal((await cli(['lint', root, '--always-include-budget', 'lots'], process.cwd())).code, EXIT.usage);
+      assert.equal((await runCaptured(['lint', root, '--always-include-budget', 'lots'], process.cwd())).code, EXIT.usage);
       assert.ok(!fs.existsSync(path.join(root, '.storyteller')), 'lint writes nothing into the campaign');
     } finally {
       fs.rmSync(root, { recursive: true, force: true });

@@ -2,25 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { EXIT } from '../../src/cli/command';
-import { runCli } from '../../src/cli/run';
 import { loadCampaign } from '../../src/knowledge/campaign';
 import type { RetrievalResult } from '../../src/knowledge/retrievalTypes';
 import type { SearchResult } from '../../src/knowledge/retrieval';
 import { KnowledgeStore } from '../../src/knowledge/store';
 import { writeFixtureSource } from '../support/knowledgeFixtures';
+import { runCaptured } from '../support/cliRun';
 
-async function cli(argv: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await runCli(argv, { stdout, stderr, cwd });
-  return { code, stdout: out, stderr: err };
-}
 
 describe('CLI search and context', () => {
   let dir: string;
@@ -43,11 +32,11 @@ describe('CLI search and context', () => {
 
   it('search prints ranked results with their reasons, and --json the full record', async () => {
     index();
-    const human = await cli(['search', 'bronze crypt door'], path.join(dir));
+    const human = await runCaptured(['search', 'bronze crypt door'], path.join(dir));
     assert.equal(human.code, EXIT.ok);
     assert.match(human.stdout, /1\. places\/old-abbey\.md:1-1 › The Old Abbey › The Crypt {2}\[canon\]/);
     assert.match(human.stdout, /matched 'bronze', 'crypt', 'door'/);
-    const json = await cli(['search', 'bronze crypt door', '--campaign', dir, '--json'], os.tmpdir());
+    const json = await runCaptured(['search', 'bronze crypt door', '--campaign', dir, '--json'], os.tmpdir());
     const parsed = JSON.parse(json.stdout) as SearchResult & { campaign: string };
     assert.equal(parsed.campaign, 'westhaven');
     assert.equal(parsed.hits[0]!.sourcePath, 'places/old-abbey.md');
@@ -56,19 +45,19 @@ describe('CLI search and context', () => {
 
   it('search says plainly when nothing is relevant', async () => {
     index();
-    const result = await cli(['search', 'orbital casino', '--campaign', dir], os.tmpdir());
+    const result = await runCaptured(['search', 'orbital casino', '--campaign', dir], os.tmpdir());
     assert.equal(result.code, EXIT.ok);
     assert.match(result.stdout, /Nothing in 'Westhaven' is relevant to "orbital casino"/);
   });
 
   it('context assembles sections with pins first and hidden canon marked, and hides it from the player', async () => {
     index();
-    const narrator = await cli(['context', '--input', 'Who poisoned the abbot in the crypt?', '--campaign', dir, '--json'], os.tmpdir());
+    const narrator = await runCaptured(['context', '--input', 'Who poisoned the abbot in the crypt?', '--campaign', dir, '--json'], os.tmpdir());
     assert.equal(narrator.code, EXIT.ok);
     const result = JSON.parse(narrator.stdout) as RetrievalResult;
     assert.deepEqual(result.sections.alwaysInclude.map((p) => p.sourcePath), ['rules.md']);
     assert.ok(result.sections.canon.some((p) => p.sourcePath === 'secrets.md' && p.hidden));
-    const player = await cli(['context', '--input', 'Who poisoned the abbot in the crypt?', '--stage', 'player', '--campaign', dir], os.tmpdir());
+    const player = await runCaptured(['context', '--input', 'Who poisoned the abbot in the crypt?', '--stage', 'player', '--campaign', dir], os.tmpdir());
     assert.doesNotMatch(player.stdout.split('## Decisions')[0]!, /Aldric/);
     assert.match(player.stdout, /hidden-for-stage +secrets\.md › Secret: matched .* hidden \(narrator-only\)/);
     assert.match(narrator.stdout, /"semantic"/);
@@ -76,13 +65,13 @@ describe('CLI search and context', () => {
 
   it('context surfaces an always-include overflow as a conflict', async () => {
     index();
-    const result = await cli(['context', '--input', 'the crypt door', '--budget-always', '2', '--budget-canon', '0', '--campaign', dir], os.tmpdir());
+    const result = await runCaptured(['context', '--input', 'the crypt door', '--budget-always', '2', '--budget-canon', '0', '--campaign', dir], os.tmpdir());
     assert.equal(result.code, EXIT.ok);
     assert.match(result.stdout, /CONFLICT: always-include canon needs \d+ tokens but its budget is 2/);
   });
 
   it('fails clearly when the campaign has no index yet, without creating one', async () => {
-    const result = await cli(['search', 'crypt', '--campaign', dir], os.tmpdir());
+    const result = await runCaptured(['search', 'crypt', '--campaign', dir], os.tmpdir());
     assert.equal(result.code, EXIT.failure);
     assert.match(result.stderr, /no index yet for campaign 'westhaven'; run 'storyteller index' first/);
     assert.equal(fs.existsSync(path.join(dir, '.storyteller', 'index.db')), false);
@@ -90,10 +79,10 @@ describe('CLI search and context', () => {
 
   it('rejects bad usage with the usage line', async () => {
     index();
-    assert.equal((await cli(['search', '--campaign', dir], os.tmpdir())).code, EXIT.usage);
-    const badStage = await cli(['context', '--input', 'x', '--stage', 'god', '--campaign', dir], os.tmpdir());
+    assert.equal((await runCaptured(['search', '--campaign', dir], os.tmpdir())).code, EXIT.usage);
+    const badStage = await runCaptured(['context', '--input', 'x', '--stage', 'god', '--campaign', dir], os.tmpdir());
     assert.equal(badStage.code, EXIT.usage);
     assert.match(badStage.stderr, /--stage must be 'narrator' or 'player'/);
-    assert.equal((await cli(['search', 'x', '--limit', '0', '--campaign', dir], os.tmpdir())).code, EXIT.usage);
+    assert.equal((await runCaptured(['search', 'x', '--limit', '0', '--campaign', dir], os.tmpdir())).code, EXIT.usage);
   });
 });
