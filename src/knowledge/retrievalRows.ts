@@ -1,18 +1,8 @@
-import type { KnowledgeClass, Priority } from './types';
+import type { PassageRow } from './store';
+import type { Priority } from './types';
 
 /** A passage with the source fields retrieval decides on, as both candidate paths read it. */
-export interface CandidateRow {
-  rowid: number;
-  id: string;
-  source_id: string;
-  idx: number;
-  class: KnowledgeClass;
-  heading_path: string;
-  text: string;
-  token_count: number;
-  content_hash: string;
-  start_line: number;
-  end_line: number;
+export interface CandidateRow extends Omit<PassageRow, 'campaign_id'> {
   path: string;
   title: string;
   enabled: number;

@@ -36,7 +36,7 @@ interface SourceRow {
   issues: string;
 }
 
-interface PassageRow {
+export interface PassageRow {
   rowid: number;
   id: string;
   source_id: string;
