@@ -60,6 +60,8 @@ export interface ContextRequest {
   contextLength: number;
   replyReserve: number;
   shares?: BudgetShares;
+  /** Most tokens each knowledge section may take, whatever its share of the context would allow. */
+  knowledgeCaps?: KnowledgeBudgets;
   retrieve: (query: RetrievalQuery) => Promise<RetrievalResult>;
   estimator: TokenEstimator;
 }
@@ -159,11 +161,13 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     warnings.push(`the required sections need ${requiredTokens} tokens but the model leaves ${total} for the prompt; shorten the plot essentials or author's note, or use a model with a longer context`);
   }
 
+  const caps = req.knowledgeCaps;
+  const knowledgeBudget = (key: KnowledgeSection): number => Math.min(Math.floor(flexible * shares[key]), caps?.[key] ?? Infinity);
   const budgets: KnowledgeBudgets = {
-    alwaysInclude: Math.floor(flexible * shares.alwaysInclude),
-    canon: Math.floor(flexible * shares.canon),
-    reference: Math.floor(flexible * shares.reference),
-    inspiration: Math.floor(flexible * shares.inspiration),
+    alwaysInclude: knowledgeBudget('alwaysInclude'),
+    canon: knowledgeBudget('canon'),
+    reference: knowledgeBudget('reference'),
+    inspiration: knowledgeBudget('inspiration'),
   };
   const recent = req.history.slice(-3).flatMap((t) => [t.action.text, t.narration]).filter(Boolean);
   const npcNames = Object.values(schema.npcs).map((n) => n.name);

@@ -2,6 +2,7 @@ import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBui
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
 import { NarratorError, type Narrator } from './narrator';
+import type { KnowledgeBudgets } from '../knowledge/retrievalTypes';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
 import { TokenEstimator } from './tokenEstimator';
@@ -19,6 +20,8 @@ export interface EngineSettings {
   /** Unpinned memories offered to each turn. */
   memoryTopK: number;
   shares: BudgetShares;
+  /** Most tokens each knowledge section may take (the writer's budgets); none: its share decides alone. */
+  knowledgeCaps?: KnowledgeBudgets;
   /** Write due memories (and the summary) right after a turn completes. */
   autoMemories: boolean;
   temperature?: number;
@@ -168,6 +171,7 @@ export class StoryEngine {
       contextLength: modelContext === null ? this.settings.contextLength : Math.min(modelContext, this.settings.contextLength),
       replyReserve: this.settings.replyReserve,
       shares: this.settings.shares,
+      ...(this.settings.knowledgeCaps ? { knowledgeCaps: this.settings.knowledgeCaps } : {}),
       retrieve: (q) => this.knowledge.retrieve(q),
       estimator: this.estimator(),
     });

@@ -1,28 +1,16 @@
 import crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import { retrieveKnowledge } from '../knowledge/retrieval';
-import { castFromKnowledgeStore } from '../story/cast';
-import { StoryEngine, type TurnHandlers } from '../story/engine';
-import { OllamaNarrator } from '../story/narrator';
+import type { StoryEngine, TurnHandlers } from '../story/engine';
 import { PlayStore } from '../story/playStore';
-import { noKnowledge, type KnowledgePort } from '../story/ports';
 import type { Adventure, AssembledContext, Turn } from '../story/types';
 import { HostMessage, PanelState, WebviewMessage, type ContextSectionView, type TurnView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
+import { storyEngine } from './storyEngine';
 
 export const PLAY_VIEW_TYPE = 'storyteller.play';
-
-/** Retrieval over the campaign's live index; honest emptiness while the index is not open yet. */
-function knowledgePort(index: CampaignIndex): KnowledgePort {
-  const fallback = noKnowledge(index.campaign.id, 'the knowledge index is still being built');
-  return {
-    retrieve: (query) => (index.store ? retrieveKnowledge(index.store, query) : fallback.retrieve(query)),
-    cast: () => Promise.resolve(index.store ? castFromKnowledgeStore(index.store) : []),
-  };
-}
 
 function turnView(turn: Turn): TurnView {
   return { id: turn.id, actionKind: turn.action.kind, action: turn.action.text, narration: turn.narration, status: turn.status, error: turn.error };
@@ -74,12 +62,9 @@ export class PlayPanel extends Disposable {
     this._register(panel);
     this.store = new PlayStore(campaign.playPath);
     this._register({ dispose: () => this.store.close() });
-    const current = settings.current;
-    this.engine = new StoryEngine(this.store, knowledgePort(index), new OllamaNarrator({ host: current.ollamaHost }), {
-      model: current.narratorModel,
-      contextLength: current.contextLength,
-      memoryEvery: current.memoryCadence,
-    });
+    const { engine, dispose } = storyEngine(this.store, index, settings);
+    this.engine = engine;
+    this._register({ dispose });
     this.adventure =
       (adventureId ? this.store.getAdventure(adventureId) : undefined) ??
       this.store.listAdventures(campaign.id)[0] ??
