@@ -117,6 +117,22 @@ async function runSteps(page: Page, steps: DriverStep[]): Promise<void> {
   }
 }
 
+/**
+ * Waits until every frame has handled what is queued for it and painted it: a message posted to a webview
+ * just before (by a step, or by the extension host) lands in the DOM, then two animation frames later it
+ * is on screen. Without this the workbench capture raced the panel and often showed its previous render.
+ */
+async function settleFrames(page: Page): Promise<void> {
+  await Promise.all(
+    page.frames().map((frame) =>
+      frame
+        .evaluate(() => new Promise<void>((resolve) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(() => resolve())), 0)))
+        // a frame that navigated or closed while we waited has nothing left to paint
+        .catch(() => undefined),
+    ),
+  );
+}
+
 async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs: string[], trackerHits: () => number): Promise<ScreenshotReply> {
   let stepError: string | undefined;
   try {
@@ -124,22 +140,31 @@ async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs:
   } catch (error) {
     stepError = (error as Error).message;
   }
+  await settleFrames(page);
+  // Text first, pictures after: the suite decides on the text, so every picture is at least as new as it.
+  const frames: (ScreenshotReply['frames'][number] & { frame: Frame })[] = [];
+  for (const frame of page.frames()) {
+    if (frame === page.mainFrame()) continue;
+    try {
+      frames.push({ frame, url: frame.url(), text: await frame.evaluate(() => document.body?.innerText ?? ''), html: await frame.content() });
+    } catch {
+      // a frame that navigated or closed while we looked
+    }
+  }
+  const workbenchText = await page.evaluate(() => document.body.innerText);
+  await settleFrames(page);
   const files: string[] = [];
   const workbench = path.join(ARTIFACTS_DIR, `${request.name}.png`);
   await page.screenshot({ path: workbench });
   files.push(workbench);
-  const frames: ScreenshotReply['frames'] = [];
   let index = 0;
-  for (const frame of page.frames()) {
-    if (frame === page.mainFrame()) continue;
-    // Webview content lives in the inner frame of each webview's iframe pair.
+  for (const { frame, url, html } of frames) {
+    // Webview content lives in the inner frame of each webview's iframe pair; the outer one frames it on screen.
+    if (url.includes('fake.html') || html.length === 0) continue;
     try {
-      const text = await frame.evaluate(() => document.body?.innerText ?? '');
-      const html = await frame.content();
-      frames.push({ url: frame.url(), text, html });
       const element = await frame.frameElement();
       const box = await element.boundingBox();
-      if (box && box.width > 0 && box.height > 0 && frame.url().includes('fake.html') === false && html.length > 0) {
+      if (box && box.width > 0 && box.height > 0) {
         const file = path.join(ARTIFACTS_DIR, `${request.name}.frame${++index}.png`);
         await element.screenshot({ path: file });
         files.push(file);
@@ -148,8 +173,14 @@ async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs:
       // a frame that navigated or closed while we looked
     }
   }
-  const workbenchText = await page.evaluate(() => document.body.innerText);
-  return { files, workbenchText, frames, dialogs: [...dialogs], trackerHits: trackerHits(), ...(stepError ? { stepError } : {}) };
+  return {
+    files,
+    workbenchText,
+    frames: frames.map(({ url, text, html }) => ({ url, text, html })),
+    dialogs: [...dialogs],
+    trackerHits: trackerHits(),
+    ...(stepError ? { stepError } : {}),
+  };
 }
 
 async function main(): Promise<number> {
