@@ -138,6 +138,13 @@ export class StoryEngine {
     return this.store.turn(turnId);
   }
 
+  /** The world state after a turn (the head by default; null: before the first), in line with today's schema. */
+  stateAfter(adventureId: string, turnId?: string | null): WorldState {
+    const adventure = this.store.adventure(adventureId);
+    const id = turnId === undefined ? adventure.headTurnId : turnId;
+    return this.stateAt(adventure, id === null ? null : this.store.turn(id));
+  }
+
   private requireHead(adventure: Adventure): string {
     if (!adventure.headTurnId) throw new Error('the adventure has no turns yet');
     return adventure.headTurnId;

@@ -123,6 +123,20 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     assert.equal(store.turn(a3.id).action.text, 'run', 'the original action is kept');
   });
 
+  it('reads the world state after any turn, the head by default, following a schema that grew since', async () => {
+    const engine = engineFor();
+    fake.queue({ chunks: ['Mara frowns.\n```json\n{"player.hp": -20, "npc.mara.trust": 5}\n```'] }, { chunks: ['Nothing changes.'] });
+    assert.equal(engine.stateAfter(adventureId)['player.hp'], 100, 'before the first turn: the initial state');
+    const first = (await engine.takeTurn(adventureId, { kind: 'do', text: 'argue with Mara' })).turn;
+    await engine.takeTurn(adventureId, { kind: 'do', text: 'wait' });
+    assert.equal(engine.stateAfter(adventureId)['player.hp'], 80, 'the head carries the state forward');
+    assert.equal(engine.stateAfter(adventureId, first.id)['npc.mara.trust'], 45);
+    assert.equal(engine.stateAfter(adventureId, null)['player.hp'], 100);
+    store.updateAdventure(adventureId, { statSchema: { ...STAT_SCHEMA, world: { ...STAT_SCHEMA.world, day: { initial: 1 } } } });
+    assert.equal(engine.stateAfter(adventureId)['world.day'], 1, 'a value added to the schema starts at its initial');
+    assert.equal(engine.stateAfter(adventureId)['player.hp'], 80);
+  });
+
   it('names the missing model and the ollama pull to run, keeping the action', async () => {
     const engine = engineFor({ model: 'mistral-nemo' });
     const outcome = await engine.takeTurn(adventureId, { kind: 'do', text: 'open the door' });
