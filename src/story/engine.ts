@@ -112,14 +112,14 @@ export class StoryEngine {
   /** Asks again: a sibling of the turn with the same action. The old reply stays in the tree. */
   async retry(adventureId: string, turnId?: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
     const adventure = this.store.adventure(adventureId);
-    const target = this.store.turn(turnId ?? this.requireHead(adventure));
+    const target = this.turnOf(adventure, turnId ?? this.requireHead(adventure));
     return this.run(adventure, target.parentId, target.action, handlers);
   }
 
   /** Rewrites a turn's action and plays it: a new sibling, so the original action and reply are not lost. */
   async editAction(adventureId: string, turnId: string, text: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
     const adventure = this.store.adventure(adventureId);
-    const target = this.store.turn(turnId);
+    const target = this.turnOf(adventure, turnId);
     return this.run(adventure, target.parentId, { kind: target.action.kind, text }, handlers);
   }
 
@@ -142,7 +142,14 @@ export class StoryEngine {
   stateAfter(adventureId: string, turnId?: string | null): WorldState {
     const adventure = this.store.adventure(adventureId);
     const id = turnId === undefined ? adventure.headTurnId : turnId;
-    return this.stateAt(adventure, id === null ? null : this.store.turn(id));
+    return this.stateAt(adventure, id === null ? null : this.turnOf(adventure, id));
+  }
+
+  /** A turn of this adventure: an id from another one must not seed a branch here. */
+  private turnOf(adventure: Adventure, turnId: string): Turn {
+    const turn = this.store.turn(turnId);
+    if (turn.adventureId !== adventure.id) throw new Error(`turn ${turnId} belongs to another adventure`);
+    return turn;
   }
 
   private requireHead(adventure: Adventure): string {

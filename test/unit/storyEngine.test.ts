@@ -135,6 +135,10 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     store.updateAdventure(adventureId, { statSchema: { ...STAT_SCHEMA, world: { ...STAT_SCHEMA.world, day: { initial: 1 } } } });
     assert.equal(engine.stateAfter(adventureId)['world.day'], 1, 'a value added to the schema starts at its initial');
     assert.equal(engine.stateAfter(adventureId)['player.hp'], 80);
+    const other = store.createAdventure({ campaignId: 'westhaven', title: 'Elsewhere', statSchema: STAT_SCHEMA }).id;
+    assert.throws(() => engine.stateAfter(other, first.id), /belongs to another adventure/);
+    await assert.rejects(engine.editAction(other, first.id, 'steal the action'), /belongs to another adventure/);
+    assert.equal(store.allTurns(other).length, 0, 'no turn was seeded from another adventure');
   });
 
   it('names the missing model and the ollama pull to run, keeping the action', async () => {
