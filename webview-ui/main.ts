@@ -5,11 +5,14 @@ import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
-import { HostMessage, type ContextSectionView, type TurnView, type WebviewMessage } from './protocol';
+import '@vscode-elements/elements/dist/vscode-label/index.js';
+import '@vscode-elements/elements/dist/vscode-textfield/index.js';
+import { HostMessage, WebviewState, type AdventureSetup, type ContextSectionView, type PanelState, type TurnView, type WebviewMessage, type WorldStateView } from './protocol';
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
   setState(state: unknown): void;
+  getState(): unknown;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 
@@ -27,17 +30,132 @@ function el(tag: string, className?: string, text?: string): HTMLElement {
 
 function button(id: string, label: string, onClick: () => void, secondary = false): HTMLElement {
   const node = el('vscode-button');
-  node.id = id;
+  if (id) node.id = id;
   node.textContent = label;
   if (secondary) node.setAttribute('secondary', '');
   node.addEventListener('click', onClick);
   return node;
 }
 
+/** A small action inside a turn: a real button (keyboard and screen readers), drawn as a link. */
+function linkButton(className: string, label: string, onClick: () => void): HTMLButtonElement {
+  const node = el('button', `link-button ${className}`, label);
+  node.type = 'button';
+  node.addEventListener('click', onClick);
+  return node;
+}
+
+type Field = HTMLElement & { value: string };
+
+/** A labelled text field or area; the label names it for screen readers too. */
+function field(id: string, label: string, kind: 'vscode-textfield' | 'vscode-textarea', placeholder: string): { row: HTMLElement; input: Field } {
+  const row = el('div', 'field');
+  const caption = el('vscode-label', undefined, label);
+  caption.setAttribute('for', id);
+  const input = el(kind) as Field;
+  input.id = id;
+  input.setAttribute('placeholder', placeholder);
+  if (kind === 'vscode-textarea') input.setAttribute('rows', '3');
+  row.append(caption, input);
+  return { row, input };
+}
+
 const header = el('header');
 const title = el('h2', 'title', 'Loading…');
 const subtitle = el('div', 'subtitle');
 header.append(title, subtitle);
+
+// ── story setup: persona, plot essentials, author's note ─────────────────────────────────────────
+
+const saved = WebviewState.safeParse(vscode.getState());
+let panelState: PanelState | undefined = saved.success ? { campaignRoot: saved.data.campaignRoot, adventureId: saved.data.adventureId } : undefined;
+/** Edits not saved yet survive a reload of the webview; the host only ever hears of them on Save. */
+let setupDraft: AdventureSetup | undefined = saved.success ? saved.data.setupDraft : undefined;
+/** The setup as last stored by the host, which Revert goes back to. */
+let savedSetup: AdventureSetup | undefined;
+
+const setup = el('vscode-collapsible');
+setup.id = 'setup';
+setup.setAttribute('title', 'Story setup');
+const setupBody = el('div', 'setup-body');
+const personaName = field('persona-name', 'Name', 'vscode-textfield', 'Who the writer plays, e.g. Kaelen');
+const personaPronouns = field('persona-pronouns', 'Pronouns', 'vscode-textfield', 'e.g. she/her');
+const personaDescription = field('persona-description', 'Description', 'vscode-textarea', 'Who they are, what they carry, what they want');
+const plotEssentials = field('plot-essentials', 'Plot essentials', 'vscode-textarea', 'What the narrator must always keep in mind');
+const authorsNote = field('authors-note', "Author's note", 'vscode-textarea', 'Tone and direction for the next replies');
+const setupStatus = el('span', 'setup-status');
+setupStatus.id = 'setup-status';
+setupStatus.setAttribute('role', 'status');
+const personaRow = el('div', 'persona-row');
+personaRow.append(personaName.row, personaPronouns.row);
+
+function readSetup(): AdventureSetup {
+  return {
+    persona: { name: personaName.input.value, pronouns: personaPronouns.input.value, description: personaDescription.input.value },
+    plotEssentials: plotEssentials.input.value,
+    authorsNote: authorsNote.input.value,
+  };
+}
+
+function showSetup(value: AdventureSetup): void {
+  personaName.input.value = value.persona.name;
+  personaPronouns.input.value = value.persona.pronouns;
+  personaDescription.input.value = value.persona.description;
+  plotEssentials.input.value = value.plotEssentials;
+  authorsNote.input.value = value.authorsNote;
+}
+
+function saveWebviewState(): void {
+  if (panelState) vscode.setState({ ...panelState, ...(setupDraft ? { setupDraft } : {}) } satisfies WebviewState);
+}
+
+for (const { input } of [personaName, personaPronouns, personaDescription, plotEssentials, authorsNote]) {
+  input.addEventListener('input', () => {
+    setupDraft = readSetup();
+    setupStatus.textContent = 'Unsaved changes';
+    saveWebviewState();
+  });
+}
+const setupActions = el('div', 'controls');
+setupActions.append(
+  button('save-setup', 'Save', () => vscode.postMessage({ type: 'saveSetup', setup: readSetup() })),
+  button('revert-setup', 'Revert', () => {
+    setupDraft = undefined;
+    setupStatus.textContent = '';
+    saveWebviewState();
+    if (savedSetup) showSetup(savedSetup);
+  }, true),
+  setupStatus,
+);
+setupBody.append(personaRow, personaDescription.row, plotEssentials.row, authorsNote.row, setupActions);
+setup.append(setupBody);
+if (setupDraft) {
+  showSetup(setupDraft);
+  setupStatus.textContent = 'Unsaved changes';
+  setup.setAttribute('open', '');
+}
+
+// ── world state of the head turn ─────────────────────────────────────────────────────────────────
+
+const worldState = el('section', 'world-state');
+worldState.id = 'world-state';
+worldState.setAttribute('aria-label', 'World state');
+
+function renderWorldState(view: WorldStateView): void {
+  const heading = el('h3', 'pane-heading', 'World state');
+  if (!view.tracked) {
+    worldState.replaceChildren(heading, el('p', 'empty', 'This adventure tracks no world state.'));
+    return;
+  }
+  const list = el('ul', 'state-lines');
+  list.append(...view.lines.map((line) => el('li', undefined, line)));
+  worldState.replaceChildren(heading, list);
+  if (view.refusals.length > 0) {
+    const refused = el('ul', 'state-refusals');
+    refused.append(...view.refusals.map((r) => el('li', undefined, r)));
+    worldState.append(el('div', 'refusals-heading', 'Refused last turn'), refused);
+  }
+}
 
 const transcript = el('section', 'transcript');
 transcript.id = 'transcript';
@@ -70,7 +188,28 @@ controls.append(
 const contextPane = el('section', 'context');
 contextPane.id = 'context';
 
-app.append(header, transcript, errorLine, action, controls, el('vscode-divider'), contextPane);
+app.append(header, setup, worldState, transcript, errorLine, action, controls, el('vscode-divider'), contextPane);
+
+/** Swaps a turn's action line for an editor; replaying posts the new text, which the host plays as a sibling. */
+function editAction(turn: TurnView, actionLine: HTMLElement): void {
+  const editor = el('div', 'action-editor');
+  const text = el('vscode-textarea', 'edit-text') as Field;
+  text.setAttribute('rows', '2');
+  text.setAttribute('aria-label', 'Edited action');
+  text.value = turn.action;
+  const buttons = el('div', 'controls');
+  buttons.append(
+    button('', 'Replay', () => {
+      const edited = text.value.trim();
+      if (edited) vscode.postMessage({ type: 'editAction', turnId: turn.id, text: edited });
+    }),
+    button('', 'Cancel', () => editor.replaceWith(actionLine), true),
+  );
+  buttons.firstElementChild!.classList.add('replay');
+  editor.append(text, buttons);
+  actionLine.replaceWith(editor);
+  text.focus();
+}
 
 function renderTurn(turn: TurnView): HTMLElement {
   const node = el('article', `turn ${turn.status}`);
@@ -84,11 +223,10 @@ function renderTurn(turn: TurnView): HTMLElement {
     footer.append(badge);
   }
   if (turn.error) footer.append(el('span', 'turn-error', turn.error));
-  const fork = el('a', 'fork', 'Fork from here');
-  fork.setAttribute('role', 'button');
-  fork.tabIndex = 0;
-  fork.addEventListener('click', () => vscode.postMessage({ type: 'fork', turnId: turn.id }));
-  footer.append(fork);
+  footer.append(
+    linkButton('edit', 'Edit action', () => editAction(turn, actionLine)),
+    linkButton('fork', 'Fork from here', () => vscode.postMessage({ type: 'fork', turnId: turn.id })),
+  );
   node.append(actionLine, narration, footer);
   return node;
 }
@@ -125,14 +263,26 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   if (!parsed.success) return;
   const message = parsed.data;
   switch (message.type) {
-    case 'state':
-      vscode.setState(message.panelState);
+    case 'state': {
+      panelState = message.panelState;
+      saveWebviewState();
       title.textContent = message.adventure.title;
-      subtitle.textContent = `${message.campaignTitle} · narrator ${message.model}${message.generating ? ' · generating…' : ''}`;
+      const { name, pronouns } = message.setup.persona;
+      const playing = name ? ` · playing ${name}${pronouns ? ` (${pronouns})` : ''}` : '';
+      subtitle.textContent = `${message.campaignTitle}${playing} · narrator ${message.model}${message.generating ? ' · generating…' : ''}`;
+      savedSetup = message.setup;
+      if (!setupDraft) showSetup(message.setup);
+      renderWorldState(message.worldState);
       transcript.replaceChildren(...message.turns.map(renderTurn));
       if (message.turns.length === 0) transcript.append(el('p', 'empty', 'Nothing played yet. Write an action below.'));
       stop.toggleAttribute('disabled', !message.generating);
       errorLine.textContent = '';
+      break;
+    }
+    case 'setupSaved':
+      setupDraft = undefined;
+      saveWebviewState();
+      setupStatus.textContent = 'Saved: the next turn uses it.';
       break;
     case 'chunk': {
       const narration = transcript.querySelector<HTMLElement>(`article[data-turn-id="${CSS.escape(message.turnId)}"] .narration`);

@@ -25,9 +25,30 @@ const ContextSectionView = z.object({
 });
 export type ContextSectionView = z.infer<typeof ContextSectionView>;
 
+/** The writer's setup of the adventure, as edited in the panel (limits as the play store enforces them). */
+export const AdventureSetup = z.object({
+  persona: z.object({ name: z.string().max(80), pronouns: z.string().max(40), description: z.string().max(4000) }),
+  plotEssentials: z.string().max(20_000),
+  authorsNote: z.string().max(20_000),
+});
+export type AdventureSetup = z.infer<typeof AdventureSetup>;
+
+/** The head turn's world state as the narrator is told it (one line per character, the world, flags, milestones). */
+const WorldStateView = z.object({
+  tracked: z.boolean(),
+  lines: z.array(z.string()),
+  /** What the model proposed last turn that was refused, and why. */
+  refusals: z.array(z.string()),
+});
+export type WorldStateView = z.infer<typeof WorldStateView>;
+
 /** What the webview keeps across reloads (vscode.setState), read back by the panel serializer. */
 export const PanelState = z.object({ campaignRoot: z.string(), adventureId: z.string() });
 export type PanelState = z.infer<typeof PanelState>;
+
+/** The webview's own saved state: the panel state plus a setup the writer has not saved yet. */
+export const WebviewState = PanelState.extend({ setupDraft: AdventureSetup.optional() });
+export type WebviewState = z.infer<typeof WebviewState>;
 
 export const HostMessage = z.discriminatedUnion('type', [
   z.object({
@@ -36,6 +57,8 @@ export const HostMessage = z.discriminatedUnion('type', [
     campaignTitle: z.string(),
     adventure: z.object({ id: z.string(), title: z.string() }),
     turns: z.array(TurnView),
+    setup: AdventureSetup,
+    worldState: WorldStateView,
     generating: z.boolean(),
     model: z.string(),
   }),
@@ -48,6 +71,7 @@ export const HostMessage = z.discriminatedUnion('type', [
     warnings: z.array(z.string()),
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
+  z.object({ type: z.literal('setupSaved') }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 
@@ -59,6 +83,8 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('undo') }),
   z.object({ type: z.literal('fork'), turnId: z.string() }),
   z.object({ type: z.literal('preview'), text: z.string().max(20_000) }),
+  z.object({ type: z.literal('editAction'), turnId: z.string(), text: z.string().trim().min(1).max(20_000) }),
+  z.object({ type: z.literal('saveSetup'), setup: AdventureSetup }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 

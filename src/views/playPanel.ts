@@ -4,7 +4,8 @@ import type { Campaign } from '../knowledge/campaign';
 import type { StoryEngine, TurnHandlers } from '../story/engine';
 import { PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, Turn } from '../story/types';
-import { HostMessage, PanelState, WebviewMessage, type ContextSectionView, type TurnView } from '../../webview-ui/protocol';
+import { hasWorldState, renderStateSection } from '../story/worldState';
+import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
@@ -14,6 +15,10 @@ export const PLAY_VIEW_TYPE = 'storyteller.play';
 
 function turnView(turn: Turn): TurnView {
   return { id: turn.id, actionKind: turn.action.kind, action: turn.action.text, narration: turn.narration, status: turn.status, error: turn.error };
+}
+
+function setupView(adventure: Adventure): AdventureSetup {
+  return { persona: { ...adventure.persona }, plotEssentials: adventure.plotEssentials, authorsNote: adventure.authorsNote };
 }
 
 /** The context as the panel shows it: each section with its cost, its passages and what was left out, with reasons. */
@@ -121,16 +126,27 @@ export class PlayPanel extends Disposable {
   private postState(): void {
     this.adventure = this.store.adventure(this.adventure.id);
     const panelState: PanelState = { campaignRoot: this.campaign.root, adventureId: this.adventure.id };
+    const turns = this.store.lineage(this.adventure.headTurnId);
     this.post({
       type: 'state',
       panelState,
       campaignTitle: this.campaign.title,
       adventure: { id: this.adventure.id, title: this.adventure.title },
-      turns: this.store.lineage(this.adventure.headTurnId).map(turnView),
+      turns: turns.map(turnView),
+      setup: setupView(this.adventure),
+      worldState: this.worldStateView(turns.at(-1)),
       generating: this.engine.isGenerating(this.adventure.id),
       model: this.engine.settings.model,
     });
     this._onDidPlay.fire({ playPath: this.campaign.playPath, turnId: this.adventure.headTurnId });
+  }
+
+  /** The head's state in the words the narrator is given it, so the writer sees what the model sees. */
+  private worldStateView(head: Turn | undefined): WorldStateView {
+    const { statSchema, persona } = this.adventure;
+    if (!hasWorldState(statSchema)) return { tracked: false, lines: [], refusals: [] };
+    const lines = renderStateSection(statSchema, this.engine.stateAfter(this.adventure.id), persona).split('\n');
+    return { tracked: true, lines, refusals: head?.refusals ?? [] };
   }
 
   private handlers(): TurnHandlers {
@@ -175,12 +191,21 @@ export class PlayPanel extends Disposable {
         case 'preview':
           this.post(contextView(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })));
           return;
+        case 'saveSetup':
+          // Read by the engine when it assembles the next turn; the turn being generated keeps what it was sent.
+          this.store.updateAdventure(this.adventure.id, message.setup);
+          this.postState();
+          this.post({ type: 'setupSaved' });
+          return;
         case 'act':
-        case 'retry': {
+        case 'retry':
+        case 'editAction': {
           const outcome =
             message.type === 'act'
               ? await this.engine.takeTurn(this.adventure.id, { kind: message.kind, text: message.text }, this.handlers())
-              : await this.engine.retry(this.adventure.id, undefined, this.handlers());
+              : message.type === 'retry'
+                ? await this.engine.retry(this.adventure.id, undefined, this.handlers())
+                : await this.engine.editAction(this.adventure.id, message.turnId, message.text, this.handlers());
           this.running = undefined;
           this.postState();
           if (outcome.error) this.post({ type: 'error', message: outcome.error.message });
@@ -188,8 +213,9 @@ export class PlayPanel extends Disposable {
         }
       }
     } catch (error) {
-      this.post({ type: 'error', message: (error as Error).message });
+      // State first: it clears the error line, and the writer must still read what went wrong.
       this.postState();
+      this.post({ type: 'error', message: (error as Error).message });
     }
   }
 }
