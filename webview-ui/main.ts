@@ -290,8 +290,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       break;
     }
     case 'context': {
-      const summary = el('div', 'context-summary', `Context: ${message.used} of ${message.total} tokens`);
-      contextPane.replaceChildren(summary, ...message.warnings.map((w) => el('div', 'warning', w)), ...message.sections.map(renderSection));
+      if (message.sections.length === 0) {
+        contextPane.replaceChildren();
+        break;
+      }
+      const cost = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;
+      contextPane.replaceChildren(el('div', 'context-summary', cost), ...message.warnings.map((w) => el('div', 'warning', w)), ...message.sections.map(renderSection));
       break;
     }
     case 'error':

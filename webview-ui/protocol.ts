@@ -66,7 +66,8 @@ export const HostMessage = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('context'),
     used: z.number(),
-    total: z.number(),
+    /** The budget it was assembled within; null for a context read back from a turn's snapshot. */
+    total: z.number().nullable(),
     sections: z.array(ContextSectionView),
     warnings: z.array(z.string()),
   }),

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import type { StoryEngine, TurnHandlers } from '../story/engine';
 import { PlayStore } from '../story/playStore';
-import type { Adventure, AssembledContext, Turn } from '../story/types';
+import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
 import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
@@ -21,8 +21,23 @@ function setupView(adventure: Adventure): AdventureSetup {
   return { persona: { ...adventure.persona }, plotEssentials: adventure.plotEssentials, authorsNote: adventure.authorsNote };
 }
 
+/** A context to show: assembled just now (with its budget), or frozen with a turn (its cost only). */
+interface ShownContext extends Pick<AssembledContext, 'sections' | 'retrieval' | 'warnings'> {
+  used: number;
+  total: number | null;
+}
+
+const assembled = (context: AssembledContext): ShownContext => ({ ...context, used: context.budget.used, total: context.budget.total });
+const frozen = (snapshot: PromptSnapshot): ShownContext => ({
+  sections: snapshot.sections,
+  retrieval: snapshot.retrieval,
+  warnings: snapshot.retrieval.conflicts.map((c) => c.message),
+  used: snapshot.totalTokens,
+  total: null,
+});
+
 /** The context as the panel shows it: each section with its cost, its passages and what was left out, with reasons. */
-export function contextView(context: AssembledContext): Extract<HostMessage, { type: 'context' }> {
+export function contextView(context: ShownContext): Extract<HostMessage, { type: 'context' }> {
   const candidates = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));
   const describe = (id: string, reason?: string) => {
     const candidate = candidates.get(id);
@@ -39,7 +54,7 @@ export function contextView(context: AssembledContext): Extract<HostMessage, { t
     items: s.itemIds.map((id) => describe(id)),
     leftOut: s.leftOut.map((l) => describe(l.id, l.reason)),
   }));
-  return { type: 'context', used: context.budget.used, total: context.budget.total, sections, warnings: context.warnings };
+  return { type: 'context', used: context.used, total: context.total, sections, warnings: context.warnings };
 }
 
 /**
@@ -141,6 +156,13 @@ export class PlayPanel extends Disposable {
     this._onDidPlay.fire({ playPath: this.campaign.playPath, turnId: this.adventure.headTurnId });
   }
 
+  /** What the head turn was sent, as frozen with it (nothing before the first turn): a reload or a move of the head shows the right one. */
+  private postHeadContext(): void {
+    const head = this.adventure.headTurnId;
+    const snapshot = head ? this.store.getSnapshot(head) : undefined;
+    this.post(snapshot ? contextView(frozen(snapshot)) : { type: 'context', used: 0, total: null, sections: [], warnings: [] });
+  }
+
   /** The head's state in the words the narrator is given it, so the writer sees what the model sees. */
   private worldStateView(head: Turn | undefined): WorldStateView {
     const { statSchema, persona } = this.adventure;
@@ -155,7 +177,7 @@ export class PlayPanel extends Disposable {
       signal: this.running.signal,
       onStarted: (turn, context) => {
         this.postState();
-        this.post(contextView(context));
+        this.post(contextView(assembled(context)));
         this.post({ type: 'chunk', turnId: turn.id, text: '' });
       },
       onChunk: (text) => {
@@ -176,6 +198,7 @@ export class PlayPanel extends Disposable {
       switch (message.type) {
         case 'ready':
           this.postState();
+          this.postHeadContext();
           return;
         case 'stop':
           this.running?.abort();
@@ -183,13 +206,15 @@ export class PlayPanel extends Disposable {
         case 'undo':
           this.engine.undo(this.adventure.id);
           this.postState();
+          this.postHeadContext();
           return;
         case 'fork':
           this.engine.fork(this.adventure.id, message.turnId);
           this.postState();
+          this.postHeadContext();
           return;
         case 'preview':
-          this.post(contextView(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })));
+          this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text }))));
           return;
         case 'saveSetup':
           // Read by the engine when it assembles the next turn; the turn being generated keeps what it was sent.

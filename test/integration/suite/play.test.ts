@@ -288,6 +288,8 @@ describe('the play panel', () => {
       const text = await panelShows('setup-after-reload', (t) => t.includes('the ropes were cut') && t.includes('Unsaved changes'));
       assert.match(text, /playing Kaelen \(he\/him\)/);
       assert.match(text, /Kaelen \(player\): hp 100\/100\./);
+      const sent = store.getSnapshot(store.adventure(adventureId).headTurnId!)!.totalTokens;
+      assert.match(text, new RegExp(`Context sent with this turn: ${sent} tokens`), 'the context view comes back from the turn\'s snapshot');
       assert.equal(store.adventure(adventureId).authorsNote, 'Keep the tone hushed and wary.', 'a draft is not saved until the writer saves it');
       await panelShows('setup-reverted', (t) => !t.includes('Unsaved changes'), [{ action: 'click', selector: '#revert-setup' }]);
     });
