@@ -150,6 +150,7 @@ function renderWorldState(view: WorldStateView): void {
   const list = el('ul', 'state-lines');
   list.append(...view.lines.map((line) => el('li', undefined, line)));
   worldState.replaceChildren(heading, list);
+  if (view.changes.length > 0) worldState.append(el('div', 'state-changes', `Changed last turn: ${view.changes.join(', ')}`));
   if (view.refusals.length > 0) {
     const refused = el('ul', 'state-refusals');
     refused.append(...view.refusals.map((r) => el('li', undefined, r)));
@@ -173,6 +174,13 @@ const send = (kind: 'do' | 'say' | 'story'): void => {
   vscode.postMessage({ type: 'act', kind, text });
   action.value = '';
 };
+// Ctrl+Enter (Cmd+Enter on a Mac) plays the action as Do; a plain Enter stays a new line in it.
+action.addEventListener('keydown', (event: KeyboardEvent) => {
+  if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+    event.preventDefault();
+    send('do');
+  }
+});
 const controls = el('div', 'controls');
 const stop = button('stop', 'Stop', () => vscode.postMessage({ type: 'stop' }), true);
 controls.append(

@@ -37,6 +37,8 @@ export type AdventureSetup = z.infer<typeof AdventureSetup>;
 const WorldStateView = z.object({
   tracked: z.boolean(),
   lines: z.array(z.string()),
+  /** What the head turn changed, path by path (`player.hp → 95`). */
+  changes: z.array(z.string()),
   /** What the model proposed last turn that was refused, and why. */
   refusals: z.array(z.string()),
 });

@@ -166,9 +166,13 @@ export class PlayPanel extends Disposable {
   /** The head's state in the words the narrator is given it, so the writer sees what the model sees. */
   private worldStateView(head: Turn | undefined): WorldStateView {
     const { statSchema, persona } = this.adventure;
-    if (!hasWorldState(statSchema)) return { tracked: false, lines: [], refusals: [] };
-    const lines = renderStateSection(statSchema, this.engine.stateAfter(this.adventure.id), persona).split('\n');
-    return { tracked: true, lines, refusals: head?.refusals ?? [] };
+    if (!hasWorldState(statSchema)) return { tracked: false, lines: [], changes: [], refusals: [] };
+    const now = this.engine.stateAfter(this.adventure.id);
+    const before = head ? this.engine.stateAfter(this.adventure.id, head.parentId) : now;
+    const changes = Object.entries(now)
+      .filter(([path, value]) => before[path] !== value)
+      .map(([path, value]) => `${path} → ${String(value)}`);
+    return { tracked: true, lines: renderStateSection(statSchema, now, persona).split('\n'), changes, refusals: head?.refusals ?? [] };
   }
 
   private handlers(): TurnHandlers {

@@ -34,8 +34,12 @@ export interface SuiteResults {
   crash?: string;
 }
 
-/** Something the driver does in the page before its screenshot, like a writer would (inside webviews too); focus is by keyboard. */
-export type DriverStep = { action: 'fill'; selector: string; text: string } | { action: 'click' | 'focus'; selector: string };
+/** Something the driver does in the page before its screenshot, like a writer would (inside webviews too). */
+export type DriverStep =
+  | { action: 'fill'; selector: string; text: string }
+  | { action: 'click'; selector: string }
+  /** Focuses the element and presses `key` there ('Control+Enter'; 'Shift' just arrives by keyboard, so :focus-visible shows). */
+  | { action: 'press'; selector: string; key: string };
 
 export interface ScreenshotRequest {
   name: string;

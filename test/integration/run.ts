@@ -113,8 +113,7 @@ async function runSteps(page: Page, steps: DriverStep[]): Promise<void> {
   for (const step of steps) {
     const frame = await frameWith(page, step.selector);
     if (step.action === 'fill') await frame.fill(step.selector, step.text);
-    // Focus the way a keyboard user arrives, so :focus-visible outlines show as they would for them.
-    else if (step.action === 'focus') await frame.press(step.selector, 'Shift');
+    else if (step.action === 'press') await frame.press(step.selector, step.key);
     else await frame.click(step.selector);
   }
 }

@@ -35,6 +35,6 @@ describe('the play panel protocol', () => {
       model: 'llama3.2',
     };
     assert.ok(!HostMessage.safeParse(state).success);
-    assert.ok(HostMessage.safeParse({ ...state, worldState: { tracked: true, lines: ['Kaelen (player): hp 95/100.'], refusals: [] } }).success);
+    assert.ok(HostMessage.safeParse({ ...state, worldState: { tracked: true, lines: ['Kaelen (player): hp 95/100.'], changes: ['player.hp → 95'], refusals: [] } }).success);
   });
 });

@@ -241,10 +241,11 @@ describe('the play panel', () => {
       fake.queue({ chunks: ['Mara studies Kaelen. ', 'The bell rope sways.\n```json\n{"player.hp": -5, "npc.mara.trust": 15, "flags.bell_rung": true, "player.gold": 3}\n```'] });
       text = await panelShows('setup-turn', (t) => t.includes('The bell rope sways.') && t.includes('Kaelen (player): hp 95/100.'), [
         { action: 'fill', selector: '#action textarea', text: 'I ask Sister Mara about the bells' },
-        { action: 'click', selector: '#do' },
+        { action: 'press', selector: '#action textarea', key: 'Control+Enter' },
       ]);
       assert.match(text, /Sister Mara \(npc\.mara\): trust 25\/100\./, 'the world state follows the turn');
       assert.match(text, /Flags: bell_rung true\./);
+      assert.match(text, /Changed last turn: player\.hp → 95, npc\.mara\.trust → 25, flags\.bell_rung → true/);
       assert.match(text, /Refused last turn[\s\S]*player\.gold is not a tracked value/, 'what the model was refused is shown');
       assert.doesNotMatch(text, /```|"player\.hp"/, 'the state block never reaches the transcript');
 
@@ -304,7 +305,7 @@ describe('the play panel', () => {
         await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme, vscode.ConfigurationTarget.Global);
         await waitFor(() => vscode.window.activeColorTheme.kind === kind, 10_000, `the ${theme} theme`);
         const slug = theme.toLowerCase().replace(/\s+/g, '-');
-        const text = await panelShows(`theme-${slug}`, (t) => t.includes('the ropes were cut'), [{ action: 'focus', selector: `${first} .edit` }]);
+        const text = await panelShows(`theme-${slug}`, (t) => t.includes('the ropes were cut'), [{ action: 'press', selector: `${first} .edit`, key: 'Shift' }]);
         assert.match(text, /world state/i);
       });
     }
