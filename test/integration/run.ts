@@ -50,8 +50,13 @@ function grepArgument(): string | undefined {
   return at >= 0 ? process.argv[at + 1] : undefined;
 }
 
-/** Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it. */
-async function buildSuite(outDir: string): Promise<string[]> {
+/**
+ * Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it.
+ * better-sqlite3 is the installed extension's own copy: a second copy would be a second SQLite library in
+ * the same process, whose closing connection drops the extension's POSIX locks and deletes the WAL under
+ * its open connections ("disk I/O error", writes the other side never sees).
+ */
+async function buildSuite(outDir: string, extensionDir: string): Promise<string[]> {
   const suiteDir = path.join(PROJECT_ROOT, 'test', 'integration', 'suite');
   const entries = fs.readdirSync(suiteDir).filter((f) => f.endsWith('.test.ts')).sort();
   if (entries.length === 0) throw new MissingPieceError(`no *.test.ts files in ${suiteDir}`);
@@ -63,7 +68,16 @@ async function buildSuite(outDir: string): Promise<string[]> {
     format: 'cjs',
     target: 'node22',
     sourcemap: 'inline',
-    external: ['vscode', 'better-sqlite3', 'mocha'],
+    external: ['vscode', 'mocha'],
+    plugins: [
+      {
+        name: 'extension-sqlite',
+        setup(build) {
+          const sqlite = path.join(extensionDir, 'node_modules', 'better-sqlite3');
+          build.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: sqlite, external: true }));
+        },
+      },
+    ],
     logLevel: 'warning',
   });
   return entries.map((f) => path.join(outDir, f.replace(/\.ts$/, '.js')));
@@ -206,9 +220,10 @@ async function main(): Promise<number> {
 
   const tracker = await startTracker();
   const resultsFile = path.join(RUN_DIR, 'results.json');
+  const extensionDir = installBuiltExtension(dirs.extensions);
   const config: HarnessConfig = {
     resultsFile,
-    suiteFiles: await buildSuite(dirs.suite),
+    suiteFiles: await buildSuite(dirs.suite, extensionDir),
     mochaPath: require.resolve('mocha/lib/mocha.cjs', { paths: [PROJECT_ROOT] }),
     testTimeoutMs: 60_000,
     grep: grepArgument(),
@@ -217,7 +232,6 @@ async function main(): Promise<number> {
     workspace: dirs.workspace,
     trackerPort: tracker.port,
   };
-  installBuiltExtension(dirs.extensions);
   await installRunner(dirs.extensions, config);
 
   const port = await freePort();
