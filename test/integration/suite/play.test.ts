@@ -210,6 +210,8 @@ describe('the play panel', () => {
         },
       }).id;
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      // Earlier suites leave the Problems panel open; the screenshots below are of the play panel at full height.
+      await vscode.commands.executeCommand('workbench.action.closePanel');
       panel = (await vscode.commands.executeCommand<PlayPanel>('storyteller.openPlayPanel', { campaignRoot: root, adventureId }))!;
       assert.equal(panel.adventureId, adventureId);
     });
