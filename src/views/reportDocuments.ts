@@ -22,13 +22,13 @@ export class ReportDocuments extends Disposable implements vscode.TextDocumentCo
     return this.texts.get(uri.path) ?? '';
   }
 
-  /** Opens (or refreshes) the report `name` beside the current editor and returns its document. */
+  /** Opens (or refreshes) the report `name` beside the current editor (or in the editor area when none is open) and returns its document. */
   async show(name: string, text: string): Promise<vscode.TextDocument> {
     const uri = vscode.Uri.from({ scheme: REPORT_SCHEME, path: `/${name}` });
     this.texts.set(uri.path, text);
     this._onDidChange.fire(uri);
     const document = await vscode.workspace.openTextDocument(uri);
-    await vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.Beside, preview: true });
+    await vscode.window.showTextDocument(document, { viewColumn: vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active, preview: true });
     return document;
   }
 }
