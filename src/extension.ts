@@ -83,7 +83,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     );
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     const reports = this._register(new ReportDocuments());
-    this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports));
+    this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
       void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);

@@ -62,6 +62,8 @@ export class InterchangeCommands extends Disposable {
     private readonly settings: Settings,
     private readonly play: PlayPanels,
     private readonly reports: ReportDocuments,
+    /** Called when a preview had to start the campaign's first adventure, so the Adventures view shows it. */
+    private readonly onDidCreateAdventure: () => void,
   ) {
     super();
     const register = (id: string, run: (...args: never[]) => unknown): void => {
@@ -148,10 +150,12 @@ export class InterchangeCommands extends Disposable {
     const { engine, dispose } = storyEngine(store, index, this.settings);
     try {
       const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
-      const adventure =
-        (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ??
-        store.listAdventures(index.campaign.id)[0] ??
-        store.createAdventure({ campaignId: index.campaign.id, title: `${index.campaign.title} — first adventure` });
+      let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
+      if (!adventure) {
+        // The same first adventure the play panel would start: a preview is always of a real adventure.
+        adventure = store.createAdventure({ campaignId: index.campaign.id, title: `${index.campaign.title} — first adventure` });
+        this.onDidCreateAdventure();
+      }
       const text = action.trim();
       const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
       const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
