@@ -19,8 +19,8 @@ export interface DescribedSection {
   leftOut: ContextItem[];
 }
 
-/** Each section with its items and left-out items resolved against the retrieval record. */
-export function describeContext(context: AssembledContext): DescribedSection[] {
+/** Each section with its items and left-out items resolved against the retrieval record (of a context just assembled or frozen with a turn). */
+export function describeContext(context: Pick<AssembledContext, 'sections' | 'retrieval'>): DescribedSection[] {
   const candidates = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));
   const describe = (id: string, reason?: string): ContextItem => {
     const candidate = candidates.get(id);
