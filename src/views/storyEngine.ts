@@ -1,4 +1,4 @@
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder } from '../knowledge/embeddings';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/embeddings';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
 import { OllamaNarrator, type GenerateRequest, type Narrator } from '../story/narrator';
@@ -6,6 +6,11 @@ import type { PlayStore } from '../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../story/ports';
 import type { CampaignIndex } from './campaignIndex';
 import type { Settings, StorytellerSettings } from './settings';
+
+/** The embedder the settings name, or undefined when no embedding model is set (lexical only). */
+export function embedderFor(current: StorytellerSettings): Embedder | undefined {
+  return current.embeddingModel ? new OllamaEmbedder(current.ollamaHost, current.embeddingModel, DEFAULT_EMBED_TIMEOUT_MS) : undefined;
+}
 
 /**
  * Campaign knowledge for play and previews, read through the writer's current settings at each call:
@@ -16,8 +21,8 @@ export function campaignKnowledge(index: CampaignIndex, settings: Settings): Kno
   const fallback = noKnowledge(index.campaign.id, 'the knowledge index is still being built');
   const port = (): KnowledgePort => {
     if (!index.store) return fallback;
-    const { embeddingModel, ollamaHost } = settings.current;
-    return indexKnowledge(index.store, embeddingModel ? { embedder: new OllamaEmbedder(ollamaHost, embeddingModel, DEFAULT_EMBED_TIMEOUT_MS) } : null);
+    const embedder = embedderFor(settings.current);
+    return indexKnowledge(index.store, embedder ? { embedder } : null);
   };
   return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
 }
