@@ -202,8 +202,9 @@ export class InterchangeCommands extends Disposable {
       const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, () =>
         exportCampaignBundle(root, out.fsPath, { embeddings, force: true }),
       );
-      const play = Object.entries(summary.playRows).map(([table, rows]) => `${rows} ${table}`).join(', ') || 'no play data';
-      void vscode.window.showInformationMessage(`Exported ${title}: ${summary.files} files (${summary.sources} sources), ${play}, to ${summary.file}.`);
+      const rows = Object.entries(summary.playRows).filter(([, count]) => count > 0);
+      const play = rows.length > 0 ? `play data (${rows.map(([table, count]) => `${table} ${count}`).join(', ')})` : 'no play data';
+      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${play}.`);
       return summary;
     } catch (error) {
       if (!isRefusal(error)) throw error;
