@@ -83,6 +83,9 @@ describe('campaign commands in the workbench', () => {
     const imported: string[] = [];
     // Later suites count the example campaign's sources: leave it as it was found.
     after(async () => {
+      // Scrolled back to the top, where later suites look for the first sources.
+      await vscode.commands.executeCommand('storyteller.sources.focus');
+      await vscode.commands.executeCommand('list.focusFirst');
       for (const rel of imported) fs.rmSync(path.join(root, rel), { force: true });
       await waitFor(() => imported.every((rel) => !sourceAt(rel)), 20_000, 'the imported files to leave the index');
       await index.idle();
