@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import * as vscode from 'vscode';
 import { assertFts5 } from './knowledge/sqlite';
 import { CampaignRegistry } from './views/campaigns';
+import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
@@ -82,6 +83,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       }),
     );
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
+    this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     const reports = this._register(new ReportDocuments());
     this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {
