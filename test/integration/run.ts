@@ -50,8 +50,22 @@ function grepArgument(): string | undefined {
   return at >= 0 ? process.argv[at + 1] : undefined;
 }
 
+/**
+ * The suite's `better-sqlite3` is the installed extension's own copy. Two copies would load two SQLite
+ * libraries into the extension host, and a connection one closes drops the other's file locks on the same
+ * database (sqlite.org/howtocorrupt.html, §2.2.1): a test reading play.db corrupted the extension's.
+ */
+function sharedSqlite(extensionDir: string): esbuild.Plugin {
+  return {
+    name: 'shared-sqlite',
+    setup(build) {
+      build.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: path.join(extensionDir, 'node_modules', 'better-sqlite3'), external: true }));
+    },
+  };
+}
+
 /** Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it. */
-async function buildSuite(outDir: string): Promise<string[]> {
+async function buildSuite(outDir: string, extensionDir: string): Promise<string[]> {
   const suiteDir = path.join(PROJECT_ROOT, 'test', 'integration', 'suite');
   const entries = fs.readdirSync(suiteDir).filter((f) => f.endsWith('.test.ts')).sort();
   if (entries.length === 0) throw new MissingPieceError(`no *.test.ts files in ${suiteDir}`);
@@ -63,7 +77,8 @@ async function buildSuite(outDir: string): Promise<string[]> {
     format: 'cjs',
     target: 'node22',
     sourcemap: 'inline',
-    external: ['vscode', 'better-sqlite3', 'mocha'],
+    external: ['vscode', 'mocha'],
+    plugins: [sharedSqlite(extensionDir)],
     logLevel: 'warning',
   });
   return entries.map((f) => path.join(outDir, f.replace(/\.ts$/, '.js')));
@@ -174,9 +189,10 @@ async function main(): Promise<number> {
 
   const tracker = await startTracker();
   const resultsFile = path.join(RUN_DIR, 'results.json');
+  const extensionDir = installBuiltExtension(dirs.extensions);
   const config: HarnessConfig = {
     resultsFile,
-    suiteFiles: await buildSuite(dirs.suite),
+    suiteFiles: await buildSuite(dirs.suite, extensionDir),
     mochaPath: require.resolve('mocha/lib/mocha.cjs', { paths: [PROJECT_ROOT] }),
     testTimeoutMs: 60_000,
     grep: grepArgument(),
@@ -185,7 +201,6 @@ async function main(): Promise<number> {
     workspace: dirs.workspace,
     trackerPort: tracker.port,
   };
-  installBuiltExtension(dirs.extensions);
   await installRunner(dirs.extensions, config);
 
   const port = await freePort();
