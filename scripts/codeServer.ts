@@ -118,6 +118,8 @@ const RUNTIME_FILES = [
   'node_modules/better-sqlite3/package.json',
   'node_modules/better-sqlite3/lib',
   'node_modules/better-sqlite3/prebuilds',
+  // The walkthrough copies it out of the extension folder.
+  'fixtures/example-campaign',
 ];
 
 /** Copies the built extension into `<extensionsDir>/<publisher>.<name>-<version>`, replacing any older copy. */
@@ -134,7 +136,8 @@ export function installBuiltExtension(extensionsDir: string): string {
       if (rel === 'media') continue;
       throw new MissingPieceError(`${rel} is missing: run npm ci`);
     }
-    fs.cpSync(from, path.join(target, rel), { recursive: true, dereference: true });
+    // A local index of the example is derived and never shipped (.vscodeignore says the same for the VSIX).
+    fs.cpSync(from, path.join(target, rel), { recursive: true, dereference: true, filter: (src) => path.basename(src) !== '.storyteller' });
   }
   return target;
 }

@@ -7,12 +7,14 @@ import { Commands } from './views/commands';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
+import { InterchangeCommands } from './views/interchangeCommands';
 import { KnowledgeService } from './views/knowledgeService';
 import { PassagesTree } from './views/passagesTree';
 import { PlayPanels } from './views/playPanels';
 import { AdventuresTree, PlayReaders, ProvenanceTree } from './views/playTrees';
 import { whyNot } from './knowledge/retrieval';
 import type { PassageNode } from './views/passagesTree';
+import { ReportDocuments } from './views/reportDocuments';
 import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
@@ -82,6 +84,8 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     );
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
+    const reports = this._register(new ReportDocuments());
+    this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
       void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);

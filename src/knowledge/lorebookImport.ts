@@ -176,3 +176,23 @@ function writeAllOrNothing(file: string, root: string, absFolder: string, planne
     throw new LorebookError(file, `could not write the entries, nothing was kept (${error instanceof Error ? error.message : String(error)})`);
   }
 }
+
+function describeUnmapped(fields: readonly UnmappedField[]): string[] {
+  if (fields.length === 0) return ['Every field had an equivalent.'];
+  const width = Math.max(...fields.map((f) => f.field.length));
+  return [
+    'No equivalent in campaign markdown (not carried into the files):',
+    ...fields.map((f) => `  ${f.field.padEnd(width)}  ${String(f.entries).padStart(4)}×  ${f.values.map((v) => `${v.value}×${v.count}`).join(', ')}`),
+  ];
+}
+
+/** The import as a writer reads it, on every surface: each file written, every field with no equivalent, the notes. */
+export function lorebookImportReport(result: LorebookImportResult, shownFile: string): string[] {
+  const width = Math.max(...result.written.map((w) => w.path.length));
+  return [
+    `Imported ${result.written.length} entries from ${result.formatName} ${shownFile}${result.bookName ? ` (${result.bookName})` : ''} into ${result.folder}/ as ${result.class}:`,
+    ...result.written.map((w) => `  ${w.path.padEnd(width)}  ${w.title} (entry ${w.entryId})`),
+    ...describeUnmapped(result.unmapped),
+    ...result.notes.map((n) => `Note: ${n}`),
+  ];
+}

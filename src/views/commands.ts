@@ -47,6 +47,24 @@ export function snippetAround(text: string, query: string): string {
   return `${start > 0 ? '…' : ''}${slice}${start + SNIPPET_CHARS < flat.length ? '…' : ''}`;
 }
 
+/** The campaign a command is about: the clicked one, the one holding the given file, the only one, or a pick. */
+export async function campaignTarget(campaigns: CampaignRegistry, knowledge: KnowledgeService, arg?: SourcesNode | vscode.Uri): Promise<CampaignIndex | undefined> {
+  await campaigns.ready();
+  if (arg instanceof vscode.Uri) return knowledge.indexOf(arg.fsPath);
+  if (arg?.kind === 'campaign') return knowledge.get(arg.entry.root);
+  if (arg) return knowledge.get(arg.root);
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const fromEditor = active?.scheme === 'file' ? knowledge.indexOf(active.fsPath) : undefined;
+  if (fromEditor) return fromEditor;
+  const all = knowledge.list();
+  if (all.length <= 1) return all[0];
+  const picked = await vscode.window.showQuickPick(
+    all.map((index) => ({ label: index.campaign.title, description: vscode.workspace.asRelativePath(index.campaign.root), index })),
+    { placeHolder: 'Which campaign?' },
+  );
+  return picked?.index;
+}
+
 interface SearchItem extends vscode.QuickPickItem {
   target: PassageNode;
 }
@@ -81,26 +99,8 @@ export class Commands extends Disposable {
     register('storyteller.newCampaign', (options?: { parent?: vscode.Uri; title?: string }) => this.newCampaign(options));
   }
 
-  /** The campaign a command is about: the clicked one, the one holding the given file, the only one, or a pick. */
-  private async campaignTarget(arg?: SourcesNode | vscode.Uri): Promise<CampaignIndex | undefined> {
-    await this.campaigns.ready();
-    if (arg instanceof vscode.Uri) return this.knowledge.indexOf(arg.fsPath);
-    if (arg?.kind === 'campaign') return this.knowledge.get(arg.entry.root);
-    if (arg) return this.knowledge.get(arg.root);
-    const active = vscode.window.activeTextEditor?.document.uri;
-    const fromEditor = active?.scheme === 'file' ? this.knowledge.indexOf(active.fsPath) : undefined;
-    if (fromEditor) return fromEditor;
-    const all = this.knowledge.list();
-    if (all.length <= 1) return all[0];
-    const picked = await vscode.window.showQuickPick(
-      all.map((index) => ({ label: index.campaign.title, description: vscode.workspace.asRelativePath(index.campaign.root), index })),
-      { placeHolder: 'Which campaign?' },
-    );
-    return picked?.index;
-  }
-
   private async withCampaign(arg: SourcesNode | vscode.Uri | undefined, run: (index: CampaignIndex) => Thenable<unknown>): Promise<void> {
-    const index = await this.campaignTarget(arg);
+    const index = await campaignTarget(this.campaigns, this.knowledge, arg);
     if (!index) {
       void vscode.window.showInformationMessage('No campaign here: a campaign is a folder with a campaign.yaml.');
       return;

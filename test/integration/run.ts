@@ -51,11 +51,20 @@ function grepArgument(): string | undefined {
 }
 
 /**
- * Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it.
- * better-sqlite3 is the installed extension's own copy: a second copy would be a second SQLite library in
- * the same process, whose closing connection drops the extension's POSIX locks and deletes the WAL under
- * its open connections ("disk I/O error", writes the other side never sees).
+ * The suite's `better-sqlite3` is the installed extension's own copy. Two copies would load two SQLite
+ * libraries into the extension host, and a connection one closes drops the other's file locks on the same
+ * database (sqlite.org/howtocorrupt.html, §2.2.1): a test reading play.db corrupted the extension's.
  */
+function sharedSqlite(extensionDir: string): esbuild.Plugin {
+  return {
+    name: 'shared-sqlite',
+    setup(build) {
+      build.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: path.join(extensionDir, 'node_modules', 'better-sqlite3'), external: true }));
+    },
+  };
+}
+
+/** Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it. */
 async function buildSuite(outDir: string, extensionDir: string): Promise<string[]> {
   const suiteDir = path.join(PROJECT_ROOT, 'test', 'integration', 'suite');
   const entries = fs.readdirSync(suiteDir).filter((f) => f.endsWith('.test.ts')).sort();
@@ -69,15 +78,7 @@ async function buildSuite(outDir: string, extensionDir: string): Promise<string[
     target: 'node22',
     sourcemap: 'inline',
     external: ['vscode', 'mocha'],
-    plugins: [
-      {
-        name: 'extension-sqlite',
-        setup(build) {
-          const sqlite = path.join(extensionDir, 'node_modules', 'better-sqlite3');
-          build.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: sqlite, external: true }));
-        },
-      },
-    ],
+    plugins: [sharedSqlite(extensionDir)],
     logLevel: 'warning',
   });
   return entries.map((f) => path.join(outDir, f.replace(/\.ts$/, '.js')));

@@ -2,7 +2,7 @@ import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../../knowledge/re
 import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrievalTypes';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { decisionLine, excerpt, locate } from '../knowledgeFormat';
+import { decisionLine, excerpt, locate } from '../../knowledge/retrievalFormat';
 import { stageOption } from './search';
 
 const SECTION_TITLES: Record<KnowledgeSection, string> = {

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { CampaignError, findCampaignRoot, loadCampaign } from '../../knowledge/campaign';
 import { indexFile, type FileOutcome } from '../../knowledge/importer';
-import { LorebookError, type UnmappedField } from '../../knowledge/lorebook';
-import { DEFAULT_LORE_FOLDER, importLorebookFile, type LorebookImportResult } from '../../knowledge/lorebookImport';
+import { LorebookError } from '../../knowledge/lorebook';
+import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/lorebookImport';
 import { KnowledgeStore } from '../../knowledge/store';
 import { BundleError, importCampaignBundle } from '../../story/bundle';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/types';
@@ -23,15 +23,6 @@ export function refuse(io: CliIo, args: ParsedArgs, command: string, reason: str
   return EXIT.failure;
 }
 
-function describeUnmapped(fields: readonly UnmappedField[]): string[] {
-  if (fields.length === 0) return ['Every field had an equivalent.'];
-  const width = Math.max(...fields.map((f) => f.field.length));
-  return [
-    'No equivalent in campaign markdown (not carried into the files):',
-    ...fields.map((f) => `  ${f.field.padEnd(width)}  ${String(f.entries).padStart(4)}×  ${f.values.map((v) => `${v.value}×${v.count}`).join(', ')}`),
-  ];
-}
-
 /** Indexes the new files at once, so they are searchable from the shell; the extension's watcher would do the same. */
 async function indexLoreFiles(campaignRoot: string, paths: readonly string[]): Promise<FileOutcome[]> {
   const campaign = loadCampaign(campaignRoot);
@@ -47,12 +38,8 @@ async function indexLoreFiles(campaignRoot: string, paths: readonly string[]): P
 
 function describeLorebookImport(result: LorebookImportResult, cwd: string, indexed: readonly FileOutcome[]): string {
   const problems = indexed.flatMap((o) => o.issues.map((i) => `  ${o.path}${i.line ? `:${i.line}` : ''}: ${i.severity}: ${i.message}`));
-  const width = Math.max(...result.written.map((w) => w.path.length));
   return [
-    `Imported ${result.written.length} entries from ${result.formatName} ${path.relative(cwd, result.file) || result.file}${result.bookName ? ` (${result.bookName})` : ''} into ${result.folder}/ as ${result.class}:`,
-    ...result.written.map((w) => `  ${w.path.padEnd(width)}  ${w.title} (entry ${w.entryId})`),
-    ...describeUnmapped(result.unmapped),
-    ...result.notes.map((n) => `Note: ${n}`),
+    ...lorebookImportReport(result, path.relative(cwd, result.file) || result.file),
     `Indexed ${indexed.filter((o) => o.outcome === 'indexed').length} of ${indexed.length} new files.`,
     ...problems,
   ].join('\n');

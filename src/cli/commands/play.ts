@@ -8,7 +8,8 @@ import { StoryEngine, type TurnOutcome } from '../../story/engine';
 import { NarratorError, OllamaNarrator } from '../../story/narrator';
 import { PlayStore } from '../../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../../story/ports';
-import type { Adventure, AssembledContext, PlayerAction, Turn } from '../../story/types';
+import { renderContextSummary } from '../../story/contextReport';
+import type { Adventure, PlayerAction, Turn } from '../../story/types';
 import { hasWorldState, renderStateSection } from '../../story/worldState';
 import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
 
@@ -51,19 +52,6 @@ function pickAdventure(store: PlayStore, campaign: Campaign, id: string | undefi
     if (latest) return latest;
   }
   return store.createAdventure({ campaignId: campaign.id, title: title || `${campaign.title} — new adventure` });
-}
-
-function renderContext(context: AssembledContext): string {
-  const lines = context.sections.map((s) => {
-    const budget = s.budget === null ? '' : ` / ${s.budget}`;
-    const left = s.leftOut.length > 0 ? `, ${s.leftOut.length} left out` : '';
-    return `  ${s.stable ? '[prefix]' : '[live]  '} ${s.id.padEnd(16)} ${String(s.tokens).padStart(5)}${budget} tokens${left}`;
-  });
-  return [
-    `Context: ${context.budget.used} of ${context.budget.total} tokens (model context ${context.budget.contextLength}, ${context.budget.replyReserve} kept for the reply)`,
-    ...lines,
-    ...context.warnings.map((w) => `  ! ${w}`),
-  ].join('\n');
 }
 
 function renderTree(store: PlayStore, adventure: Adventure): string {
@@ -183,7 +171,7 @@ export const playCommand: Command = {
               break;
             }
             case '/context':
-              say(renderContext(await engine.previewContext(adventure.id, { kind: argument ? 'do' : 'continue', text: argument })));
+              say(renderContextSummary(await engine.previewContext(adventure.id, { kind: argument ? 'do' : 'continue', text: argument })));
               break;
             case '/tree':
               say(renderTree(store, adventure));

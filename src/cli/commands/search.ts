@@ -2,7 +2,7 @@ import { searchKnowledge } from '../../knowledge/retrieval';
 import type { RetrievalStage } from '../../knowledge/retrievalTypes';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { excerpt, locate } from '../knowledgeFormat';
+import { excerpt, locate } from '../../knowledge/retrievalFormat';
 
 export function stageOption(value: string | undefined): RetrievalStage {
   if (value === undefined || value === 'narrator' || value === 'player') return value ?? 'narrator';

@@ -1,4 +1,6 @@
-import type { CandidateDecision, SelectedPassage } from '../knowledge/retrievalTypes';
+import type { CandidateDecision, SelectedPassage } from './retrievalTypes';
+
+// How retrieval results read as text, for every surface that prints them (CLI, previews in the editor).
 
 /** "places/old-abbey.md:9-12 › The Old Abbey › The Crypt" */
 export function locate(p: Pick<SelectedPassage, 'sourcePath' | 'startLine' | 'endLine' | 'headingPath'>): string {

@@ -1,0 +1,93 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadCampaign } from './campaign';
+import { DEFAULT_SIZE_CAP_BYTES, decodeSource } from './decode';
+import { withFrontMatterField } from './frontMatter';
+import { documentKind } from './importer';
+import type { KnowledgeClass } from './types';
+
+export interface FileImportOptions {
+  campaignRoot: string;
+  class: KnowledgeClass;
+  /** Files above this are refused; default: the campaign's own cap, else the default cap. */
+  sizeCapBytes?: number;
+}
+
+export interface ImportedFile {
+  /** The file that was read. */
+  file: string;
+  /** Campaign-relative POSIX path of the copy. */
+  path: string;
+  /** The original name was taken in the campaign, so the copy got a numbered one. */
+  renamed: boolean;
+}
+
+export interface RefusedFile {
+  file: string;
+  reason: string;
+}
+
+export interface FileImportResult {
+  written: ImportedFile[];
+  refused: RefusedFile[];
+}
+
+/** `stem.ext`, then `stem-2.ext`, `stem-3.ext`…: the first name not taken (compared case-insensitively, as macOS and Windows do). */
+function freeName(name: string, taken: Set<string>): string {
+  const ext = path.extname(name);
+  const stem = name.slice(0, name.length - ext.length);
+  let candidate = name;
+  for (let n = 2; taken.has(candidate.toLowerCase()); n++) candidate = `${stem}-${n}${ext}`;
+  return candidate;
+}
+
+/** Reads one file and returns the text to write, or why it cannot be a source of this campaign. */
+function prepare(file: string, campaignRoot: string, cls: KnowledgeClass, sizeCap: number): { text: string } | { reason: string } {
+  if (!documentKind(path.basename(file))) return { reason: 'is not a markdown or text file (.md, .markdown, .txt)' };
+  const rel = path.relative(campaignRoot, file);
+  if (!rel.startsWith('..') && !path.isAbsolute(rel)) return { reason: 'is already inside the campaign' };
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(file);
+  } catch (error) {
+    return { reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` };
+  }
+  const decoded = decodeSource(bytes, sizeCap);
+  if (!decoded.ok) return { reason: decoded.issue.message };
+  try {
+    return { text: withFrontMatterField(decoded.text, 'class', cls) };
+  } catch (error) {
+    return { reason: (error as Error).message };
+  }
+}
+
+/**
+ * Copies writer-chosen files into the campaign folder as sources of the chosen class (written into each
+ * copy's front matter; the originals are only read). A file that cannot be a source (not text, not UTF-8,
+ * over the size cap, broken front matter) is refused with the reason and nothing is written for it; a
+ * name already taken in the campaign gets a numbered one, so no existing file is ever overwritten.
+ */
+export function importFilesIntoCampaign(files: readonly string[], options: FileImportOptions): FileImportResult {
+  const campaign = loadCampaign(options.campaignRoot);
+  const sizeCap = options.sizeCapBytes ?? campaign.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+  const taken = new Set(fs.readdirSync(campaign.root).map((n) => n.toLowerCase()));
+  const result: FileImportResult = { written: [], refused: [] };
+  for (const file of files.map((f) => path.resolve(f))) {
+    const prepared = prepare(file, campaign.root, options.class, sizeCap);
+    if ('reason' in prepared) {
+      result.refused.push({ file, reason: prepared.reason });
+      continue;
+    }
+    const name = freeName(path.basename(file), taken);
+    try {
+      // 'wx': a file that appeared since the folder was listed is never overwritten.
+      fs.writeFileSync(path.join(campaign.root, name), prepared.text, { flag: 'wx' });
+    } catch (error) {
+      result.refused.push({ file, reason: `could not be written as ${name} (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+      continue;
+    }
+    taken.add(name.toLowerCase());
+    result.written.push({ file, path: name, renamed: name !== path.basename(file) });
+  }
+  return result;
+}

@@ -1,0 +1,338 @@
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { CampaignError } from '../knowledge/campaign';
+import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/fileImport';
+import { LorebookError } from '../knowledge/lorebook';
+import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/lorebookExport';
+import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/lorebookImport';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/types';
+import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../story/bundle';
+import { renderContextMarkdown } from '../story/contextReport';
+import { PlayStore } from '../story/playStore';
+import type { CampaignIndex } from './campaignIndex';
+import type { CampaignRegistry } from './campaigns';
+import { campaignTarget } from './commands';
+import { Disposable } from './disposable';
+import type { KnowledgeService } from './knowledgeService';
+import type { PlayPanels } from './playPanels';
+import type { ReportDocuments } from './reportDocuments';
+import type { Settings } from './settings';
+import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
+import { storyEngine } from './storyEngine';
+
+const CLASS_MEANING: Record<KnowledgeClass, string> = {
+  canon: 'campaign truth',
+  reference: 'plausibility, never truth',
+  inspiration: 'style only, first to go',
+};
+
+const EXAMPLE_FOLDER = 'example-campaign';
+
+/** The errors the core throws for bad input: their message names the file and the reason. */
+function isRefusal(error: unknown): error is Error {
+  return error instanceof BundleError || error instanceof LorebookError || error instanceof CampaignError;
+}
+
+function nodeRoot(node: SourcesNode): string {
+  return node.kind === 'campaign' ? node.entry.root : node.root;
+}
+
+/** `<parent>/<name>`, or `<name>-2`, `<name>-3`… when taken: a copy never lands on an existing folder. */
+async function freeFolder(parent: vscode.Uri, name: string): Promise<vscode.Uri> {
+  for (let n = 1; ; n++) {
+    const candidate = vscode.Uri.joinPath(parent, n === 1 ? name : `${name}-${n}`);
+    try {
+      await vscode.workspace.fs.stat(candidate);
+    } catch {
+      return candidate;
+    }
+  }
+}
+
+/**
+ * Commands that bring material into a campaign or take it out (files, bundles, lorebooks), show what a
+ * turn would be sent, and open the example campaign. Each one asks for what it needs, calls the core once,
+ * and reports; every argument can also be passed in (from menus, the walkthrough and the test suite).
+ */
+export class InterchangeCommands extends Disposable {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly campaigns: CampaignRegistry,
+    private readonly knowledge: KnowledgeService,
+    private readonly settings: Settings,
+    private readonly play: PlayPanels,
+    private readonly reports: ReportDocuments,
+    /** Called when a preview had to start the campaign's first adventure, so the Adventures view shows it. */
+    private readonly onDidCreateAdventure: () => void,
+  ) {
+    super();
+    const register = (id: string, run: (...args: never[]) => unknown): void => {
+      this._register(vscode.commands.registerCommand(id, run));
+    };
+    // From the explorer: the clicked file and the whole selection; from the Sources view: the campaign node.
+    register('storyteller.importFile', (clicked?: vscode.Uri | SourcesNode, selected?: vscode.Uri[], options?: { campaignRoot?: string; class?: KnowledgeClass }) =>
+      clicked instanceof vscode.Uri || clicked === undefined
+        ? this.importFile(selected?.length ? selected : clicked ? [clicked] : undefined, options)
+        : this.importFile(undefined, { campaignRoot: nodeRoot(clicked) }),
+    );
+    register('storyteller.previewContext', (options?: { campaignRoot?: string; action?: string }) => this.previewContext(options));
+    register('storyteller.exportCampaign', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri; embeddings?: boolean }) => this.exportCampaign(arg, options));
+    register('storyteller.importCampaign', (options?: { bundle?: vscode.Uri; target?: vscode.Uri; addToWorkspace?: boolean }) => this.importCampaign(options));
+    register('storyteller.importLorebook', (clicked?: vscode.Uri | SourcesNode, options?: { campaignRoot?: string; class?: KnowledgeClass }) =>
+      clicked instanceof vscode.Uri || clicked === undefined ? this.importLorebook(clicked, options) : this.importLorebook(undefined, { campaignRoot: nodeRoot(clicked) }),
+    );
+    // Menus and commands that need a campaign show only when the workspace has one.
+    const updateContext = (): void => void vscode.commands.executeCommand('setContext', 'storyteller.hasCampaign', knowledge.list().length > 0);
+    this._register(knowledge.onDidChangeState(updateContext));
+    updateContext();
+    register('storyteller.exportWorldInfo', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri }) => this.exportWorldInfo(arg, options));
+    register('storyteller.openExampleCampaign', (options?: { parent?: vscode.Uri; then?: 'ask' | 'none' }) => this.openExampleCampaign(options));
+  }
+
+  /** The campaign named by root, else the usual choice (the active editor's, the only one, or a pick). */
+  private async campaign(root?: string, arg?: SourcesNode | vscode.Uri): Promise<CampaignIndex | undefined> {
+    await this.campaigns.ready();
+    const index = root ? this.knowledge.get(path.resolve(root)) : await campaignTarget(this.campaigns, this.knowledge, arg);
+    if (!index) void vscode.window.showInformationMessage('No campaign here: a campaign is a folder with a campaign.yaml (Storyteller: New Campaign).');
+    return index;
+  }
+
+  private async pickClass(placeHolder: string): Promise<KnowledgeClass | undefined> {
+    const picked = await vscode.window.showQuickPick(
+      KNOWLEDGE_CLASSES.map((c) => ({ label: CLASS_LABEL[c], description: CLASS_MEANING[c], value: c })),
+      { placeHolder },
+    );
+    return picked?.value;
+  }
+
+  private async importFile(files: vscode.Uri[] | undefined, options: { campaignRoot?: string; class?: KnowledgeClass } = {}): Promise<FileImportResult | undefined> {
+    const chosen =
+      files ??
+      (await vscode.window.showOpenDialog({
+        canSelectMany: true,
+        filters: { 'Markdown and text': ['md', 'markdown', 'txt'] },
+        openLabel: 'Import into Campaign',
+      }));
+    if (!chosen?.length) return undefined;
+    const index = await this.campaign(options.campaignRoot);
+    if (!index) return undefined;
+    const cls = options.class ?? (await this.pickClass(`Import ${chosen.length === 1 ? path.basename(chosen[0]!.fsPath) : `${chosen.length} files`} into ${index.campaign.title} as…`));
+    if (!cls) return undefined;
+    const result = importFilesIntoCampaign(
+      chosen.map((uri) => uri.fsPath),
+      { campaignRoot: index.campaign.root, class: cls, sizeCapBytes: index.campaign.sizeCapBytes },
+    );
+    if (result.written.length > 0) {
+      const names = result.written.map((w) => (w.renamed ? `${w.path} (from ${path.basename(w.file)}, whose name was taken)` : w.path));
+      void vscode.window.showInformationMessage(`Imported into ${index.campaign.title} as ${CLASS_LABEL[cls]}: ${names.join(', ')}.`);
+    }
+    if (result.refused.length > 0) {
+      const reasons = result.refused.map((r) => `${path.basename(r.file)}: ${r.reason}`);
+      void vscode.window.showErrorMessage(`Not imported (nothing was written for ${result.refused.length === 1 ? 'it' : 'them'}): ${reasons.join('; ')}`);
+    }
+    return result;
+  }
+
+  /** Opens the campaign's play store just long enough to assemble the next turn's context; nothing is generated or stored. */
+  private async previewContext(options: { campaignRoot?: string; action?: string } = {}): Promise<vscode.TextDocument | undefined> {
+    const index = await this.campaign(options.campaignRoot);
+    if (!index) return undefined;
+    const action =
+      options.action ??
+      (await vscode.window.showInputBox({
+        title: `Preview Context: ${index.campaign.title}`,
+        prompt: 'What the player does next. Nothing is sent to a model; empty previews "continue".',
+        placeHolder: 'ask Sister Mara about the crypt door',
+      }));
+    if (action === undefined) return undefined;
+    await index.idle();
+    const store = new PlayStore(index.campaign.playPath);
+    const { engine, dispose } = storyEngine(store, index, this.settings);
+    try {
+      const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
+      let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
+      if (!adventure) {
+        // The same first adventure the play panel would start: a preview is always of a real adventure.
+        adventure = store.createAdventure({ campaignId: index.campaign.id, title: `${index.campaign.title} — first adventure` });
+        this.onDidCreateAdventure();
+      }
+      const text = action.trim();
+      const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
+      const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
+      return await this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
+    } finally {
+      dispose();
+      store.close();
+    }
+  }
+
+  private async exportCampaign(arg?: SourcesNode | vscode.Uri, options: { out?: vscode.Uri; embeddings?: boolean } = {}): Promise<(ExportSummary & { file: string }) | undefined> {
+    const index = await this.campaign(undefined, arg);
+    if (!index) return undefined;
+    const { root, id, title } = index.campaign;
+    const out =
+      options.out ??
+      (await vscode.window.showSaveDialog({
+        title: `Export ${title}`,
+        defaultUri: vscode.Uri.file(path.join(path.dirname(root), `${id}${BUNDLE_EXTENSION}`)),
+        filters: { 'Campaign bundle': ['json'] },
+        saveLabel: 'Export Campaign',
+      }));
+    if (!out) return undefined;
+    const rel = path.relative(root, out.fsPath);
+    if (!rel.startsWith('..') && !path.isAbsolute(rel)) {
+      void vscode.window.showErrorMessage(`${out.fsPath}: a bundle saved inside the campaign would be carried by its next export; choose a place outside ${root}.`);
+      return undefined;
+    }
+    const embeddings =
+      options.embeddings ??
+      (
+        await vscode.window.showQuickPick(
+          [
+            { label: 'Without embeddings', description: 'smaller; rebuilt after import when a model is set', value: false },
+            { label: 'With embeddings', description: 'the vectors and their model metadata', value: true },
+          ],
+          { placeHolder: 'Include the embeddings?' },
+        )
+      )?.value;
+    if (embeddings === undefined) return undefined;
+    await index.idle();
+    try {
+      // The save dialog already asked before replacing an existing file.
+      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, () =>
+        exportCampaignBundle(root, out.fsPath, { embeddings, force: true }),
+      );
+      const rows = Object.entries(summary.playRows).filter(([, count]) => count > 0);
+      const play = rows.length > 0 ? `play data (${rows.map(([table, count]) => `${table} ${count}`).join(', ')})` : 'no play data';
+      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${play}.`);
+      return summary;
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      void vscode.window.showErrorMessage(`Export failed: ${error.message}`);
+      return undefined;
+    }
+  }
+
+  private async importCampaign(options: { bundle?: vscode.Uri; target?: vscode.Uri; addToWorkspace?: boolean } = {}): Promise<ImportBundleSummary | undefined> {
+    const bundle =
+      options.bundle ??
+      (await vscode.window.showOpenDialog({ filters: { 'Campaign bundle': ['json'] }, openLabel: 'Import Campaign', title: 'Choose a campaign bundle' }))?.[0];
+    if (!bundle) return undefined;
+    const target =
+      options.target ??
+      (
+        await vscode.window.showOpenDialog({
+          canSelectFiles: false,
+          canSelectFolders: true,
+          openLabel: 'Restore Here',
+          title: 'Choose a new or empty folder for the campaign',
+        })
+      )?.[0];
+    if (!target) return undefined;
+    let summary: ImportBundleSummary;
+    try {
+      summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, () =>
+        importCampaignBundle(bundle.fsPath, target.fsPath),
+      );
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
+      return undefined;
+    }
+    const restored = `Restored ${summary.campaignId} into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed.`;
+    const add = (): void => {
+      vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: vscode.Uri.file(summary.target) });
+    };
+    if (options.addToWorkspace === true) add();
+    else if (options.addToWorkspace === false) void vscode.window.showInformationMessage(restored);
+    else void vscode.window.showInformationMessage(restored, 'Add to Workspace').then((choice) => choice && add());
+    return summary;
+  }
+
+  private async importLorebook(clicked?: vscode.Uri, options: { campaignRoot?: string; class?: KnowledgeClass } = {}): Promise<LorebookImportResult | undefined> {
+    const file =
+      clicked ??
+      (
+        await vscode.window.showOpenDialog({
+          filters: { 'World Info, character cards, NovelAI lorebooks': ['json', 'png', 'lorebook'] },
+          openLabel: 'Import Lorebook',
+        })
+      )?.[0];
+    if (!file) return undefined;
+    const index = await this.campaign(options.campaignRoot);
+    if (!index) return undefined;
+    const cls = options.class ?? (await this.pickClass(`Import the entries of ${path.basename(file.fsPath)} as…`));
+    if (!cls) return undefined;
+    let result: LorebookImportResult;
+    try {
+      result = importLorebookFile(file.fsPath, { campaignRoot: index.campaign.root, class: cls });
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
+      return undefined;
+    }
+    const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
+    await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}.txt`, `${report}\n`);
+    const unmapped = result.unmapped.length === 0 ? 'every field had an equivalent' : `${result.unmapped.length} fields have no equivalent (see the report)`;
+    void vscode.window.showInformationMessage(
+      `Imported ${result.written.length} entries from ${result.formatName} into ${result.folder}/ as ${CLASS_LABEL[cls]}; ${unmapped}.`,
+    );
+    return result;
+  }
+
+  private async exportWorldInfo(arg?: SourcesNode | vscode.Uri, options: { out?: vscode.Uri } = {}): Promise<WorldInfoExportResult | undefined> {
+    const index = await this.campaign(undefined, arg);
+    if (!index) return undefined;
+    const { root, id, title } = index.campaign;
+    const out =
+      options.out ??
+      (await vscode.window.showSaveDialog({
+        title: `Export the canon of ${title} as SillyTavern World Info`,
+        defaultUri: vscode.Uri.file(path.join(path.dirname(root), `${id}.worldinfo.json`)),
+        filters: { 'SillyTavern World Info': ['json'] },
+        saveLabel: 'Export World Info',
+      }));
+    if (!out) return undefined;
+    await index.idle();
+    try {
+      const result = await exportCampaignWorldInfo(root, out.fsPath, { force: true });
+      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (${result.skipped.map((s) => `${s.path}: ${s.reason}`).join('; ')})` : '';
+      void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);
+      return result;
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      void vscode.window.showErrorMessage(`Export failed: ${error.message}`);
+      return undefined;
+    }
+  }
+
+  /**
+   * Copies the example campaign shipped with the extension to a folder the writer chooses (the extension's
+   * own folder is read-only and replaced on update), then opens it.
+   */
+  private async openExampleCampaign(options: { parent?: vscode.Uri; then?: 'ask' | 'none' } = {}): Promise<vscode.Uri | undefined> {
+    const parent =
+      options.parent ??
+      (
+        await vscode.window.showOpenDialog({
+          canSelectFiles: false,
+          canSelectFolders: true,
+          defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+          openLabel: 'Copy the Example Here',
+          title: 'Where should the example campaign be copied?',
+        })
+      )?.[0];
+    if (!parent) return undefined;
+    const target = await freeFolder(parent, EXAMPLE_FOLDER);
+    await vscode.workspace.fs.copy(vscode.Uri.joinPath(this.extensionUri, 'fixtures', EXAMPLE_FOLDER), target, { overwrite: false });
+    if (options.then === 'none') return target;
+    if (!vscode.workspace.workspaceFolders?.length) {
+      await vscode.commands.executeCommand('vscode.openFolder', target);
+      return target;
+    }
+    const choice = await vscode.window.showInformationMessage(`The example campaign is in ${target.fsPath}.`, 'Open Folder', 'Add to Workspace');
+    if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', target);
+    if (choice === 'Add to Workspace') vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders.length, 0, { uri: target });
+    return target;
+  }
+}

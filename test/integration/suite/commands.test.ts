@@ -1,0 +1,290 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { StorytellerApi } from '../../../src/extension';
+import { loadCampaign } from '../../../src/knowledge/campaign';
+import type { FileImportResult } from '../../../src/knowledge/fileImport';
+import type { WorldInfoExportResult } from '../../../src/knowledge/lorebookExport';
+import type { LorebookImportResult } from '../../../src/knowledge/lorebookImport';
+import { KnowledgeStore } from '../../../src/knowledge/store';
+import type { KnowledgeClass } from '../../../src/knowledge/types';
+import type { ExportSummary, ImportBundleSummary } from '../../../src/story/bundle';
+import type { CampaignIndex } from '../../../src/views/campaignIndex';
+import { REPORT_SCHEME } from '../../../src/views/reportDocuments';
+import type { SourcesNode } from '../../../src/views/sourcesTree';
+import { corpusPath } from '../../support/corpora';
+import type { ScreenshotReply } from '../protocol';
+import { EXTENSION_ID, activatedExtension, capture, harnessConfig, waitFor } from './harness';
+
+/** The workbench text as read on screen: the editor renders spaces as no-break spaces. */
+const screenText = (reply: ScreenshotReply): string => reply.workbenchText.replace(/\u00a0/g, ' ');
+
+let api: StorytellerApi;
+let index: CampaignIndex;
+let root: string;
+let scratch: string;
+
+const sourceAt = (rel: string) => index.store?.getSourceByPath(rel);
+
+/** The sources the Sources tree lists under one class of the campaign. */
+async function treeSources(cls: KnowledgeClass): Promise<string[]> {
+  const [campaign] = (await api.sources.getChildren()) ?? [];
+  const classes = (await api.sources.getChildren(campaign)) ?? [];
+  const group = classes.find((c) => c.kind === 'class' && c.knowledgeClass === cls);
+  const sources = (await api.sources.getChildren(group)) ?? [];
+  return sources.flatMap((n: SourcesNode) => (n.kind === 'source' ? [n.source.path] : []));
+}
+
+/** Every file of a campaign folder (POSIX paths) with its bytes, leaving out the derived data folder. */
+function campaignFiles(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const rel of fs.readdirSync(dir, { recursive: true }) as string[]) {
+    const posix = rel.split(path.sep).join('/');
+    if (posix.startsWith('.storyteller') || fs.statSync(path.join(dir, rel)).isDirectory()) continue;
+    files.set(posix, fs.readFileSync(path.join(dir, rel), 'utf8'));
+  }
+  return files;
+}
+
+/** What an index knows about each source: what a writer sees in the Sources tree. */
+function describeSources(store: KnowledgeStore): string[] {
+  return store.listSources().map((s) => `${s.path} ${s.class} ${s.enabled ? 'enabled' : 'disabled'} ${s.visibility} ${s.title}`).sort();
+}
+
+/**
+ * The restored folder's index, read with the suite's own SQLite. Never the live campaign's databases:
+ * a second SQLite library in one process drops the extension's file locks when it closes a connection.
+ */
+function restoredSources(dir: string): string[] {
+  const store = KnowledgeStore.open(loadCampaign(dir));
+  try {
+    return describeSources(store);
+  } finally {
+    store.close();
+  }
+}
+
+describe('campaign commands in the workbench', () => {
+  before(async () => {
+    api = (await activatedExtension()).exports as StorytellerApi;
+    root = path.resolve(harnessConfig().workspace);
+    await api.knowledge.idle();
+    index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
+    await index.idle();
+    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-commands-'));
+    // The empty secondary side bar only narrows the editors the screenshots are about.
+    await vscode.commands.executeCommand('workbench.action.closeAuxiliaryBar');
+  });
+  after(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+  describe('Import File into Campaign', () => {
+    const imported: string[] = [];
+    // Later suites count the example campaign's sources: leave it as it was found.
+    after(async () => {
+      // Scrolled back to the top, where later suites look for the first sources.
+      await vscode.commands.executeCommand('storyteller.sources.focus');
+      await vscode.commands.executeCommand('list.focusFirst');
+      for (const rel of imported) fs.rmSync(path.join(root, rel), { force: true });
+      await waitFor(() => imported.every((rel) => !sourceAt(rel)), 20_000, 'the imported files to leave the index');
+      await index.idle();
+    });
+
+    it('copies the chosen files in with the chosen class, indexes them into the Sources tree, and refuses bad ones by name and reason', async () => {
+      const put = (name: string, content: string | Buffer): vscode.Uri => {
+        fs.writeFileSync(path.join(scratch, name), content);
+        return vscode.Uri.file(path.join(scratch, name));
+      };
+      const harbour = put('harbour-songs.md', '# Harbour Songs\n\nThe bargemen sing of drowned bells when the fog comes in.\n');
+      const clash = put('canon.md', '# Another canon\n\nA second setting bible, from another table.\n');
+      const binary = put('map-scan.md', Buffer.from([0x23, 0x20, 0x4d, 0x61, 0x70, 0x00, 0x01]));
+      const latin1 = put('old-notes.txt', Buffer.from('Caf\xe9 by the river gate.\n', 'latin1'));
+      const canonBefore = fs.readFileSync(path.join(root, 'canon.md'), 'utf8');
+
+      const result = await vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', harbour, [harbour, clash, binary, latin1], { class: 'inspiration' });
+      imported.push(...result.written.map((w) => w.path));
+      assert.deepEqual(result.written.map((w) => w.path), ['harbour-songs.md', 'canon-2.md']);
+      assert.equal(fs.readFileSync(path.join(root, 'canon.md'), 'utf8'), canonBefore, 'the campaign’s own canon.md is untouched');
+      assert.match(fs.readFileSync(path.join(root, 'harbour-songs.md'), 'utf8'), /^---\nclass: inspiration\n---\n# Harbour Songs/);
+      assert.deepEqual(result.refused.map((r) => path.basename(r.file)), ['map-scan.md', 'old-notes.txt']);
+      assert.equal(fs.existsSync(path.join(root, 'map-scan.md')) || fs.existsSync(path.join(root, 'old-notes.txt')), false, 'nothing is written for a refused file');
+
+      await waitFor(() => sourceAt('harbour-songs.md')?.class === 'inspiration' && sourceAt('canon-2.md')?.class === 'inspiration', 20_000, 'the imported files to be indexed');
+      const inspiration = await waitFor(async () => {
+        const listed = await treeSources('inspiration');
+        return listed.includes('harbour-songs.md') && listed.includes('canon-2.md') && listed;
+      }, 10_000, 'the Sources tree to list the imports under Inspiration');
+      assert.ok(inspiration.includes('inspiration.md'));
+      assert.ok(!(await treeSources('canon')).includes('canon-2.md'));
+
+      // Information messages fade after a while; the writer reads them as the import finishes.
+      const messages = await capture('import-file-messages', 200);
+      assert.match(messages.workbenchText, /Imported into The Westhaven Campaign as Inspiration: harbour-songs\.md, canon-2\.md \(from canon\.md, whose name was taken\)/);
+      assert.match(messages.workbenchText, /map-scan\.md: file contains a NUL byte \(line 1\): it looks binary, not text/);
+      assert.match(messages.workbenchText, /old-notes\.txt: file is not valid UTF-8/);
+
+      await vscode.window.showTextDocument(vscode.Uri.file(path.join(root, 'harbour-songs.md')));
+      const reply = await waitFor(async () => {
+        // The Inspiration group is below the fold of the small Sources view: scroll to its end.
+        await vscode.commands.executeCommand('storyteller.sources.focus');
+        await vscode.commands.executeCommand('list.focusLast');
+        const seen = await capture('import-file-into-campaign');
+        return /Harbour Songs\s*harbour-songs\.md/.test(seen.workbenchText) && seen;
+      }, 15_000, 'the Sources tree to show the imported file');
+      assert.match(screenText(reply), /class: inspiration/, 'the copy opens with its class in the front matter');
+    });
+  });
+
+  describe('Preview Context', () => {
+    it('shows what the next turn would send, section by section with tokens, budgets and passages, as a read-only document, with no model', async () => {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      const document = await vscode.commands.executeCommand<vscode.TextDocument>('storyteller.previewContext', { action: 'ask Sister Mara about the crypt door' });
+      assert.equal(document.uri.scheme, REPORT_SCHEME);
+      assert.equal(document.languageId, 'markdown');
+      const text = document.getText();
+      assert.match(text, /^# Context preview: ask Sister Mara about the crypt door$/m);
+      assert.match(text, /^## \d+\. Narrator — \d+ tokens \(required\)$/m);
+      assert.match(text, /^## \d+\. CANON SOURCES — UNTRUSTED DATA — \d+ tokens \(budget \d+\)$/m);
+      assert.match(text, /^- \*\*Sister Mara\*\* — canon · characters\/mara\.md · matched/m, 'a used passage, by its title');
+      assert.match(text, /Resurrection is impossible/, 'the always-include canon as sent');
+      assert.match(text, /## Retrieval decisions \(\d+ candidates/);
+
+      const adventures = api.adventures.getChildren();
+      assert.equal(adventures.length, 1, 'the preview is for the campaign’s current (here: first) adventure');
+      assert.deepEqual(api.adventures.getChildren(adventures[0]), [], 'a preview plays no turn');
+      // Typing into the preview changes nothing: it is read-only.
+      await vscode.window.showTextDocument(document);
+      await vscode.commands.executeCommand('type', { text: 'x' });
+      assert.equal(document.getText(), text);
+
+      const reply = await capture('preview-context');
+      assert.match(reply.workbenchText, /Context Preview — The Westhaven Campaign/, 'the preview’s tab');
+      assert.match(screenText(reply), /## 1\. Narrator — \d+ tokens \(required\)/, 'the preview on screen');
+      assert.match(screenText(reply), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
+    });
+  });
+
+  describe('Export and Import Campaign', () => {
+    let bundle: string;
+
+    it('exports the campaign to a bundle that restores into a new folder with the same files and sources', async () => {
+      bundle = path.join(scratch, 'westhaven.storyteller.json');
+      const exported = await vscode.commands.executeCommand<ExportSummary & { file: string }>('storyteller.exportCampaign', undefined, {
+        out: vscode.Uri.file(bundle),
+        embeddings: false,
+      });
+      assert.equal(exported.file, bundle);
+      assert.equal(exported.sources, index.store!.counts().sources);
+
+      const target = path.join(scratch, 'restored');
+      const restored = await vscode.commands.executeCommand<ImportBundleSummary>('storyteller.importCampaign', {
+        bundle: vscode.Uri.file(bundle),
+        target: vscode.Uri.file(target),
+        addToWorkspace: false,
+      });
+      assert.equal(restored.target, target);
+      assert.deepEqual(campaignFiles(target), campaignFiles(root), 'every file comes back byte for byte');
+      assert.deepEqual(restoredSources(target), describeSources(index.store!), 'and indexes into the same sources');
+      const reply = await waitFor(async () => {
+        const seen = await capture('import-campaign-restored');
+        return seen.workbenchText.includes('Restored westhaven into') && seen;
+      }, 10_000, 'the restore message');
+      assert.equal(restored.index.indexed, exported.sources);
+      assert.match(reply.workbenchText, new RegExp(`\\d+ files, ${exported.sources} indexed`));
+    });
+
+    it('refuses a bad bundle with its reason and writes nothing', async () => {
+      const truncated = path.join(scratch, 'truncated.storyteller.json');
+      const text = fs.readFileSync(bundle, 'utf8');
+      fs.writeFileSync(truncated, text.slice(0, Math.floor(text.length / 2)));
+      const escaping = path.join(scratch, 'escaping.storyteller.json');
+      fs.writeFileSync(escaping, text.replace('"path": "canon.md"', '"path": "../canon.md"'));
+      const before = fs.readdirSync(scratch).sort();
+      for (const bad of [truncated, escaping]) {
+        const target = path.join(scratch, `from-${path.basename(bad, '.storyteller.json')}`);
+        const result = await vscode.commands.executeCommand('storyteller.importCampaign', { bundle: vscode.Uri.file(bad), target: vscode.Uri.file(target), addToWorkspace: false });
+        assert.equal(result, undefined);
+        assert.equal(fs.existsSync(target), false, `${path.basename(bad)} writes no folder`);
+      }
+      assert.deepEqual(fs.readdirSync(scratch).sort(), before, 'and nothing beside it either');
+      const reply = await waitFor(async () => {
+        const seen = await capture('import-campaign-refused');
+        return seen.workbenchText.includes('not valid JSON') && seen.workbenchText.includes('"../canon.md"') && seen;
+      }, 10_000, 'both refusals on screen');
+      assert.match(reply.workbenchText, /Not imported, nothing was written: .*truncated\.storyteller\.json: not valid JSON, the bundle is truncated or corrupt/);
+    });
+  });
+
+  describe('Import Lorebook and Export Canon as World Info', () => {
+    after(async () => {
+      fs.rmSync(path.join(root, 'lore'), { recursive: true, force: true });
+      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('lore/')), 20_000, 'the lore files to leave the index');
+      await index.idle();
+    });
+
+    it('turns a SillyTavern World Info file into sources of the chosen class and shows the fields with no equivalent', async () => {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      const worldInfo = vscode.Uri.file(corpusPath('lorebooks', 'Eldoria.worldinfo.st-current.json'));
+      const result = await vscode.commands.executeCommand<LorebookImportResult>('storyteller.importLorebook', worldInfo, { class: 'reference' });
+      assert.equal(result.written.length, 4);
+      assert.ok(result.unmapped.length > 0);
+      const paths = result.written.map((w) => w.path);
+      await waitFor(() => paths.every((p) => sourceAt(p)?.class === 'reference'), 20_000, 'the four entries to be indexed as reference');
+      const listed = await treeSources('reference');
+      assert.ok(paths.every((p) => listed.includes(p)), 'the entries are listed under Reference');
+
+      const report = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === REPORT_SCHEME)?.document;
+      assert.ok(report, 'the import report is open');
+      assert.match(report.getText(), /^Imported 4 entries from SillyTavern World Info .* into lore\/ as reference:$/m);
+      assert.match(report.getText(), /^No equivalent in campaign markdown/m);
+      for (const field of result.unmapped) assert.ok(report.getText().includes(field.field), `the report names ${field.field}`);
+
+      await vscode.commands.executeCommand('workbench.view.extension.storyteller');
+      const reply = await waitFor(async () => {
+        const seen = await capture('import-lorebook');
+        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference') && seen;
+      }, 10_000, 'the summary message');
+      assert.match(screenText(reply), /No equivalent in campaign markdown/, 'the report on screen');
+    });
+
+    it('writes the campaign’s canon as a SillyTavern World Info file', async () => {
+      const out = path.join(scratch, 'westhaven.worldinfo.json');
+      const result = await vscode.commands.executeCommand<WorldInfoExportResult>('storyteller.exportWorldInfo', undefined, { out: vscode.Uri.file(out) });
+      const canon = index.store!.listSources().filter((s) => s.class === 'canon');
+      assert.equal(result.entries.length + result.skipped.length, canon.length);
+      const written = JSON.parse(fs.readFileSync(out, 'utf8')) as { entries: Record<string, { comment: string; content: string }> };
+      const mara = Object.values(written.entries).find((e) => e.comment === 'Sister Mara');
+      assert.ok(mara, 'Sister Mara is an entry');
+      assert.match(mara.content, /ledger/);
+    });
+  });
+
+  describe('getting started', () => {
+    it('copies the example campaign shipped in the extension to a chosen folder, without its index', async () => {
+      const extensionPath = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
+      const shipped = path.join(extensionPath, 'fixtures', 'example-campaign');
+      const first = await vscode.commands.executeCommand<vscode.Uri>('storyteller.openExampleCampaign', { parent: vscode.Uri.file(scratch), then: 'none' });
+      const second = await vscode.commands.executeCommand<vscode.Uri>('storyteller.openExampleCampaign', { parent: vscode.Uri.file(scratch), then: 'none' });
+      assert.equal(first.fsPath, path.join(scratch, 'example-campaign'));
+      assert.equal(second.fsPath, path.join(scratch, 'example-campaign-2'), 'a second copy never lands on the first');
+      assert.equal(loadCampaign(first.fsPath).title, 'The Westhaven Campaign');
+      assert.deepEqual(campaignFiles(first.fsPath), campaignFiles(shipped));
+      assert.equal(fs.existsSync(path.join(shipped, '.storyteller')), false, 'the extension ships no index');
+      assert.ok(campaignFiles(first.fsPath).has('characters/mara.md'));
+    });
+
+    it('offers a walkthrough whose steps open the example, index, search, play and preview context', async () => {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await vscode.commands.executeCommand('workbench.action.openWalkthrough', `${EXTENSION_ID}#gettingStarted`, false);
+      const reply = await waitFor(async () => {
+        const seen = await capture('walkthrough', 1000);
+        return seen.workbenchText.includes('Get Started with Adventure Storyteller') && seen;
+      }, 15_000, 'the walkthrough page');
+      for (const step of ['Open the example campaign', 'Index it', 'Search its knowledge', 'Open the play panel', 'Preview the context']) {
+        assert.ok(reply.workbenchText.includes(step), `the walkthrough shows the step "${step}"`);
+      }
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    });
+  });
+});

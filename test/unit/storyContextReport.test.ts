@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign } from '../../src/knowledge/campaign';
+import { importCampaign } from '../../src/knowledge/importer';
+import { KnowledgeStore } from '../../src/knowledge/store';
+import { renderContextMarkdown, renderContextSummary } from '../../src/story/contextReport';
+import { StoryEngine } from '../../src/story/engine';
+import { indexKnowledge } from '../../src/story/indexKnowledge';
+import { OllamaNarrator } from '../../src/story/narrator';
+import { PlayStore } from '../../src/story/playStore';
+import { EXAMPLE_CAMPAIGN } from '../support/corpora';
+
+describe('context report', () => {
+  let dir: string;
+  let index: KnowledgeStore;
+  let play: PlayStore;
+  let engine: StoryEngine;
+  let adventureId: string;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-report-'));
+    fs.cpSync(EXAMPLE_CAMPAIGN, dir, { recursive: true, filter: (src) => !src.includes('.storyteller') });
+    // Imported text that would be markup or a fetch if the report rendered it as markdown.
+    fs.writeFileSync(path.join(dir, 'places', 'tracker.md'), '---\nclass: canon\n---\n# The Crypt Door\n\nThe crypt door ```` has ![](http://127.0.0.1:9/track.png) <script>alert(1)</script>\n');
+    const campaign = loadCampaign(dir);
+    index = KnowledgeStore.open(campaign);
+    await importCampaign(campaign, index);
+    play = new PlayStore(campaign.playPath);
+    // No model is reachable at this host: a preview never calls it.
+    engine = new StoryEngine(play, indexKnowledge(index), new OllamaNarrator({ host: 'http://127.0.0.1:9', env: {} }), { model: 'none', autoMemories: false });
+    adventureId = play.createAdventure({ campaignId: campaign.id, title: 'Fog over Westhaven' }).id;
+  });
+  after(() => {
+    play.close();
+    index.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists every section in prompt order with its tokens and budget, the passages it uses and what it left out', async () => {
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
+    const report = renderContextMarkdown(context, { campaignTitle: 'Westhaven', adventureTitle: 'Fog over Westhaven', action: 'ask Mara about the crypt door in the Abbey' });
+    const headings = [...report.matchAll(/^## (\d+)\. (.+) — (\d+) tokens \((required|budget \d+)\)$/gm)];
+    assert.deepEqual(headings.map((h) => Number(h[1])), context.sections.map((_, i) => i + 1));
+    for (const [i, section] of context.sections.entries()) assert.equal(Number(headings[i]![3]), section.tokens);
+    const canon = context.sections.find((s) => s.id === 'canon')!;
+    assert.ok(canon.itemIds.length > 0, 'the action retrieves canon');
+    assert.match(report, /^- \*\*Sister Mara\*\* — canon · characters\/mara\.md/m, 'a used passage is named by its source title, not twice when its heading repeats it');
+    assert.match(report, /Resurrection is impossible/, 'the always-include text is shown as sent');
+    assert.match(report, /## Retrieval decisions \(\d+ candidates/);
+    assert.ok(report.includes(renderContextSummary(context)), 'the summary the CLI prints heads the report');
+  });
+
+  it('keeps imported text inert: inside a fence longer than any backtick run, never as markup', async () => {
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'open the crypt door' });
+    const report = renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'A', action: 'open the crypt door' });
+    const at = report.indexOf('```` has [image] <script>alert(1)</script>');
+    assert.ok(at > 0, 'the passage text is shown as sent (the chunker already made the image a placeholder)');
+    const before = report.slice(0, at);
+    const opener = [...before.matchAll(/^(`{3,})text$/gm)].at(-1);
+    assert.ok(opener && opener[1]!.length > 4, 'the text sits in a fence longer than its own ```` run');
+    assert.ok(!before.slice(opener.index).includes(`\n${opener[1]}\n`), 'and that fence is still open there');
+  });
+});
