@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import type { StoryEngine, TurnHandlers } from '../story/engine';
+import { describeContext } from '../story/contextReport';
 import { PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
@@ -38,21 +39,14 @@ const frozen = (snapshot: PromptSnapshot): ShownContext => ({
 
 /** The context as the panel shows it: each section with its cost, its passages and what was left out, with reasons. */
 export function contextView(context: ShownContext): Extract<HostMessage, { type: 'context' }> {
-  const candidates = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));
-  const describe = (id: string, reason?: string) => {
-    const candidate = candidates.get(id);
-    if (!candidate) return { title: id, detail: reason ?? '' };
-    const trail = candidate.headingPath.length > 0 ? ` › ${candidate.headingPath.join(' › ')}` : '';
-    return { title: `${candidate.sourceTitle}${trail}`, detail: `${candidate.class} · ${candidate.sourcePath} · ${reason ?? candidate.reason}` };
-  };
-  const sections: ContextSectionView[] = context.sections.map((s) => ({
-    id: s.id,
-    title: s.title,
-    tokens: s.tokens,
-    budget: s.budget,
-    text: s.text,
-    items: s.itemIds.map((id) => describe(id)),
-    leftOut: s.leftOut.map((l) => describe(l.id, l.reason)),
+  const sections: ContextSectionView[] = describeContext(context).map(({ section, items, leftOut }) => ({
+    id: section.id,
+    title: section.title,
+    tokens: section.tokens,
+    budget: section.budget,
+    text: section.text,
+    items: items.map(({ title, detail }) => ({ title, detail })),
+    leftOut: leftOut.map(({ title, detail }) => ({ title, detail })),
   }));
   return { type: 'context', used: context.used, total: context.total, sections, warnings: context.warnings };
 }
