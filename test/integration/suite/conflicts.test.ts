@@ -5,7 +5,8 @@ import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import { CONFLICT_COMMANDS } from '../../../src/views/conflicts';
-import { activatedExtension, capture, harnessConfig, waitFor } from './harness';
+import { capture, waitFor } from './harness';
+import { campaignWorkspace } from './workspace';
 
 let api: StorytellerApi;
 let index: CampaignIndex;
@@ -17,11 +18,7 @@ const INFIRMARY = 'places/infirmary-notes.md';
 
 describe('canon conflicts in the workbench', () => {
   before(async () => {
-    api = (await activatedExtension()).exports as StorytellerApi;
-    root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
-    index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
-    await index.idle();
+    ({ api, root, index } = await campaignWorkspace());
     // A writer adds notes that disagree with Mara's sheet (characters/mara.md: Age 34).
     fs.writeFileSync(path.join(root, ...INFIRMARY.split('/')), '---\ntitle: Infirmary Notes\n---\n# Infirmary notes\n\n## Mara\n\n- **Age:** 41\n- **Home:** the Old Abbey\n');
   });
