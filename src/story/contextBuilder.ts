@@ -1,7 +1,6 @@
-import { worldFactsFromState } from '../knowledge/conflictsState';
 import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage } from '../knowledge/retrievalTypes';
 import type { TokenEstimator } from './tokenEstimator';
-import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, type WorldState } from './worldState';
+import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';
 
 /**
@@ -172,15 +171,14 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     inspiration: knowledgeBudget('inspiration'),
   };
   const recent = req.history.slice(-3).flatMap((t) => [t.action.text, t.narration]).filter(Boolean);
-  const npcIdNames = Object.fromEntries(Object.entries(schema.npcs).map(([id, npc]) => [id, npc.name]));
-  const npcNames = Object.values(npcIdNames);
+  const npcNames = Object.values(schema.npcs).map((n) => n.name);
   const textValues = Object.entries(req.state).filter(([, v]) => typeof v === 'string').map(([, v]) => String(v));
   const retrieval = await req.retrieve({
     input: req.action.text,
     recent,
     entities: [...npcNames, ...textValues],
     ...(personaName ? { persona: personaName } : {}),
-    ...(withState ? { stateFacts: state.text.split('\n').slice(1), currentState: worldFactsFromState(req.state, npcIdNames) } : {}),
+    ...(withState ? { stateFacts: state.text.split('\n').slice(1), currentState: stateWorldFacts(schema, req.state) } : {}),
     stage: 'narrator',
     budgets,
   });
