@@ -134,6 +134,24 @@ describe('canon the story has superseded in play', () => {
     const noState = play.createAdventure({ campaignId: campaign.id, title: 'Stateless', persona: KAELEN });
     assert.match(canonOf((await engine.previewContext(noState.id, { kind: 'do', text: 'look down at the old bridge' })).sections), /- Status: standing/);
   });
+
+  it('always-included canon: the cacheable prefix changes once, when play supersedes it, then stays byte-identical', async () => {
+    fs.writeFileSync(path.join(dir, 'places', 'bridge.md'), BRIDGE.replace('title: The Old Bridge\n', 'title: The Old Bridge\nalways_include: true\n'));
+    await importCampaign(campaign, index);
+    const engine = new StoryEngine(play, indexKnowledge(index), new OllamaNarrator({ host: fake.url, env: {} }), { model: 'llama3.2', autoMemories: false });
+    const adventure = play.createAdventure({ campaignId: campaign.id, title: 'Siege', persona: KAELEN, statSchema: { ...bridgeState, player: { hp: { initial: 10, min: 0, max: 10 } } } });
+    const prefixes: string[] = [];
+    for (const reply of ['The bridge falls.\n```json\n{"world.bridge": "destroyed"}\n```', 'You are cut.\n```json\n{"player.hp": -2}\n```', 'You rest.']) {
+      fake.queue({ chunks: [reply] });
+      const outcome = await engine.takeTurn(adventure.id, { kind: 'do', text: 'wait by the river' });
+      assert.equal(outcome.error, null);
+      prefixes.push(play.getSnapshot(outcome.turn.id)!.messages[0]!.content);
+    }
+    assert.match(prefixes[0]!, /- Status: standing/, 'sent before the bridge fell');
+    assert.doesNotMatch(prefixes[1]!, /Status: standing/);
+    assert.match(prefixes[1]!, /- Status: superseded in play — now destroyed/);
+    assert.equal(prefixes[2], prefixes[1], 'a state change that supersedes nothing new leaves the prefix byte-identical');
+  });
 });
 
 function outcomeTurn(narration: string) {
