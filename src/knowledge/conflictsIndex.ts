@@ -35,19 +35,31 @@ export function analyzeStoreConflicts(store: KnowledgeStore, decisions?: Readonl
  */
 export class StoreCanonFacts {
   private readonly cache = new FactCache();
+  private known: { signature: string; names: EntityNames } | undefined;
+  /** The source as last read, by id: re-read (and its front matter re-parsed) only when its record changed. */
+  private readonly inputs = new Map<string, { signature: string; input: ConflictSourceInput | undefined }>();
 
   constructor(private readonly store: KnowledgeStore) {}
 
   /** Every name declared in the campaign, resolved as the conflict analysis resolves them. */
   names(): EntityNames {
-    return buildEntityNames(analyzedSources(this.store));
+    const sources = analyzedSources(this.store);
+    const signature = JSON.stringify(sources.map((s) => [s.title, s.entities]));
+    // The same object while no name changed, so the fact cache keeps what it extracted.
+    if (this.known?.signature !== signature) this.known = { signature, names: buildEntityNames(sources) };
+    return this.known.names;
   }
 
   /** The source's facts; none for a source that is not enabled, indexed Canon. */
   factsOf(sourceId: string, names: EntityNames): FactStatement[] {
     const source = this.store.getSource(sourceId);
     if (!source || source.class !== 'canon' || !source.enabled || source.lexicalState !== 'ready') return [];
-    const input = conflictInputOf(this.store, source);
-    return input ? this.cache.factsOf(input, names) : [];
+    const signature = JSON.stringify([source.sha256, source.path, source.title, source.entities]);
+    let known = this.inputs.get(sourceId);
+    if (known?.signature !== signature) {
+      known = { signature, input: conflictInputOf(this.store, source) };
+      this.inputs.set(sourceId, known);
+    }
+    return known.input ? this.cache.factsOf(known.input, names) : [];
   }
 }

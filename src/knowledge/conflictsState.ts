@@ -112,9 +112,12 @@ const CANON_SECTIONS: readonly KnowledgeSection[] = ['alwaysInclude', 'canon'];
 export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader): RetrievalResult {
   if (state.length === 0) return result;
   const names = canon.names();
+  // One pass over the facts of every retrieved canon source: the state's names are resolved once per turn.
+  const sourceIds = new Set(CANON_SECTIONS.flatMap((key) => result.sections[key].map((p) => p.sourceId)));
+  const supersessions = supersededByState([...sourceIds].flatMap((id) => canon.factsOf(id, names)), state, names);
+  if (supersessions.length === 0) return result;
   const superseded: SupersededCanonLine[] = [];
   const rewrite = (passage: SelectedPassage): SelectedPassage => {
-    const supersessions = supersededByState(canon.factsOf(passage.sourceId, names), state, names);
     const { text, replaced } = withoutSupersededCanon(passage, supersessions);
     if (replaced.length === 0) return passage;
     for (const { statement, current } of replaced) {
