@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import * as vscode from 'vscode';
 import { assertFts5 } from './knowledge/sqlite';
 import { CampaignRegistry } from './views/campaigns';
+import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
@@ -81,6 +82,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     );
     this.sources = this._register(new SourcesTree(this.campaigns, this.knowledge, this.conflicts));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
+    this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
       void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);

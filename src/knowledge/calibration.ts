@@ -1,4 +1,4 @@
-import { blobToVector, dot, normalized } from './embeddings';
+import { blobToVector, dot, embedPassages, normalized, type EmbedReport, type Embedder } from './embeddings';
 import type { KnowledgeStore } from './store';
 
 /**
@@ -110,4 +110,37 @@ export function calibrateSemanticFloor(store: KnowledgeStore, model: string, opt
       details: JSON.stringify({ method: 'cross-source random pairs', quantile: q, margin, seed, ...distribution }),
     });
   return { model, dimensions: dims, floor, samplePairs: similarities.length, distribution };
+}
+
+export interface SemanticIndexReport {
+  model: string;
+  embed: EmbedReport | null;
+  calibration: CalibrationReport | null;
+  /** Why the semantic half did not finish; the lexical index is complete either way. */
+  problem: string | null;
+}
+
+/**
+ * The semantic half of indexing: embed what has no vector yet, then measure the floor again, since the
+ * library it is measured on just changed. A failure is reported, never thrown: lexical search never waits on it.
+ */
+export async function indexSemantic(store: KnowledgeStore, embedder: Embedder): Promise<SemanticIndexReport> {
+  const report: SemanticIndexReport = { model: embedder.model, embed: null, calibration: null, problem: null };
+  try {
+    report.embed = await embedPassages(store, embedder);
+    report.calibration = calibrateSemanticFloor(store, embedder.model);
+  } catch (error) {
+    if (!(error instanceof Error)) throw error;
+    report.problem = error.message;
+  }
+  return report;
+}
+
+/** One line for a writer: what was embedded and the floor, or why semantic search is not available. */
+export function describeSemanticIndex(report: SemanticIndexReport): string {
+  const parts = [`semantic (${report.model}):`];
+  if (report.embed) parts.push(`${report.embed.embedded} embedded, ${report.embed.reused} reused;`);
+  if (report.calibration) parts.push(`floor ${report.calibration.floor.toFixed(3)} from ${report.calibration.samplePairs} unrelated pairs`);
+  if (report.problem) parts.push(`not available — ${report.problem}; lexical search works`);
+  return parts.join(' ');
 }

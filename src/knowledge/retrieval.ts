@@ -374,12 +374,14 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
     const d = w.decision;
     if (facts.size > 0 && w.shingles.size > 0 && overlap(w.shingles, facts) / w.shingles.size >= IN_STATE_CONTAINMENT) {
       d.outcome = 'in-state';
+      d.section = competesFor(w);
       d.reason = `${d.reason}; repeats facts already in the current state`;
       continue;
     }
     const original = kept.find((k) => jaccard(k.shingles, w.shingles) >= DUPLICATE_JACCARD);
     if (original) {
       d.outcome = 'duplicate';
+      d.section = competesFor(w);
       d.duplicateOf = original.row.id;
       d.reason = `${d.reason}; near-duplicate of ${original.row.path} (${original.row.id}), which ranks higher`;
       continue;
@@ -420,9 +422,14 @@ function select(w: Working, section: KnowledgeSection, note: string): void {
   w.decision.reason = `${w.decision.reason}; ${note}`;
 }
 
+/** The section an admitted passage competes for, so what it left out can be shown under that section. */
+function competesFor(w: Working): KnowledgeSection {
+  return w.row.always_include === 1 ? 'alwaysInclude' : sectionOf(w.row.class);
+}
+
 function leaveOut(w: Working, note: string): void {
   w.decision.outcome = 'over-budget';
-  w.decision.section = null;
+  w.decision.section = competesFor(w);
   w.decision.reason = `${w.decision.reason}; ${note}`;
 }
 

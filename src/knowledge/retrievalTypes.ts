@@ -74,6 +74,7 @@ export interface CandidateDecision {
   outcome: CandidateOutcome;
   /** One sentence a writer can read: "matched 'abbey', 'crypt'; over the reference budget (412/400 tokens)". */
   reason: string;
+  /** Where it was placed or, admitted but left out, the section it competed for; null when not admitted. */
   section: KnowledgeSection | null;
   duplicateOf: string | null;
 }

@@ -177,6 +177,11 @@ export function currentAdventureStates(db: Db, campaignId: string): { adventure:
  * Play data over `<campaign>/.storyteller/play.db`. Every write is its own transaction, and the user's
  * action is stored before any model call, so a crash loses at most the part of a reply not yet flushed.
  */
+function mustExist<T>(found: T | undefined, what: string): T {
+  if (found === undefined) throw new Error(`no ${what}`);
+  return found;
+}
+
 export class PlayStore {
   readonly db: Db;
 
@@ -228,15 +233,12 @@ export class PlayStore {
   }
 
   getAdventure(id: string): Adventure | undefined {
-    const row = this.db.prepare('SELECT * FROM adventures WHERE id = ?').get(id) as AdventureRow | undefined;
-    return row && toAdventure(row);
+    return this.byId('adventures', id, toAdventure);
   }
 
   /** Like getAdventure, for ids that must exist. */
   adventure(id: string): Adventure {
-    const found = this.getAdventure(id);
-    if (!found) throw new Error(`no adventure with id ${id}`);
-    return found;
+    return mustExist(this.getAdventure(id), `adventure with id ${id}`);
   }
 
   listAdventures(campaignId?: string): Adventure[] {
@@ -313,14 +315,16 @@ export class PlayStore {
   }
 
   getTurn(id: string): Turn | undefined {
-    const row = this.db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
-    return row && toTurn(row);
+    return this.byId('turns', id, toTurn);
   }
 
   turn(id: string): Turn {
-    const found = this.getTurn(id);
-    if (!found) throw new Error(`no turn with id ${id}`);
-    return found;
+    return mustExist(this.getTurn(id), `turn with id ${id}`);
+  }
+
+  private byId<Row, T>(table: 'adventures' | 'turns', id: string, map: (row: Row) => T): T | undefined {
+    const row = this.db.prepare(`SELECT * FROM ${table} WHERE id = ?`).get(id) as Row | undefined;
+    return row && map(row);
   }
 
   /** Children of a turn (or the roots, for null), oldest first: retries and forks are siblings. */

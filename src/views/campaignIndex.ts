@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../knowledge/calibration';
 import type { Campaign } from '../knowledge/campaign';
+import type { Embedder } from '../knowledge/embeddings';
 import { importCampaign, indexFile, isCandidateSource, type ImportOptions, type ImportReport } from '../knowledge/importer';
 import type { Parser } from '../knowledge/parsePool';
 import { KnowledgeStore } from '../knowledge/store';
@@ -40,11 +42,15 @@ export class CampaignIndex extends Disposable {
   private _state: IndexState = { kind: 'waiting' };
   /** The last full run's report, for the status bar and tests. */
   lastReport: ImportReport | undefined;
+  /** The last semantic pass, or undefined while no embedding model is set. */
+  lastSemantic: SemanticIndexReport | undefined;
 
   constructor(
     readonly campaign: Campaign,
     private readonly parser: Parser,
     private readonly log: vscode.LogOutputChannel,
+    /** The embedder the settings name now; undefined keeps the index lexical only. */
+    private readonly embedder: () => Embedder | undefined = () => undefined,
   ) {
     super();
     const watcher = this._register(vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(campaign.root, '**/*')));
@@ -92,7 +98,29 @@ export class CampaignIndex extends Disposable {
           `${report.passages} passages written in ${Math.round(report.durationMs)} ms`,
       );
       this._onDidChange.fire({ campaign: this.campaign, paths: 'all' });
+      this.embed();
       return report;
+    });
+  }
+
+  /**
+   * Embeds new passages and recalibrates, queued after the lexical work it follows: search is complete
+   * before it starts and stays usable if it fails. Called after each indexing task and when the model changes.
+   */
+  embed(): void {
+    const embedder = this.embedder();
+    if (!embedder) {
+      if (this.lastSemantic === undefined) return;
+      this.lastSemantic = undefined;
+      this._onDidChangeState.fire(this._state);
+      return;
+    }
+    void this.enqueue(async () => {
+      const report = await indexSemantic(this.openStore(), embedder);
+      this.lastSemantic = report;
+      const line = `${this.campaign.id}: ${describeSemanticIndex(report)}`;
+      if (report.problem) this.log.warn(line);
+      else this.log.info(line);
     });
   }
 
@@ -198,5 +226,6 @@ export class CampaignIndex extends Disposable {
     }
     this.log.info(`${this.campaign.id}: reindexed ${written.join(', ')}`);
     this._onDidChange.fire({ campaign: this.campaign, paths: written });
+    if (written.length > 0) this.embed();
   }
 }

@@ -5,6 +5,7 @@ import { CampaignIndex, type IndexChange } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
+import { embedderFor } from './storyEngine';
 
 /**
  * Every campaign of the workspace with its index: created as campaigns are found, replaced when a
@@ -30,7 +31,15 @@ export class KnowledgeService extends Disposable {
   ) {
     super();
     this._register(campaigns.onDidChange(() => this.sync()));
-    this._register(settings.onDidChange(() => this.sync(true)));
+    let embeddingModel = settings.current.embeddingModel;
+    this._register(
+      settings.onDidChange((current) => {
+        this.sync(true);
+        if (current.embeddingModel === embeddingModel) return;
+        embeddingModel = current.embeddingModel;
+        for (const index of this.list()) index.embed();
+      }),
+    );
     this._register({
       dispose: () => {
         for (const entry of this.indexes.values()) this.release(entry);
@@ -97,7 +106,7 @@ export class KnowledgeService extends Disposable {
     }
     for (const [root, campaign] of loaded) {
       if (this.indexes.has(root)) continue;
-      const index = new CampaignIndex(campaign, this.parser(), this.log);
+      const index = new CampaignIndex(campaign, this.parser(), this.log, () => embedderFor(this.settings.current));
       const subscriptions = [
         index.onDidChange((change) => this._onDidChange.fire(change)),
         index.onDidChangeState(() => this._onDidChangeState.fire()),

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { describeSemanticIndex } from '../knowledge/calibration';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import type { Settings } from './settings';
@@ -57,6 +58,7 @@ export class StatusBar extends Disposable {
       if (state.kind === 'indexing') indexing = { done: (indexing?.done ?? 0) + state.done, total: (indexing?.total ?? 0) + state.total };
       if (state.kind === 'error') failed++;
       lines.push(`${index.campaign.title}: ${state.kind === 'error' ? state.message : `${counts?.sources ?? 0} sources, ${counts?.passages ?? 0} passages (${state.kind})`}`);
+      if (index.lastSemantic) lines.push(`  ${describeSemanticIndex(index.lastSemantic)}`);
     }
     const ollama =
       this.ollama.kind === 'online' ? `Ollama ${this.ollama.version} at ${this.settings.current.ollamaHost}` : this.ollama.kind === 'offline' ? `Ollama offline: ${this.ollama.reason}` : 'Ollama: not checked yet';

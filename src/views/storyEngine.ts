@@ -1,5 +1,5 @@
 import { StoreCanonFacts } from '../knowledge/conflictsIndex';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder } from '../knowledge/embeddings';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/embeddings';
 import type { KnowledgeStore } from '../knowledge/store';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
@@ -8,6 +8,11 @@ import type { PlayStore } from '../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../story/ports';
 import type { CampaignIndex } from './campaignIndex';
 import type { Settings, StorytellerSettings } from './settings';
+
+/** The embedder the settings name, or undefined when no embedding model is set (lexical only). */
+export function embedderFor(current: StorytellerSettings): Embedder | undefined {
+  return current.embeddingModel ? new OllamaEmbedder(current.ollamaHost, current.embeddingModel, DEFAULT_EMBED_TIMEOUT_MS) : undefined;
+}
 
 /**
  * Campaign knowledge for play and previews, read through the writer's current settings at each call:
@@ -21,8 +26,8 @@ export function campaignKnowledge(index: CampaignIndex, settings: Settings): Kno
   const port = (): KnowledgePort => {
     if (!index.store) return fallback;
     if (canon?.store !== index.store) canon = { store: index.store, facts: new StoreCanonFacts(index.store) };
-    const { embeddingModel, ollamaHost } = settings.current;
-    return indexKnowledge(index.store, embeddingModel ? { embedder: new OllamaEmbedder(ollamaHost, embeddingModel, DEFAULT_EMBED_TIMEOUT_MS) } : null, canon.facts);
+    const embedder = embedderFor(settings.current);
+    return indexKnowledge(index.store, embedder ? { embedder } : null, canon.facts);
   };
   return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
 }

@@ -6,7 +6,10 @@ import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
 import { importCampaign } from '../../src/knowledge/importer';
 import { KnowledgeStore } from '../../src/knowledge/store';
 import { estimateTokens } from '../../src/knowledge/tokens';
+import { indexKnowledge } from '../../src/story/indexKnowledge';
+import type { KnowledgePort } from '../../src/story/ports';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SourceRecord } from '../../src/knowledge/types';
+import { EXAMPLE_CAMPAIGN } from './corpora';
 
 /** A source written straight into the store, for tests that exercise retrieval without the importer. */
 export interface FixtureSource {
@@ -136,4 +139,41 @@ export function cloneStore(store: KnowledgeStore): { store: KnowledgeStore; disp
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A copy of the example campaign, indexed by the real importer, with the story engine's port over it:
+ * story tests see what a writer's play would see. Edits go through the files and a reindex.
+ */
+export class IndexedExampleCampaign {
+  private constructor(
+    readonly campaign: Campaign,
+    readonly store: KnowledgeStore,
+  ) {}
+
+  static async open(): Promise<IndexedExampleCampaign> {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-example-'));
+    fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+    const campaign = loadCampaign(root);
+    const indexed = new IndexedExampleCampaign(campaign, KnowledgeStore.open(campaign));
+    await importCampaign(campaign, indexed.store);
+    return indexed;
+  }
+
+  get port(): KnowledgePort {
+    return indexKnowledge(this.store);
+  }
+
+  /** Writes (or with `null` deletes) a campaign file and reindexes, as the watcher would. */
+  async edit(rel: string, content: string | null): Promise<void> {
+    const file = path.join(this.campaign.root, ...rel.split('/'));
+    if (content === null) fs.rmSync(file);
+    else fs.writeFileSync(file, content);
+    await importCampaign(this.campaign, this.store);
+  }
+
+  dispose(): void {
+    this.store.close();
+    fs.rmSync(this.campaign.root, { recursive: true, force: true });
+  }
 }

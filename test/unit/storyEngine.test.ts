@@ -7,7 +7,8 @@ import { NarratorError, OllamaNarrator } from '../../src/story/narrator';
 import { INTERRUPTED_MESSAGE, PlayStore } from '../../src/story/playStore';
 import type { ChatMessage } from '../../src/story/types';
 import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
-import { InMemoryKnowledge, KAELEN, STAT_SCHEMA } from './storySupport';
+import { IndexedExampleCampaign } from '../support/knowledgeFixtures';
+import { KAELEN, STAT_SCHEMA } from './storySupport';
 
 const kindOf = (error: Error | null) => (error instanceof NarratorError ? error.kind : error?.message);
 
@@ -15,11 +16,11 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
   let dir: string;
   let store: PlayStore;
   let fake: FakeOllama;
-  let knowledge: InMemoryKnowledge;
+  let knowledge: IndexedExampleCampaign;
   let adventureId: string;
 
   const engineFor = (settings: Partial<EngineSettings> = {}, host = fake.url, idleTimeoutMs?: number) =>
-    new StoryEngine(store, knowledge, new OllamaNarrator({ host, env: {}, ...(idleTimeoutMs ? { idleTimeoutMs } : {}) }), {
+    new StoryEngine(store, knowledge.port, new OllamaNarrator({ host, env: {}, ...(idleTimeoutMs ? { idleTimeoutMs } : {}) }), {
       model: 'llama3.2',
       autoMemories: false,
       ...settings,
@@ -30,11 +31,12 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-engine-'));
     store = new PlayStore(path.join(dir, 'play.db'));
     fake = await FakeOllama.start({ chatModels: ['llama3.2'], contextLength: 8192 });
-    knowledge = new InMemoryKnowledge();
+    knowledge = await IndexedExampleCampaign.open();
     adventureId = store.createAdventure({ campaignId: 'westhaven', title: 'Fog', persona: KAELEN, statSchema: STAT_SCHEMA }).id;
   });
   afterEach(async () => {
     await fake.close();
+    knowledge.dispose();
     store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -209,7 +211,7 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     const outcome = await engine.takeTurn(adventureId, { kind: 'do', text: 'ask Sister Mara about her ledger' });
     const before = JSON.stringify(store.getSnapshot(outcome.turn.id));
     assert.match(before, /keeps a ledger of every patient/);
-    knowledge.deleteSource('characters/mara.md');
+    await knowledge.edit('characters/mara.md', null);
     const preview = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Sister Mara about her ledger' });
     assert.doesNotMatch(JSON.stringify(preview.sections), /keeps a ledger of every patient/);
     assert.equal(JSON.stringify(store.getSnapshot(outcome.turn.id)), before);

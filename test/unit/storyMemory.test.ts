@@ -10,7 +10,8 @@ import { PlayStore } from '../../src/story/playStore';
 import type { ChatMessage, Turn } from '../../src/story/types';
 import { parseStatSchema } from '../../src/story/worldState';
 import { FakeOllama } from '../support/fakeOllama';
-import { InMemoryKnowledge, KAELEN, STAT_SCHEMA } from './storySupport';
+import { IndexedExampleCampaign } from '../support/knowledgeFixtures';
+import { KAELEN, STAT_SCHEMA } from './storySupport';
 
 const turn = (depth: number, action: string, narration: string): Turn => ({
   id: `t${depth}`,
@@ -32,10 +33,12 @@ const turn = (depth: number, action: string, narration: string): Turn => ({
 });
 
 describe('story memory bank', () => {
-  const knowledge = new InMemoryKnowledge();
+  let knowledge: IndexedExampleCampaign;
+  before(async () => (knowledge = await IndexedExampleCampaign.open()));
+  after(() => knowledge.dispose());
 
   it('tells the summarizer who everyone is: protagonist, matched cast first, topped-up characters, setting', async () => {
-    const cast = [...castFromSchema(parseStatSchema(STAT_SCHEMA)), ...(await knowledge.cast())];
+    const cast = [...castFromSchema(parseStatSchema(STAT_SCHEMA)), ...(await knowledge.port.cast())];
     const [system, user] = buildMemoryPrompt({
       persona: KAELEN,
       cast,
@@ -84,7 +87,7 @@ describe('story memory bank', () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-memory-'));
       store = new PlayStore(path.join(dir, 'play.db'));
       fake = await FakeOllama.start();
-      engine = new StoryEngine(store, knowledge, new OllamaNarrator({ host: fake.url, env: {} }), { model: 'llama3.2', memoryEvery: 2 });
+      engine = new StoryEngine(store, knowledge.port, new OllamaNarrator({ host: fake.url, env: {} }), { model: 'llama3.2', memoryEvery: 2 });
       adventureId = store.createAdventure({ campaignId: 'westhaven', title: 'Fog', persona: KAELEN, plotEssentials: 'Westhaven, under fog.', statSchema: STAT_SCHEMA }).id;
     });
     afterEach(async () => {

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { StoryEngine } from '../../src/story/engine';
 import { PlayStore } from '../../src/story/playStore';
 import { StatSchemaError } from '../../src/story/worldState';
-import { InMemoryKnowledge, KAELEN, STAT_SCHEMA } from './storySupport';
+import { noKnowledge } from '../../src/story/ports';
+import { KAELEN, STAT_SCHEMA } from './storySupport';
 
 describe('story play store', () => {
   let dir: string;
@@ -23,7 +24,7 @@ describe('story play store', () => {
     const adventure = store.createAdventure({ campaignId: 'westhaven', title: 'Fog', persona: KAELEN, statSchema: STAT_SCHEMA });
     assert.deepEqual(store.adventure(adventure.id).persona, KAELEN);
     store.updateAdventure(adventure.id, { persona: { name: 'Aria', pronouns: 'she/her' } });
-    const engine = new StoryEngine(store, new InMemoryKnowledge(), null, { model: 'llama3.2' });
+    const engine = new StoryEngine(store, noKnowledge('westhaven'), null, { model: 'llama3.2' });
     const context = await engine.previewContext(adventure.id, { kind: 'do', text: 'look' });
     assert.match(context.messages[0]!.content, /You are Aria \(she\/her\)\. A half-elf ranger/);
     assert.match(context.messages[0]!.content, /Protagonist Aria — stats are addressed as player\.<stat>/);

@@ -2,8 +2,8 @@ import { describeClassOrigin } from '../../knowledge/classify';
 import type { ImportReport } from '../../knowledge/importer';
 import { rebuildIndex } from '../../knowledge/operations';
 import { importCampaign } from '../../knowledge/importer';
-import { CalibrationError, calibrateSemanticFloor, type CalibrationReport } from '../../knowledge/calibration';
-import { OllamaEmbedder, embedPassages, type EmbedReport } from '../../knowledge/embeddings';
+import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../../knowledge/calibration';
+import { OllamaEmbedder } from '../../knowledge/embeddings';
 import { resolveOllamaHost } from '../../knowledge/ollamaHost';
 import { KnowledgeStore } from '../../knowledge/store';
 import { EXIT, emit, stringOption, type Command, type ParsedArgs } from '../command';
@@ -25,35 +25,10 @@ function summary(report: ImportReport, title: string): string {
   return lines.join('\n');
 }
 
-interface SemanticOutcome {
-  model: string;
-  embed: EmbedReport | null;
-  calibration: CalibrationReport | null;
-  /** Why the semantic half did not finish; the lexical index is complete either way. */
-  problem: string | null;
-}
-
-/** Embeds and calibrates after the lexical import; its failure is reported, never fatal. */
-async function indexSemantic(store: KnowledgeStore, args: ParsedArgs): Promise<SemanticOutcome | null> {
+/** Embeds and calibrates after the lexical import when --embed-model names a model. */
+function semanticFromArgs(store: KnowledgeStore, args: ParsedArgs): Promise<SemanticIndexReport> | null {
   const model = stringOption(args, 'embed-model');
-  if (!model) return null;
-  const outcome: SemanticOutcome = { model, embed: null, calibration: null, problem: null };
-  try {
-    outcome.embed = await embedPassages(store, new OllamaEmbedder(resolveOllamaHost(stringOption(args, 'ollama-host')), model));
-    outcome.calibration = calibrateSemanticFloor(store, model);
-  } catch (error) {
-    if (!(error instanceof CalibrationError) && !(error instanceof Error)) throw error;
-    outcome.problem = error.message;
-  }
-  return outcome;
-}
-
-function semanticSummary(outcome: SemanticOutcome): string {
-  const parts = [`semantic (${outcome.model}):`];
-  if (outcome.embed) parts.push(`${outcome.embed.embedded} embedded, ${outcome.embed.reused} reused;`);
-  if (outcome.calibration) parts.push(`floor ${outcome.calibration.floor.toFixed(3)} from ${outcome.calibration.samplePairs} unrelated pairs`);
-  if (outcome.problem) parts.push(`not available — ${outcome.problem}; lexical search works`);
-  return parts.join(' ');
+  return model ? indexSemantic(store, new OllamaEmbedder(resolveOllamaHost(stringOption(args, 'ollama-host')), model)) : null;
 }
 
 export const indexCommand: Command = {
@@ -68,7 +43,7 @@ export const indexCommand: Command = {
     try {
       const options = { parser };
       const report = args.values.rebuild === true ? await rebuildIndex(campaign, store, options) : await importCampaign(campaign, store, options);
-      const semantic = await indexSemantic(store, args);
+      const semantic = await semanticFromArgs(store, args);
       const sources = store.listSources();
       emit(
         io,
@@ -78,7 +53,7 @@ export const indexCommand: Command = {
           semantic,
           sources: sources.map((s) => ({ id: s.id, path: s.path, class: s.class, classOrigin: describeClassOrigin(s.classOrigin), lexicalState: s.lexicalState })),
         },
-        () => [summary(report, `${campaign.title} (${campaign.id})`), ...(semantic ? [semanticSummary(semantic)] : [])].join('\n'),
+        () => [summary(report, `${campaign.title} (${campaign.id})`), ...(semantic ? [describeSemanticIndex(semantic)] : [])].join('\n'),
       );
       return report.counts.error > 0 ? EXIT.findings : EXIT.ok;
     } finally {

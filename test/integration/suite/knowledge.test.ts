@@ -5,7 +5,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import { loadCampaign } from '../../../src/knowledge/campaign';
-import type { CampaignIndex } from '../../../src/views/campaignIndex';
+import { FILE_DEBOUNCE_MS, type CampaignIndex } from '../../../src/views/campaignIndex';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { capture, sleep, waitFor } from './harness';
 import { campaignWorkspace } from './workspace';
@@ -85,17 +85,21 @@ describe('campaign knowledge in the workbench', () => {
       if (change.paths !== 'all') changes.push(...change.paths);
     });
     try {
+      const writtenAt: number[] = [];
       for (let i = 1; i <= 5; i++) {
         await write('places/harbor.md', `---\ntitle: The Harbor\n---\n# The Harbor\n\nDraft ${i}: salt barges tie up below the wall.\n`);
+        writtenAt.push(Date.now());
         await sleep(40);
       }
+      // A loaded machine can stretch a 40 ms pause past the debounce window; each such gap may rightly start a reindex.
+      const slowGaps = writtenAt.slice(1).filter((at, i) => at - writtenAt[i]! >= FILE_DEBOUNCE_MS).length;
       const harbor = await waitFor(() => sourceAt('places/harbor.md'), 15_000, 'places/harbor.md to be indexed');
       assert.equal(harbor.class, 'canon');
       await sleep(1000);
       // The workbench's watcher may deliver a burst in two batches on a loaded machine; without the
       // per-file debounce each of the five writes would be its own reindex.
       const reindexes = changes.filter((p) => p === 'places/harbor.md').length;
-      assert.ok(reindexes >= 1 && reindexes <= 2, `five quick writes, ${reindexes} reindexes`);
+      assert.ok(reindexes >= 1 && reindexes <= 2 + slowGaps, `five quick writes (${slowGaps} gaps over the debounce window), ${reindexes} reindexes`);
       const [passage] = index.store!.listPassages(harbor.id);
       assert.match(passage!.text, /Draft 5/);
 
@@ -197,6 +201,8 @@ describe('campaign knowledge in the workbench', () => {
   });
 
   it('rebuilds the knowledge index from the files with the same result', async () => {
+    // Whatever earlier tests changed must be indexed first, or the rebuild would rightly count it and differ.
+    await index.idle();
     const before = index.store!.counts();
     await vscode.commands.executeCommand('storyteller.rebuildIndex');
     assert.deepEqual(index.store!.counts(), before);
