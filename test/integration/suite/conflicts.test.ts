@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
-import { PlayStore } from '../../../src/story/playStore';
 import { CONFLICT_COMMANDS } from '../../../src/views/conflicts';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { capture, waitFor } from './harness';
@@ -25,6 +25,20 @@ async function canonSourceNode(rel: string): Promise<SourceNode | undefined> {
   const [campaign] = await children();
   const canon = (await children(campaign)).find((n) => n.kind === 'class' && n.knowledgeClass === 'canon');
   return (await children(canon)).find((n): n is SourceNode => n.kind === 'source' && n.source.path === rel);
+}
+/**
+ * Runs `code` against the campaign's play.db in another process, as `storyteller play` in a terminal would.
+ * Not in this one: the extension loads its own copy of SQLite, and two copies in one process break each
+ * other's file locks on the same database.
+ */
+function inPlayDb(code: string, env: Record<string, string>): string {
+  const repo = path.resolve(__dirname, '../..');
+  const script = `const { PlayStore } = require('./src/story/playStore'); const store = new PlayStore(process.env.PLAY_DB); try { ${code} } finally { store.close(); }`;
+  return execFileSync(path.join(repo, 'node_modules', '.bin', 'node'), ['--import', 'tsx', '-e', script], {
+    cwd: repo,
+    env: { ...process.env, ...env, PLAY_DB: index.campaign.playPath },
+    encoding: 'utf8',
+  }).trim();
 }
 const hoverText = (hovers: vscode.Hover[]) => hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
 
@@ -154,8 +168,11 @@ describe('canon conflicts in the workbench', () => {
   it('hovers canon the story has moved past as superseded in play, naming the adventure, and reports no problem', async () => {
     const BRIDGE = 'places/old-bridge.md';
     fs.writeFileSync(path.join(root, ...BRIDGE.split('/')), '---\ntitle: The Old Bridge\nentities: [the bridge]\n---\n# The Old Bridge\n\n- **Status:** standing\n');
-    const play = new PlayStore(index.campaign.playPath);
-    const siege = play.createAdventure({ campaignId: index.campaign.id, title: 'The Siege', statSchema: { world: { bridge: { initial: 'destroyed', options: ['standing', 'destroyed'] } } } });
+    const schema = JSON.stringify({ world: { bridge: { initial: 'destroyed', options: ['standing', 'destroyed'] } } });
+    const siege = inPlayDb(`process.stdout.write(store.createAdventure({ campaignId: process.env.CAMPAIGN, title: 'The Siege', statSchema: JSON.parse(process.env.SCHEMA) }).id);`, {
+      CAMPAIGN: index.campaign.id,
+      SCHEMA: schema,
+    });
     try {
       // The watcher may reindex the new file more than once; the hover speaks for the settled analysis.
       const text = await waitFor(async () => {
@@ -165,8 +182,7 @@ describe('canon conflicts in the workbench', () => {
       assert.match(text, /^_Superseded in play in adventure \*\*The Siege\*\*: now \*\*destroyed\*\* \(world\\\.bridge = destroyed\)\._$/);
       assert.deepEqual(conflictDiagnostics(BRIDGE), [], 'play moving on is not a problem in canon');
     } finally {
-      play.deleteAdventure(siege.id);
-      play.close();
+      inPlayDb('store.deleteAdventure(process.env.ADVENTURE);', { ADVENTURE: siege });
       fs.rmSync(path.join(root, ...BRIDGE.split('/')), { force: true });
       await waitFor(() => !index.store?.getSourceByPath(BRIDGE), 20_000, 'the bridge to leave the index');
     }
