@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -8,7 +7,7 @@ import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import { CONFLICT_COMMANDS } from '../../../src/views/conflicts';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { capture, waitFor } from './harness';
-import { campaignWorkspace } from './workspace';
+import { campaignWorkspace, inPlayDb } from './workspace';
 
 let api: StorytellerApi;
 let index: CampaignIndex;
@@ -25,20 +24,6 @@ async function canonSourceNode(rel: string): Promise<SourceNode | undefined> {
   const [campaign] = await children();
   const canon = (await children(campaign)).find((n) => n.kind === 'class' && n.knowledgeClass === 'canon');
   return (await children(canon)).find((n): n is SourceNode => n.kind === 'source' && n.source.path === rel);
-}
-/**
- * Runs `code` against the campaign's play.db in another process, as `storyteller play` in a terminal would.
- * Not in this one: the extension loads its own copy of SQLite, and two copies in one process break each
- * other's file locks on the same database.
- */
-function inPlayDb(code: string, env: Record<string, string>): string {
-  const repo = path.resolve(__dirname, '../..');
-  const script = `const { PlayStore } = require('./src/story/playStore'); const store = new PlayStore(process.env.PLAY_DB); try { ${code} } finally { store.close(); }`;
-  return execFileSync(path.join(repo, 'node_modules', '.bin', 'node'), ['--import', 'tsx', '-e', script], {
-    cwd: repo,
-    env: { ...process.env, ...env, PLAY_DB: index.campaign.playPath },
-    encoding: 'utf8',
-  }).trim();
 }
 const hoverText = (hovers: vscode.Hover[]) => hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
 
@@ -169,7 +154,7 @@ describe('canon conflicts in the workbench', () => {
     const BRIDGE = 'places/old-bridge.md';
     fs.writeFileSync(path.join(root, ...BRIDGE.split('/')), '---\ntitle: The Old Bridge\nentities: [the bridge]\n---\n# The Old Bridge\n\n- **Status:** standing\n');
     const schema = JSON.stringify({ world: { bridge: { initial: 'destroyed', options: ['standing', 'destroyed'] } } });
-    const siege = inPlayDb(`process.stdout.write(store.createAdventure({ campaignId: process.env.CAMPAIGN, title: 'The Siege', statSchema: JSON.parse(process.env.SCHEMA) }).id);`, {
+    const siege = inPlayDb(index.campaign.playPath, `process.stdout.write(store.createAdventure({ campaignId: process.env.CAMPAIGN, title: 'The Siege', statSchema: JSON.parse(process.env.SCHEMA) }).id);`, {
       CAMPAIGN: index.campaign.id,
       SCHEMA: schema,
     });
@@ -182,7 +167,7 @@ describe('canon conflicts in the workbench', () => {
       assert.match(text, /^_Superseded in play in adventure \*\*The Siege\*\*: now \*\*destroyed\*\* \(world\\\.bridge = destroyed\)\._$/);
       assert.deepEqual(conflictDiagnostics(BRIDGE), [], 'play moving on is not a problem in canon');
     } finally {
-      inPlayDb('store.deleteAdventure(process.env.ADVENTURE);', { ADVENTURE: siege });
+      inPlayDb(index.campaign.playPath, 'store.deleteAdventure(process.env.ADVENTURE);', { ADVENTURE: siege });
       fs.rmSync(path.join(root, ...BRIDGE.split('/')), { force: true });
       await waitFor(() => !index.store?.getSourceByPath(BRIDGE), 20_000, 'the bridge to leave the index');
     }

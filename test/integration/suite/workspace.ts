@@ -1,4 +1,5 @@
 // The example campaign the integration workspace opens, as suites that use its index start from it.
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
@@ -19,4 +20,19 @@ export async function campaignWorkspace(): Promise<CampaignWorkspace> {
   const index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
   await index.idle();
   return { api, root, index };
+}
+
+/**
+ * Runs `code` with `store`, a PlayStore over `playPath`, in another process, as `storyteller play` in a
+ * terminal would, and returns what it wrote to stdout. Never in this one: the extension loads its own copy
+ * of SQLite, and two copies in one process release each other's locks on the same file (disk I/O errors).
+ */
+export function inPlayDb(playPath: string, code: string, env: Record<string, string> = {}): string {
+  const repo = path.resolve(__dirname, '../..');
+  const script = `const { PlayStore } = require('./src/story/playStore'); const store = new PlayStore(process.env.PLAY_DB); try { ${code} } finally { store.close(); }`;
+  return execFileSync(path.join(repo, 'node_modules', '.bin', 'node'), ['--import', 'tsx', '-e', script], {
+    cwd: repo,
+    env: { ...process.env, ...env, PLAY_DB: playPath },
+    encoding: 'utf8',
+  }).trim();
 }
