@@ -126,12 +126,12 @@ function recall(ranked: string[][], questions: EvalQuestion[]): Record<string, n
   return out;
 }
 
-function round(n: number, digits = 3): number {
+export function round(n: number, digits = 3): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
 }
 
-function percentile(sorted: number[], q: number): number {
+export function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 }
 

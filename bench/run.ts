@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { runIndexBench } from './indexBench';
 import { runRetrievalBench } from './retrievalBench';
+import { runSupersessionBench } from './supersessionBench';
 
 /**
  * `npm run bench`: every benchmark part, or the ones named (`tsx bench/run.ts index --copies 3`).
@@ -15,6 +16,7 @@ interface BenchPart {
 const PARTS: BenchPart[] = [
   { name: 'index', run: (log, options) => runIndexBench(log, options) },
   { name: 'retrieval', run: (log) => runRetrievalBench(log) },
+  { name: 'supersession', run: (log) => runSupersessionBench(log) },
 ];
 
 async function main(): Promise<void> {

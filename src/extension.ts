@@ -57,9 +57,9 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly settings = this._register(new Settings(this.log));
   readonly campaigns = this._register(new CampaignRegistry(this.log));
   readonly knowledge = this._register(new KnowledgeService(this.campaigns, this.settings, this.log));
-  readonly sources = this._register(new SourcesTree(this.campaigns, this.knowledge));
   readonly passages = this._register(new PassagesTree(this.knowledge));
   readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
+  readonly sources: SourcesTree;
   readonly play: PlayPanels;
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
@@ -82,6 +82,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
         ollama: () => (this.settings.current.narratorModel ? { host: this.settings.current.ollamaHost, model: this.settings.current.narratorModel } : undefined),
       }),
     );
+    this.sources = this._register(new SourcesTree(this.campaigns, this.knowledge, this.conflicts));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     const reports = this._register(new ReportDocuments());

@@ -1,24 +1,65 @@
-import { analyzeConflicts, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput, type FactCache } from './conflicts';
+import { analyzeConflicts, FactCache, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput } from './conflicts';
+import { buildEntityNames, type EntityNames, type FactStatement } from './facts';
 import { factSourceFromSplit } from './factsInput';
 import { splitFrontMatter } from './frontMatter';
 import type { KnowledgeStore } from './store';
+import type { SourceRecord } from './types';
 
 /**
  * Conflict detection over an indexed campaign: the store keeps each source's text as read and its resolved
  * metadata (class from front matter, folder rule or default; title; entities), so nothing is re-read from
  * disk and every surface sees the same sources the index does.
  */
+
+function analyzedSources(store: KnowledgeStore): SourceRecord[] {
+  return store.listSources().filter((s) => s.lexicalState === 'ready');
+}
+
+function conflictInputOf(store: KnowledgeStore, source: SourceRecord): ConflictSourceInput | undefined {
+  const content = store.getSourceContent(source.id);
+  return content === undefined ? undefined : factSourceFromSplit(source.path, content, splitFrontMatter(content), source);
+}
+
 export function conflictInputsFromStore(store: KnowledgeStore): ConflictSourceInput[] {
-  const inputs: ConflictSourceInput[] = [];
-  for (const source of store.listSources()) {
-    if (source.lexicalState !== 'ready') continue;
-    const content = store.getSourceContent(source.id);
-    if (content === undefined) continue;
-    inputs.push(factSourceFromSplit(source.path, content, splitFrontMatter(content), source));
-  }
-  return inputs;
+  return analyzedSources(store).flatMap((source) => conflictInputOf(store, source) ?? []);
 }
 
 export function analyzeStoreConflicts(store: KnowledgeStore, decisions?: ReadonlyMap<string, ConflictDecision>, cache?: FactCache): ConflictAnalysis {
   return analyzeConflicts(conflictInputsFromStore(store), decisions, cache);
+}
+
+/**
+ * The canon facts of a few sources at a time (the ones a turn retrieved), extracted exactly as the
+ * conflict analysis extracts them, without reading the whole campaign's text on every turn: names come
+ * from the index's source records, and facts are re-extracted only when a source or a name changed.
+ */
+export class StoreCanonFacts {
+  private readonly cache = new FactCache();
+  private known: { signature: string; names: EntityNames } | undefined;
+  /** The source as last read, by id: re-read (and its front matter re-parsed) only when its record changed. */
+  private readonly inputs = new Map<string, { signature: string; input: ConflictSourceInput | undefined }>();
+
+  constructor(private readonly store: KnowledgeStore) {}
+
+  /** Every name declared in the campaign, resolved as the conflict analysis resolves them. */
+  names(): EntityNames {
+    const sources = analyzedSources(this.store);
+    const signature = JSON.stringify(sources.map((s) => [s.title, s.entities]));
+    // The same object while no name changed, so the fact cache keeps what it extracted.
+    if (this.known?.signature !== signature) this.known = { signature, names: buildEntityNames(sources) };
+    return this.known.names;
+  }
+
+  /** The source's facts; none for a source that is not enabled, indexed Canon. */
+  factsOf(sourceId: string, names: EntityNames): FactStatement[] {
+    const source = this.store.getSource(sourceId);
+    if (!source || source.class !== 'canon' || !source.enabled || source.lexicalState !== 'ready') return [];
+    const signature = JSON.stringify([source.sha256, source.path, source.title, source.entities]);
+    let known = this.inputs.get(sourceId);
+    if (known?.signature !== signature) {
+      known = { signature, input: conflictInputOf(this.store, source) };
+      this.inputs.set(sourceId, known);
+    }
+    return known.input ? this.cache.factsOf(known.input, names) : [];
+  }
 }

@@ -1,5 +1,7 @@
 import type { EntityNames, FactStatement } from './facts';
-import { attributeKey, nameKey, valueKey, valuesConflict } from './factsNormalize';
+import { attributeKey, nameKey, stripInlineMarkup, valueKey, valuesConflict } from './factsNormalize';
+import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine } from './retrievalTypes';
+import { estimateTokens } from './tokens';
 
 /**
  * Canon versus the story as played (seed 000 §44): canon says the north gate is open, play collapsed it.
@@ -75,12 +77,74 @@ export function withoutSupersededCanon(passage: PassageText, supersessions: read
   const relevant = supersessions.filter((s) => s.statement.path === passage.sourcePath);
   if (relevant.length === 0) return { text: passage.text, replaced: [] };
   const replaced: StateSupersession[] = [];
+  // The index keeps passage text with inline markup removed (`- Status: standing`), the fact its line as written.
+  const quotes = relevant.map((s) => stripInlineMarkup(s.statement.quote));
   const lines = passage.text.split('\n').map((line) => {
-    const hit = relevant.find((s) => line.trim() === s.statement.quote);
+    const plain = stripInlineMarkup(line);
+    const hit = relevant.find((_, i) => plain === quotes[i]);
     if (!hit) return line;
     replaced.push(hit);
     const indent = /^\s*(?:[-*+]\s+)?/.exec(line)![0];
     return `${indent}${hit.statement.attribute}: superseded in play — now ${hit.current.value}`;
   });
   return { text: lines.join('\n'), replaced };
+}
+
+/** `world.bridge = destroyed`: the state that supersedes, as the writer set it up. */
+export function describeWorldFact(fact: WorldFact): string {
+  return `${fact.statePath ?? [fact.entity, fact.attribute].filter(Boolean).join('.')} = ${fact.value}`;
+}
+
+/** Canon facts of one source at a time, from the same extraction and names the conflict analysis uses. */
+export interface CanonFactsReader {
+  names(): EntityNames;
+  factsOf(sourceId: string, names: EntityNames): FactStatement[];
+}
+
+/** Sections whose passages are canon; Reference and Inspiration are never truth, so nothing there is superseded. */
+const CANON_SECTIONS: readonly KnowledgeSection[] = ['alwaysInclude', 'canon'];
+
+/**
+ * A retrieval result as the prompt may carry it under the current state: every retrieved canon line the
+ * state contradicts is replaced by a note of what is true now, and the record lists each replacement and
+ * why. Relevance, order and budgets are retrieval's and stay as they were.
+ */
+export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader): RetrievalResult {
+  if (state.length === 0) return result;
+  const names = canon.names();
+  // One pass over the facts of every retrieved canon source: the state's names are resolved once per turn.
+  const sourceIds = new Set(CANON_SECTIONS.flatMap((key) => result.sections[key].map((p) => p.sourceId)));
+  const supersessions = supersededByState([...sourceIds].flatMap((id) => canon.factsOf(id, names)), state, names);
+  if (supersessions.length === 0) return result;
+  const superseded: SupersededCanonLine[] = [];
+  const rewrite = (passage: SelectedPassage): SelectedPassage => {
+    const { text, replaced } = withoutSupersededCanon(passage, supersessions);
+    if (replaced.length === 0) return passage;
+    for (const { statement, current } of replaced) {
+      const entity = names.displayName(statement.entityKey) ?? statement.entity;
+      superseded.push({
+        passageId: passage.passageId,
+        sourcePath: statement.path,
+        line: statement.line,
+        entity,
+        attribute: statement.attribute,
+        canonValue: statement.value,
+        quote: statement.quote,
+        currentValue: current.value,
+        statePath: current.statePath ?? null,
+        reason: `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded in play: ${describeWorldFact(current)}`,
+      });
+    }
+    return { ...passage, text, tokenCount: estimateTokens(text) };
+  };
+  const sections = { ...result.sections };
+  for (const key of CANON_SECTIONS) sections[key] = result.sections[key].map(rewrite);
+  if (superseded.length === 0) return result;
+  const notes = new Map<string, string[]>();
+  for (const s of superseded) notes.set(s.passageId, [...(notes.get(s.passageId) ?? []), s.reason]);
+  const candidates = result.record.candidates.map((c) => {
+    const reasons = notes.get(c.passageId);
+    return reasons ? { ...c, reason: `${c.reason}; ${reasons.join('; ')}` } : c;
+  });
+  return { sections, record: { ...result.record, candidates, superseded } };
 }

@@ -1,3 +1,4 @@
+import type { WorldFact } from './conflictsState';
 import type { KnowledgeClass } from './types';
 
 /**
@@ -32,6 +33,11 @@ export interface RetrievalQuery {
   persona?: string;
   /** Facts already in current world state, so retrieval can suppress passages that only repeat them. */
   stateFacts?: string[];
+  /**
+   * The current world state as facts about entities: retrieved canon lines it contradicts are sent as
+   * superseded (seed 000 §44), never as current truth. Relevance and budgets ignore it.
+   */
+  currentState?: WorldFact[];
   stage: RetrievalStage;
   budgets: KnowledgeBudgets;
 }
@@ -98,6 +104,24 @@ export interface BudgetConflict {
   passageIds: string[];
 }
 
+/** A retrieved canon line the current world state contradicts, replaced in the passage text sent. */
+export interface SupersededCanonLine {
+  passageId: string;
+  sourcePath: string;
+  /** 1-based line in the source file. */
+  line: number;
+  entity: string;
+  attribute: string;
+  /** What canon says, and the line as written. */
+  canonValue: string;
+  quote: string;
+  currentValue: string;
+  /** The world-state path that says so (`world.bridge`). */
+  statePath: string | null;
+  /** One sentence a writer can read: `The Bridge — Status: canon "standing" (places/bridge.md:6) superseded in play: world.bridge = destroyed`. */
+  reason: string;
+}
+
 export interface SemanticStatus {
   used: boolean;
   model: string | null;
@@ -116,6 +140,8 @@ export interface RetrievalRecord {
   budgets: KnowledgeBudgets;
   candidates: CandidateDecision[];
   conflicts: BudgetConflict[];
+  /** Canon lines replaced because play moved on; absent in records made before this existed. */
+  superseded?: SupersededCanonLine[];
 }
 
 export interface RetrievalResult {

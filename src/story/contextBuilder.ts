@@ -1,13 +1,14 @@
 import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage } from '../knowledge/retrievalTypes';
 import type { TokenEstimator } from './tokenEstimator';
-import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, type WorldState } from './worldState';
+import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';
 
 /**
  * The prompt, as ordered sections. The stable prefix (system message) changes only when the writer edits
  * the adventure or the always-include canon, so Ollama can reuse its cache across turns; everything that
  * moves each turn comes after it, with current world state after imported canon so it wins (§44), and the
- * action last.
+ * action last. Canon that play has superseded is rewritten by retrieval before it gets here; in always-include
+ * canon that changes the prefix once, when the superseding state first holds, and not again while it does.
  */
 
 export const NARRATOR_RULES = [
@@ -177,7 +178,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     recent,
     entities: [...npcNames, ...textValues],
     ...(personaName ? { persona: personaName } : {}),
-    ...(withState ? { stateFacts: state.text.split('\n').slice(1) } : {}),
+    ...(withState ? { stateFacts: state.text.split('\n').slice(1), currentState: stateWorldFacts(schema, req.state) } : {}),
     stage: 'narrator',
     budgets,
   });
@@ -189,6 +190,8 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     const body = passages.length > 0 ? `${frame.use}\n${passages.map(renderPassage).join('\n')}` : '';
     const s = section(frame.id, frame.title, key === 'alwaysInclude', body, estimator, budgets[key]);
     s.itemIds = passages.map((p) => p.passageId);
+    const superseded = (retrieval.record.superseded ?? []).filter((line) => s.itemIds.includes(line.passageId));
+    if (superseded.length > 0) s.superseded = superseded.map((line) => ({ id: line.passageId, reason: line.reason }));
     s.leftOut = retrieval.record.candidates
       .filter((c) => c.section === key && c.outcome !== 'selected')
       .map((c) => ({ id: c.passageId, reason: c.reason }));

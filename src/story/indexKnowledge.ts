@@ -1,13 +1,19 @@
+import { StoreCanonFacts } from '../knowledge/conflictsIndex';
+import { supersedeRetrievedCanon } from '../knowledge/conflictsState';
 import type { SemanticSearchOptions } from '../knowledge/embeddings';
 import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { KnowledgeStore } from '../knowledge/store';
 import { castFromKnowledgeStore } from './cast';
 import type { KnowledgePort } from './ports';
 
-/** Campaign knowledge for the story engine, from the campaign's index: retrieval and the cast it names. */
-export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOptions | null = null): KnowledgePort {
+/**
+ * Campaign knowledge for the story engine, from the campaign's index: retrieval and the cast it names.
+ * Retrieved canon that the query's current state contradicts is sent as superseded. Pass the same `canon`
+ * reader to every port over one index so facts are extracted once per source change, not once per turn.
+ */
+export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOptions | null = null, canon = new StoreCanonFacts(index)): KnowledgePort {
   return {
-    retrieve: (query) => retrieveKnowledge(index, query, { semantic }),
+    retrieve: async (query) => supersedeRetrievedCanon(await retrieveKnowledge(index, query, { semantic }), query.currentState ?? [], canon),
     cast: () => Promise.resolve(castFromKnowledgeStore(index)),
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { openDatabase, type Db } from '../knowledge/sqlite';
 import type { RetrievalRecord } from '../knowledge/retrievalTypes';
 import { PLAY_MIGRATIONS } from './playSchema';
-import { parseStatSchema, type StatSchema, type WorldState } from './worldState';
+import { initialState, normalizeState, parseStatSchema, type StatSchema, type WorldState } from './worldState';
 import type {
   ActionKind,
   Adventure,
@@ -153,6 +153,24 @@ function clean(text: string | undefined, field: string, max: number): string {
   const value = (text ?? '').trim();
   if (value.length > max) throw new RangeError(`${field} is ${value.length} characters; at most ${max} are allowed`);
   return value;
+}
+
+/**
+ * Where each adventure of a campaign stands now (at the turn the writer is on), read from an open play.db:
+ * for surfaces that only read, such as a hover, without opening a second store on the file.
+ */
+export function currentAdventureStates(db: Db, campaignId: string): { adventure: Adventure; state: WorldState }[] {
+  const rows = db
+    .prepare(
+      `SELECT a.*, t.state_after AS head_state FROM adventures a LEFT JOIN turns t ON t.id = a.head_turn_id
+       WHERE a.campaign_id = ? ORDER BY a.updated_at DESC, a.rowid DESC`,
+    )
+    .all(campaignId) as (AdventureRow & { head_state: string | null })[];
+  return rows.map((row) => {
+    const adventure = toAdventure(row);
+    const schema = adventure.statSchema;
+    return { adventure, state: row.head_state === null ? initialState(schema) : normalizeState(schema, JSON.parse(row.head_state) as WorldState) };
+  });
 }
 
 /**

@@ -114,6 +114,8 @@ export interface ContextSection {
   itemIds: string[];
   /** Items that were eligible but left out, and why. */
   leftOut: { id: string; reason: string }[];
+  /** Canon lines of its passages replaced because play moved on (passage id, why); absent when none. */
+  superseded?: { id: string; reason: string }[];
 }
 
 export interface ChatMessage {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { worldFactsFromState, type WorldFact } from '../knowledge/conflictsState';
 import type { Persona } from './types';
 
 /**
@@ -53,6 +54,11 @@ export function parseStatSchema(input: unknown): StatSchema {
     throw new StatSchemaError(`stat schema: ${issue.path.join('.') || 'schema'}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+/** The state as facts about the entities canon describes (`npc.gwen.*` about the schema's "Gwen"), to supersede stale canon. */
+export function stateWorldFacts(schema: StatSchema, state: WorldState): WorldFact[] {
+  return worldFactsFromState(state, Object.fromEntries(Object.entries(schema.npcs).map(([id, npc]) => [id, npc.name])));
 }
 
 export function hasWorldState(schema: StatSchema): boolean {

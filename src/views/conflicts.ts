@@ -6,6 +6,7 @@ import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, t
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflictsDecisions';
 import { supersedesEdit } from '../knowledge/conflictsEdit';
 import { analyzeStoreConflicts } from '../knowledge/conflictsIndex';
+import { describeWorldFact, supersededByState, type WorldFact } from '../knowledge/conflictsState';
 import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, type SuggestedConflict } from '../knowledge/conflictsModel';
 import type { FactStatement } from '../knowledge/facts';
 import { stripInlineMarkup } from '../knowledge/factsNormalize';
@@ -13,6 +14,8 @@ import { passageRetrievalCounts } from '../knowledge/health';
 import { openDatabase, type Db } from '../knowledge/sqlite';
 import type { KnowledgeStore } from '../knowledge/store';
 import { PLAY_MIGRATIONS } from '../story/playSchema';
+import { currentAdventureStates } from '../story/playStore';
+import { stateWorldFacts } from '../story/worldState';
 
 /**
  * Canon conflicts in the editor: Problems entries on both statements (each pointing at the other), a hover
@@ -237,7 +240,15 @@ export class ConflictFeatures implements vscode.Disposable {
     const describe = (s: FactStatement, conflicting: boolean) =>
       `- ${conflicting ? '⚠ ' : ''}**${md(s.value)}** — ${md(s.sourceTitle)} (${s.class}) ${statementLink(s)}`;
 
-    for (const statement of state.analysis.statementsAt(relPath, line)) {
+    const statements = state.analysis.statementsAt(relPath, line);
+    const inPlay = statements.length > 0 ? this.adventureFacts(root, state.entry.campaign.id) : [];
+    for (const statement of statements) {
+      // Play moving on is the story, not a mistake in canon: told as information, never as a problem.
+      for (const { title, facts } of inPlay) {
+        for (const { current } of supersededByState([statement], facts, state.analysis.names)) {
+          parts.push(`_Superseded in play in adventure **${md(title)}**: now **${md(current.value)}** (${md(describeWorldFact(current))})._`);
+        }
+      }
       const all = state.analysis.statementsAbout(statement.entityKey, statement.attributeKey);
       const conflicts = state.analysis.conflicts.filter(
         (c) => c.entityKey === statement.entityKey && c.attributeKey === statement.attributeKey && c.decision !== 'ignored',
@@ -282,6 +293,12 @@ export class ConflictFeatures implements vscode.Disposable {
     const content = new vscode.MarkdownString(parts.join('\n\n'));
     content.isTrusted = { enabledCommands: [CONFLICT_COMMANDS.open] };
     return new vscode.Hover(content, doc.lineAt(pos.line).range);
+  }
+
+  /** Each adventure's current state as facts about entities; none until something was played. */
+  private adventureFacts(root: string, campaignId: string): { title: string; facts: WorldFact[] }[] {
+    const db = this.playDb(root, false);
+    return db ? currentAdventureStates(db, campaignId).map(({ adventure, state }) => ({ title: adventure.title, facts: stateWorldFacts(adventure.statSchema, state) })) : [];
   }
 
   private codeActions(doc: vscode.TextDocument, range: vscode.Range | vscode.Selection): vscode.CodeAction[] {

@@ -152,7 +152,8 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       case 'section': {
         const s = node.section;
         const item = new vscode.TreeItem(s.title, s.itemIds.length + s.leftOut.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-        item.description = `${s.tokens}${s.budget === null ? '' : ` / ${s.budget}`} tokens${s.leftOut.length > 0 ? ` · ${s.leftOut.length} left out` : ''}`;
+        const superseded = s.superseded?.length ?? 0;
+        item.description = `${s.tokens}${s.budget === null ? '' : ` / ${s.budget}`} tokens${s.leftOut.length > 0 ? ` · ${s.leftOut.length} left out` : ''}${superseded > 0 ? ` · ${superseded} canon line${superseded === 1 ? '' : 's'} superseded in play` : ''}`;
         item.tooltip = s.text;
         item.iconPath = new vscode.ThemeIcon(s.stable ? 'lock' : 'symbol-event');
         return item;

@@ -1,5 +1,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
+import type { CanonConflict, ConflictAnalysis } from '../knowledge/conflicts';
+import type { FactStatement } from '../knowledge/facts';
 import { KNOWLEDGE_CLASSES, type ClassOrigin, type KnowledgeClass, type SourceRecord } from '../knowledge/types';
 import type { CampaignEntry, CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
@@ -8,7 +10,18 @@ import { TreeProvider } from './treeProvider';
 export type SourcesNode =
   | { kind: 'campaign'; entry: CampaignEntry }
   | { kind: 'class'; root: string; knowledgeClass: KnowledgeClass; sources: SourceRecord[] }
-  | { kind: 'source'; root: string; source: SourceRecord };
+  | { kind: 'source'; root: string; source: SourceRecord; conflicts: readonly CanonConflict[] }
+  /** A canon conflict one of whose statements (`here`) is in the source above it. */
+  | { kind: 'conflict'; root: string; source: SourceRecord; conflict: CanonConflict; here: FactStatement; there: FactStatement };
+
+/** What the tree needs from conflict detection (ConflictFeatures): the current analysis, and when it changes. */
+export interface SourceConflicts {
+  analysisOf(root: string): ConflictAnalysis | undefined;
+  readonly onDidRefresh: vscode.Event<void>;
+}
+
+/** Command that opens a statement at a line (ConflictFeatures registers it). */
+const OPEN_STATEMENT_COMMAND = 'storyteller.conflicts.openStatement';
 
 export const CLASS_LABEL: Record<KnowledgeClass, string> = { canon: 'Canon', reference: 'Reference', inspiration: 'Inspiration' };
 const CLASS_ICON: Record<KnowledgeClass, string> = { canon: 'book', reference: 'library', inspiration: 'lightbulb' };
@@ -33,8 +46,10 @@ export class SourcesTree extends TreeProvider<SourcesNode> {
   constructor(
     private readonly campaigns: CampaignRegistry,
     private readonly knowledge: KnowledgeService,
+    private readonly conflicts: SourceConflicts,
   ) {
-    super('storyteller.sources', [campaigns.onDidChange, knowledge.onDidChange, knowledge.onDidChangeState], { showCollapseAll: true });
+    // The conflict analysis follows every index change, so its refresh also covers sources changing.
+    super('storyteller.sources', [campaigns.onDidChange, knowledge.onDidChangeState, conflicts.onDidRefresh], { showCollapseAll: true });
   }
 
   async getChildren(node?: SourcesNode): Promise<SourcesNode[]> {
@@ -42,19 +57,46 @@ export class SourcesTree extends TreeProvider<SourcesNode> {
       await this.campaigns.ready();
       return this.campaigns.list().map((entry) => ({ kind: 'campaign', entry }));
     }
-    if (node.kind === 'campaign') {
-      const sources = this.knowledge.get(node.entry.root)?.store?.listSources() ?? [];
-      return KNOWLEDGE_CLASSES.map((knowledgeClass) => ({
-        kind: 'class' as const,
-        root: node.entry.root,
-        knowledgeClass,
-        sources: sources.filter((s) => s.class === knowledgeClass),
-      })).filter((group) => group.sources.length > 0);
-    }
-    if (node.kind === 'class') {
-      return node.sources.map((source) => ({ kind: 'source', root: node.root, source }));
+    if (node.kind === 'campaign') return this.classNodes(node.entry.root);
+    if (node.kind === 'class') return node.sources.map((source) => this.sourceNode(node.root, source));
+    if (node.kind === 'source') {
+      return node.conflicts.flatMap((conflict) =>
+        sidesIn(conflict, node.source.path).map(([here, there]) => ({ kind: 'conflict' as const, root: node.root, source: node.source, conflict, here, there })),
+      );
     }
     return [];
+  }
+
+  /** Lets `view.reveal` open the tree down to a source or one of its conflicts. */
+  getParent(node: SourcesNode): SourcesNode | undefined {
+    switch (node.kind) {
+      case 'campaign':
+        return undefined;
+      case 'class': {
+        const entry = this.campaigns.list().find((e) => e.root === node.root);
+        return entry && { kind: 'campaign', entry };
+      }
+      case 'source':
+        return this.classNodes(node.root).find((c) => c.knowledgeClass === node.source.class);
+      case 'conflict':
+        return this.sourceNode(node.root, node.source);
+    }
+  }
+
+  private classNodes(root: string): Extract<SourcesNode, { kind: 'class' }>[] {
+    const sources = this.knowledge.get(root)?.store?.listSources() ?? [];
+    return KNOWLEDGE_CLASSES.map((knowledgeClass) => ({
+      kind: 'class' as const,
+      root,
+      knowledgeClass,
+      sources: sources.filter((s) => s.class === knowledgeClass),
+    })).filter((group) => group.sources.length > 0);
+  }
+
+  private sourceNode(root: string, source: SourceRecord): Extract<SourcesNode, { kind: 'source' }> {
+    // The writer ignored those pairs: they no longer belong in the list of what the source contradicts.
+    const conflicts = this.conflicts.analysisOf(root)?.conflictsAt(source.path).filter((c) => c.decision !== 'ignored') ?? [];
+    return { kind: 'source', root, source, conflicts };
   }
 
   getTreeItem(node: SourcesNode): vscode.TreeItem {
@@ -70,7 +112,9 @@ export class SourcesTree extends TreeProvider<SourcesNode> {
         return item;
       }
       case 'source':
-        return sourceItem(node.root, node.source);
+        return sourceItem(node.root, node.source, node.conflicts);
+      case 'conflict':
+        return conflictItem(node);
     }
   }
 
@@ -100,9 +144,47 @@ export class SourcesTree extends TreeProvider<SourcesNode> {
   }
 }
 
-export function sourceItem(root: string, source: SourceRecord): vscode.TreeItem {
+/** The conflict's statements in `path` (both, when a file contradicts itself), each with the other side. */
+function sidesIn(conflict: CanonConflict, path: string): [FactStatement, FactStatement][] {
+  const pairs: [FactStatement, FactStatement][] = [
+    [conflict.a, conflict.b],
+    [conflict.b, conflict.a],
+  ];
+  return pairs.filter(([here]) => here.path === path);
+}
+
+/** `superseded by notes.md` or `open`, for the tree and the inspector. */
+function conflictStatus(conflict: CanonConflict): string {
+  return conflict.supersededBy === null ? 'open' : `resolved: ${conflict[conflict.supersededBy].path} supersedes`;
+}
+
+/** One line of the inspector: `Sister Mara — Age: "41" (line 8) vs "34" in characters/mara.md:8 · open`. */
+function conflictLine(here: FactStatement, there: FactStatement, conflict: CanonConflict): string {
+  return `${conflict.entity} — ${conflict.attribute}: "${here.value}" (line ${here.line}) vs "${there.value}" in ${there.path}:${there.line} · ${conflictStatus(conflict)}`;
+}
+
+function conflictItem(node: Extract<SourcesNode, { kind: 'conflict' }>): vscode.TreeItem {
+  const { conflict, here, there } = node;
+  const item = new vscode.TreeItem(`${conflict.entity} — ${conflict.attribute}: "${here.value}" vs "${there.value}"`);
+  item.id = `conflict:${node.root}:${node.source.id}:${conflict.key}:${here.line}`;
+  const open = conflict.supersededBy === null;
+  item.description = `${there.path}:${there.line}${open ? '' : ` · ${conflictStatus(conflict)}`}`;
+  item.tooltip = [
+    `${conflict.entity} — ${conflict.attribute}`,
+    `here (line ${here.line}): ${here.quote}`,
+    `${there.sourceTitle} (${there.path}:${there.line}): ${there.quote}`,
+    open ? 'open: canon disagrees with itself' : conflictStatus(conflict),
+  ].join('\n');
+  item.iconPath = open ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('editorWarning.foreground')) : new vscode.ThemeIcon('history');
+  item.command = { command: OPEN_STATEMENT_COMMAND, title: 'Open the Other Statement', arguments: [sourceUri(node.root, there).toString(), there.line] };
+  item.contextValue = open ? 'conflict.open' : 'conflict.resolved';
+  return item;
+}
+
+export function sourceItem(root: string, source: SourceRecord, conflicts: readonly CanonConflict[] = []): vscode.TreeItem {
   // Labels, descriptions and tooltips are plain strings: imported text is shown, never rendered.
-  const item = new vscode.TreeItem(source.title || source.path, vscode.TreeItemCollapsibleState.None);
+  const open = conflicts.filter((c) => c.supersededBy === null).length;
+  const item = new vscode.TreeItem(source.title || source.path, conflicts.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
   item.id = `source:${root}:${source.id}`;
   item.resourceUri = sourceUri(root, source);
   const errors = source.issues.filter((i) => i.severity === 'error');
@@ -113,13 +195,16 @@ export function sourceItem(root: string, source: SourceRecord): vscode.TreeItem 
   if (source.lexicalState === 'duplicate') flags.push('duplicate');
   else if (source.lexicalState !== 'ready') flags.push(source.lexicalState);
   if (errors.length > 0) flags.push(`${errors.length} error${errors.length === 1 ? '' : 's'}`);
+  if (open > 0) flags.push(`${open} conflict${open === 1 ? '' : 's'}`);
   item.description = [source.path, ...flags].join(' · ');
   item.iconPath =
     errors.length > 0 || source.lexicalState === 'error'
       ? new vscode.ThemeIcon('error', new vscode.ThemeColor('errorForeground'))
       : !source.enabled
         ? new vscode.ThemeIcon('circle-slash', new vscode.ThemeColor('disabledForeground'))
-        : source.lexicalState === 'duplicate'
+        : open > 0
+          ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('editorWarning.foreground'))
+          : source.lexicalState === 'duplicate'
           ? new vscode.ThemeIcon('copy')
           : source.visibility === 'hidden'
             ? new vscode.ThemeIcon('eye-closed')
@@ -133,6 +218,7 @@ export function sourceItem(root: string, source: SourceRecord): vscode.TreeItem 
     `${source.enabled ? 'enabled' : 'disabled'} · ${source.visibility === 'hidden' ? 'hidden (narrator only)' : 'visible'}${source.alwaysInclude ? ' · always included' : ''}`,
     `index: ${source.lexicalState}${source.duplicateOf ? ` (same text as ${source.duplicateOf})` : ''} · embeddings: ${source.semanticState}`,
     ...source.issues.map((i) => `${i.severity}${i.line ? ` (line ${i.line})` : ''}: ${i.message}`),
+    ...(conflicts.length > 0 ? [`canon conflicts (${conflicts.length}):`, ...conflicts.flatMap((c) => sidesIn(c, source.path).map(([here, there]) => `- ${conflictLine(here, there, c)}`))] : []),
   ].join('\n');
   item.contextValue = source.enabled ? 'source.enabled' : 'source.disabled';
   item.command = { command: 'storyteller.revealPassages', title: 'Reveal Passages', arguments: [{ kind: 'source', root, source }] };

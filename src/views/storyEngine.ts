@@ -1,4 +1,6 @@
+import { StoreCanonFacts } from '../knowledge/conflictsIndex';
 import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/embeddings';
+import type { KnowledgeStore } from '../knowledge/store';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
 import { OllamaNarrator, type GenerateRequest, type Narrator } from '../story/narrator';
@@ -19,10 +21,13 @@ export function embedderFor(current: StorytellerSettings): Embedder | undefined 
  */
 export function campaignKnowledge(index: CampaignIndex, settings: Settings): KnowledgePort {
   const fallback = noKnowledge(index.campaign.id, 'the knowledge index is still being built');
+  // Kept across turns so canon facts are extracted again only when their source changes.
+  let canon: { store: KnowledgeStore; facts: StoreCanonFacts } | undefined;
   const port = (): KnowledgePort => {
     if (!index.store) return fallback;
+    if (canon?.store !== index.store) canon = { store: index.store, facts: new StoreCanonFacts(index.store) };
     const embedder = embedderFor(settings.current);
-    return indexKnowledge(index.store, embedder ? { embedder } : null);
+    return indexKnowledge(index.store, embedder ? { embedder } : null, canon.facts);
   };
   return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
 }

@@ -195,5 +195,7 @@ describe('canon versus the story as played', () => {
     assert.equal(out.text, '- Status: superseded in play — now destroyed\n- **Length:** forty yards\n\nIt spans the river.');
     assert.equal(out.replaced.length, 1);
     assert.equal(withoutSupersededCanon({ sourcePath: 'other.md', text: passage.text }, superseded).text, passage.text);
+    const indexed = { sourcePath: 'places/bridge.md', text: '- Status: standing\n- Length: forty yards' };
+    assert.equal(withoutSupersededCanon(indexed, superseded).text, '- Status: superseded in play — now destroyed\n- Length: forty yards', 'as the index keeps it, markup removed');
   });
 });

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
-import { PlayStore } from '../../../src/story/playStore';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import type { AdventuresNode } from '../../../src/views/playTrees';
 import { activatedExtension, capture, harnessConfig, waitFor } from './harness';
+import { inPlayDb } from './workspace';
 
 /** Managing adventures from the Adventures view, in the real workbench. */
 describe('adventures in the Adventures view', () => {
@@ -67,11 +67,6 @@ describe('adventures in the Adventures view', () => {
     assert.equal(await deleting, true);
     assert.equal(adventureNode('The Salt Road, Retold'), undefined);
     assert.equal(api.play.list().filter((p) => p.adventureId === node.adventure.id).length, 0, 'its panel closed');
-    const store = new PlayStore(node.playPath);
-    try {
-      assert.equal(store.getAdventure(node.adventure.id), undefined);
-    } finally {
-      store.close();
-    }
+    assert.equal(inPlayDb(node.playPath, 'process.stdout.write(String(store.getAdventure(process.env.ADVENTURE) === undefined));', { ADVENTURE: node.adventure.id }), 'true');
   });
 });

@@ -7,7 +7,8 @@ import type { StorytellerApi } from '../../../src/extension';
 import { loadCampaign } from '../../../src/knowledge/campaign';
 import { FILE_DEBOUNCE_MS, type CampaignIndex } from '../../../src/views/campaignIndex';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
-import { activatedExtension, capture, harnessConfig, sleep, waitFor } from './harness';
+import { capture, sleep, waitFor } from './harness';
+import { campaignWorkspace } from './workspace';
 
 let api: StorytellerApi;
 let index: CampaignIndex;
@@ -27,11 +28,7 @@ async function treeChildren(node?: SourcesNode): Promise<SourcesNode[]> {
 
 describe('campaign knowledge in the workbench', () => {
   before(async () => {
-    api = (await activatedExtension()).exports as StorytellerApi;
-    root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
-    index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
-    await index.idle();
+    ({ api, root, index } = await campaignWorkspace());
   });
 
   it('indexes the campaign in the background after activation, and says so in the status bar', async () => {
