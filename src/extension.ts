@@ -83,7 +83,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       }),
     );
     this.sources = this._register(new SourcesTree(this.campaigns, this.knowledge, this.conflicts));
-    this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.log));
+    this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     const reports = this._register(new ReportDocuments());
     this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports, () => this.adventures.refresh()));

@@ -124,6 +124,14 @@ export class CampaignIndex extends Disposable {
     });
   }
 
+  /** Reindexes one file now, queued behind whatever is running; a path outside the campaign is ignored. */
+  reindexFile(absPath: string): Promise<void | undefined> {
+    const rel = this.relative(absPath);
+    if (rel === undefined) return Promise.resolve(undefined);
+    this.dirty.add(rel);
+    return this.enqueue(() => this.flushDirty());
+  }
+
   /** Drops the derived index and builds it again from the files. */
   rebuild(progress?: vscode.Progress<{ message?: string; increment?: number }>): Promise<ImportReport | undefined> {
     void this.enqueue(async () => {

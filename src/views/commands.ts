@@ -9,7 +9,9 @@ import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { openPassage, type PassageNode, type PassagesTree } from './passagesTree';
+import type { Settings } from './settings';
 import { CLASS_LABEL, describeOrigin, sourceUri, type SourcesNode } from './sourcesTree';
+import { embedderFor } from './storyEngine';
 
 const SEARCH_DEBOUNCE_MS = 150;
 const SEARCH_LIMIT = 20;
@@ -74,6 +76,7 @@ export class Commands extends Disposable {
     private readonly campaigns: CampaignRegistry,
     private readonly knowledge: KnowledgeService,
     private readonly passages: PassagesTree,
+    private readonly settings: Settings,
     log: vscode.LogOutputChannel,
   ) {
     super();
@@ -96,7 +99,62 @@ export class Commands extends Disposable {
       await vscode.commands.executeCommand('storyteller.passages.focus');
     });
     register('storyteller.openPassage', (node: PassageNode) => openPassage(node));
+    register('storyteller.reindexSource', (arg?: SourcesNode | vscode.Uri) => this.reindexSource(arg));
+    register('storyteller.deleteSource', (arg?: SourcesNode | vscode.Uri) => this.deleteSource(arg));
     register('storyteller.newCampaign', (options?: { parent?: vscode.Uri; title?: string }) => this.newCampaign(options));
+  }
+
+  /** Reindexes the one file now, as a save would, without waiting for the watcher. */
+  private async reindexSource(arg?: SourcesNode | vscode.Uri): Promise<void> {
+    const uri = this.sourceTarget(arg);
+    const index = uri && this.knowledge.indexOf(uri.fsPath);
+    if (!uri || !index) {
+      void vscode.window.showInformationMessage('Open or select a campaign source first.');
+      return;
+    }
+    await index.reindexFile(uri.fsPath);
+  }
+
+  /**
+   * Deletes a source file after a modal confirmation, keeping its bytes for a Restore offered right after;
+   * the watcher then drops it from the index. Turns that used it keep the text they were given.
+   */
+  private async deleteSource(arg?: SourcesNode | vscode.Uri): Promise<boolean> {
+    const uri = this.sourceTarget(arg);
+    if (!uri) {
+      void vscode.window.showInformationMessage('Open or select a campaign source first.');
+      return false;
+    }
+    const name = vscode.workspace.asRelativePath(uri);
+    const choice = await vscode.window.showWarningMessage(
+      `Delete '${name}' from the campaign?`,
+      { modal: true, detail: 'The file is deleted and leaves the knowledge index; a Restore button follows in case you change your mind. Turns already played keep the text they were given.' },
+      'Delete File',
+    );
+    if (choice !== 'Delete File') return false;
+    const bytes = await vscode.workspace.fs.readFile(uri);
+    const edit = new vscode.WorkspaceEdit();
+    edit.deleteFile(uri, { ignoreIfNotExists: true });
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showErrorMessage(`${name}: could not be deleted`);
+      return false;
+    }
+    void vscode.window.showInformationMessage(`Deleted '${name}'.`, 'Restore').then((restore) => restore && this.restore(uri, bytes));
+    return true;
+  }
+
+  /** Puts deleted bytes back, unless something new has been written at that path since. */
+  private async restore(uri: vscode.Uri, bytes: Uint8Array): Promise<void> {
+    const name = vscode.workspace.asRelativePath(uri);
+    const taken = await vscode.workspace.fs.stat(uri).then(
+      () => true,
+      () => false,
+    );
+    if (taken) {
+      void vscode.window.showWarningMessage(`${name} exists again; the deleted copy was not written over it.`);
+      return;
+    }
+    await vscode.workspace.fs.writeFile(uri, bytes);
   }
 
   private async withCampaign(arg: SourcesNode | vscode.Uri | undefined, run: (index: CampaignIndex) => Thenable<unknown>): Promise<void> {
@@ -179,7 +237,8 @@ export class Commands extends Disposable {
       for (const index of this.knowledge.list()) {
         const store = index.store;
         if (!store) continue;
-        const { hits } = await searchKnowledge(store, text, { limit: SEARCH_LIMIT });
+        const embedder = embedderFor(this.settings.current);
+        const { hits } = await searchKnowledge(store, text, { limit: SEARCH_LIMIT, semantic: embedder ? { embedder } : null });
         for (const hit of hits) {
           const source = store.getSource(hit.sourceId);
           const passage = store.getPassage(hit.passageId);
