@@ -7,6 +7,7 @@ import { Commands } from './views/commands';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
+import { HealthCommand } from './views/healthCommand';
 import { InterchangeCommands } from './views/interchangeCommands';
 import { KnowledgeService } from './views/knowledgeService';
 import { PassagesTree } from './views/passagesTree';
@@ -86,6 +87,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     const reports = this._register(new ReportDocuments());
+    this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, reports));
     this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);

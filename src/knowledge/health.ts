@@ -192,7 +192,7 @@ export async function indexHealth(campaign: Campaign, store: KnowledgeStore, opt
 }
 
 /** Opens an existing database without creating or migrating it (reading must never write). */
-function openReadOnly(file: string): Db | undefined {
+export function openReadOnly(file: string): Db | undefined {
   if (!fs.existsSync(file)) return undefined;
   return new Database(file, { readonly: true, fileMustExist: true });
 }
@@ -216,4 +216,18 @@ export async function campaignHealth(
     playDb?.close();
     embeddingsDb?.close();
   }
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The report in one line: "Westhaven: 1 error, 2 warnings; 3 files use the campaign's default class". */
+export function healthSummary(report: LintReport, title: string): string {
+  const count = (code: string) => report.findings.filter((f) => f.code === code).length;
+  const unclassified = count('unclassified');
+  const neverUsed = count('never-retrieved');
+  const notes = [
+    unclassified ? `${unclassified === 1 ? '1 file uses' : `${unclassified} files use`} the campaign's default class` : '',
+    neverUsed ? `${plural(neverUsed, 'source')} no turn has used` : '',
+  ].filter(Boolean);
+  return `${title}: ${plural(report.errors, 'error')}, ${plural(report.warnings, 'warning')}${notes.length ? `; ${notes.join('; ')}` : ''}`;
 }

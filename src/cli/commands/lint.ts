@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
-import { campaignHealth } from '../../knowledge/health';
+import { campaignHealth, healthSummary } from '../../knowledge/health';
 import { campaignFileFinding, summarizeFindings, type LintReport } from '../../knowledge/lint';
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
@@ -10,15 +10,8 @@ function human(report: LintReport, title: string): string {
   const lines = report.findings
     .filter((f) => f.severity !== 'info')
     .map((f) => `${location(f.path, f.line)}  ${f.severity}  ${f.message}  (${f.code})`);
-  const count = (code: string) => report.findings.filter((f) => f.code === code).length;
-  const unclassifiedCount = count('unclassified');
-  const neverUsed = count('never-retrieved');
-  const notes = [
-    unclassifiedCount ? `${unclassifiedCount === 1 ? '1 file uses' : `${unclassifiedCount} files use`} the campaign's default class` : '',
-    neverUsed ? `${neverUsed} source${neverUsed > 1 ? 's' : ''} no turn has used` : '',
-  ].filter(Boolean);
-  const unclassified = notes.length ? `; ${notes.join('; ')} (--json lists them)` : '';
-  lines.push(`${title}: ${report.errors} error${report.errors === 1 ? '' : 's'}, ${report.warnings} warning${report.warnings === 1 ? '' : 's'}${unclassified}`);
+  const listed = report.findings.some((f) => f.severity === 'info') ? ' (--json lists the notes)' : '';
+  lines.push(`${healthSummary(report, title)}${listed}`);
   return lines.join('\n');
 }
 
