@@ -54,6 +54,11 @@ async function freeFolder(parent: vscode.Uri, name: string): Promise<vscode.Uri>
  * turn would be sent, and open the example campaign. Each one asks for what it needs, calls the core once,
  * and reports; every argument can also be passed in (from menus, the walkthrough and the test suite).
  */
+/** A save dialog for a JSON export, proposing `fileName` beside the campaign folder (never inside it). */
+function saveBeside(root: string, title: string, fileName: string, kind: string, saveLabel: string): Thenable<vscode.Uri | undefined> {
+  return vscode.window.showSaveDialog({ title, defaultUri: vscode.Uri.file(path.join(path.dirname(root), fileName)), filters: { [kind]: ['json'] }, saveLabel });
+}
+
 export class InterchangeCommands extends Disposable {
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -170,14 +175,7 @@ export class InterchangeCommands extends Disposable {
     const index = await this.campaign(undefined, arg);
     if (!index) return undefined;
     const { root, id, title } = index.campaign;
-    const out =
-      options.out ??
-      (await vscode.window.showSaveDialog({
-        title: `Export ${title}`,
-        defaultUri: vscode.Uri.file(path.join(path.dirname(root), `${id}${BUNDLE_EXTENSION}`)),
-        filters: { 'Campaign bundle': ['json'] },
-        saveLabel: 'Export Campaign',
-      }));
+    const out = options.out ?? (await saveBeside(root, `Export ${title}`, `${id}${BUNDLE_EXTENSION}`, 'Campaign bundle', 'Export Campaign'));
     if (!out) return undefined;
     const rel = path.relative(root, out.fsPath);
     if (!rel.startsWith('..') && !path.isAbsolute(rel)) {
@@ -284,14 +282,7 @@ export class InterchangeCommands extends Disposable {
     const index = await this.campaign(undefined, arg);
     if (!index) return undefined;
     const { root, id, title } = index.campaign;
-    const out =
-      options.out ??
-      (await vscode.window.showSaveDialog({
-        title: `Export the canon of ${title} as SillyTavern World Info`,
-        defaultUri: vscode.Uri.file(path.join(path.dirname(root), `${id}.worldinfo.json`)),
-        filters: { 'SillyTavern World Info': ['json'] },
-        saveLabel: 'Export World Info',
-      }));
+    const out = options.out ?? (await saveBeside(root, `Export the canon of ${title} as SillyTavern World Info`, `${id}.worldinfo.json`, 'SillyTavern World Info', 'Export World Info'));
     if (!out) return undefined;
     await index.idle();
     try {
