@@ -214,6 +214,8 @@ export async function measureRetrievalQuality(log: (line: string) => void = () =
     plainBm25: { ...recall(baseline, EVAL_QUESTIONS), answeredOnTopic: 1, abstentionOffTopic: round(abstainedBaseline / OFF_TOPIC_QUESTIONS.length) },
   };
   evalLibrary.dispose();
+  log(`  retrieval   ${JSON.stringify(quality.retrieval)}`);
+  log(`  plain bm25  ${JSON.stringify(quality.plainBm25)}`);
   return quality;
 }
 
@@ -239,6 +241,7 @@ export async function measureRetrievalSpeed(log: (line: string) => void = () => 
         }),
   );
   srd10.dispose();
+  log(`  raw FTS5 p50 ${raw.p50} ms; search ${search.p50} ms = ${round(search.p50 / raw.p50, 2)}x (p95 ${round(search.p95 / raw.p95, 2)}x); context ${context.p50} ms = ${round(context.p50 / raw.p50, 2)}x (p95 ${round(context.p95 / raw.p95, 2)}x)`);
   return {
       library,
       queries: queries.length,

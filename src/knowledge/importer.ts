@@ -432,14 +432,16 @@ class ImportRun {
    * Short ones ("Hit Points 10") are kept: the same few words under different headings are different facts.
    */
   private repeatedPassages(sourceId: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
-    const find = this.store.db.prepare(
+    // `+p.campaign_id`: the campaign index would scan every passage per lookup (quadratic over an import);
+    // the content-hash index finds the handful that share the text.
+    const find = this.store.statement(
       `SELECT s.id, s.path FROM passages p JOIN sources s ON s.id = p.source_id
-       WHERE p.campaign_id = ? AND p.content_hash = ? AND p.source_id <> ? ORDER BY s.path LIMIT 1`,
+       WHERE p.content_hash = ? AND +p.campaign_id = ? AND p.source_id <> ? ORDER BY s.path LIMIT 1`,
     );
     const repeated = new Map<number, { id: string; path: string }>();
     for (const p of passages) {
       if (p.tokenCount < MIN_PASSAGE_TOKENS) continue;
-      const holder = find.get(this.campaign.id, p.contentHash, sourceId) as { id: string; path: string } | undefined;
+      const holder = find.get(p.contentHash, this.campaign.id, sourceId) as { id: string; path: string } | undefined;
       if (holder) repeated.set(p.index, holder);
     }
     return repeated;

@@ -1,5 +1,6 @@
 import type { Campaign } from './campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
+import type { Statement } from 'better-sqlite3';
 import { assertFts5, openDatabase, type Db } from './sqlite';
 import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from './types';
 
@@ -104,11 +105,23 @@ export function toPassage(row: PassageRow): PassageRecord {
 export class KnowledgeStore {
   readonly db: Db;
 
+  /** Compiled once per store: importing a large library runs the same few statements per file. */
+  private readonly statements = new Map<string, Statement>();
+
   private constructor(
     readonly campaignId: string,
     db: Db,
   ) {
     this.db = db;
+  }
+
+  statement(sql: string): Statement {
+    let compiled = this.statements.get(sql);
+    if (!compiled) {
+      compiled = this.db.prepare(sql);
+      this.statements.set(sql, compiled);
+    }
+    return compiled;
   }
 
   static open(campaign: Pick<Campaign, 'id' | 'indexPath'>): KnowledgeStore {
@@ -133,8 +146,8 @@ export class KnowledgeStore {
     }
     this.db.transaction(() => {
       this.deletePassages(source.id);
-      this.db
-        .prepare(
+      this
+        .statement(
           `INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility,
              always_include, priority, scope, tags, entities, notes, sha256, size, mtime_ms, imported_at,
              updated_at, parser_version, chunking_version, lexical_state, semantic_state, duplicate_of,
@@ -182,12 +195,12 @@ export class KnowledgeStore {
           issues: JSON.stringify(source.issues),
           content,
         });
-      const insertPassage = this.db.prepare(
+      const insertPassage = this.statement(
         `INSERT INTO passages (id, source_id, campaign_id, idx, class, heading_path, text, token_count,
            content_hash, start_line, end_line)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
-      const insertFts = this.db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+      const insertFts = this.statement('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
       for (const p of passages) {
         const { lastInsertRowid } = insertPassage.run(
           p.id,
@@ -211,62 +224,63 @@ export class KnowledgeStore {
   deleteSource(sourceId: string): boolean {
     return this.db.transaction(() => {
       this.deletePassages(sourceId);
-      return this.db.prepare('DELETE FROM sources WHERE id = ?').run(sourceId).changes > 0;
+      return this.statement('DELETE FROM sources WHERE id = ?').run(sourceId).changes > 0;
     })();
   }
 
   private deletePassages(sourceId: string): void {
-    const rows = this.db.prepare('SELECT rowid FROM passages WHERE source_id = ?').all(sourceId) as { rowid: number }[];
-    const deleteFts = this.db.prepare('DELETE FROM passages_fts WHERE rowid = ?');
+    const rows = this.statement('SELECT rowid FROM passages WHERE source_id = ?').all(sourceId) as { rowid: number }[];
+    const deleteFts = this.statement('DELETE FROM passages_fts WHERE rowid = ?');
     for (const row of rows) deleteFts.run(row.rowid);
-    this.db.prepare('DELETE FROM passages WHERE source_id = ?').run(sourceId);
+    this.statement('DELETE FROM passages WHERE source_id = ?').run(sourceId);
   }
 
   listSources(): SourceRecord[] {
-    return (this.db.prepare('SELECT * FROM sources WHERE campaign_id = ? ORDER BY path').all(this.campaignId) as SourceRow[]).map(
+    return (this.statement('SELECT * FROM sources WHERE campaign_id = ? ORDER BY path').all(this.campaignId) as SourceRow[]).map(
       toSource,
     );
   }
 
   getSource(sourceId: string): SourceRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM sources WHERE id = ? AND campaign_id = ?').get(sourceId, this.campaignId) as
+    const row = this.statement('SELECT * FROM sources WHERE id = ? AND campaign_id = ?').get(sourceId, this.campaignId) as
       | SourceRow
       | undefined;
     return row && toSource(row);
   }
 
   getSourceByPath(relPath: string): SourceRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM sources WHERE path = ? AND campaign_id = ?').get(relPath, this.campaignId) as
+    const row = this.statement('SELECT * FROM sources WHERE path = ? AND campaign_id = ?').get(relPath, this.campaignId) as
       | SourceRow
       | undefined;
     return row && toSource(row);
   }
 
   getSourceContent(sourceId: string): string | undefined {
-    const row = this.db.prepare('SELECT content FROM sources WHERE id = ?').get(sourceId) as { content: string } | undefined;
+    const row = this.statement('SELECT content FROM sources WHERE id = ?').get(sourceId) as { content: string } | undefined;
     return row?.content;
   }
 
   /** The source already holding this exact content, if another one does. */
   findByHash(sha256: string, exceptId: string): SourceRecord | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM sources WHERE campaign_id = ? AND sha256 = ? AND id <> ? AND lexical_state = 'ready' ORDER BY path LIMIT 1")
+    const row = this
+      // `+path`: ordering by the (campaign_id, path) index would walk every source; the hash index finds the few.
+      .statement("SELECT * FROM sources WHERE campaign_id = ? AND sha256 = ? AND id <> ? AND lexical_state = 'ready' ORDER BY +path LIMIT 1")
       .get(this.campaignId, sha256, exceptId) as SourceRow | undefined;
     return row && toSource(row);
   }
 
   listPassages(sourceId: string): PassageRecord[] {
-    return (this.db.prepare('SELECT * FROM passages WHERE source_id = ? ORDER BY idx').all(sourceId) as PassageRow[]).map(toPassage);
+    return (this.statement('SELECT * FROM passages WHERE source_id = ? ORDER BY idx').all(sourceId) as PassageRow[]).map(toPassage);
   }
 
   getPassage(passageId: string): PassageRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM passages WHERE id = ?').get(passageId) as PassageRow | undefined;
+    const row = this.statement('SELECT * FROM passages WHERE id = ?').get(passageId) as PassageRow | undefined;
     return row && toPassage(row);
   }
 
   counts(): { sources: number; passages: number } {
-    const sources = (this.db.prepare('SELECT count(*) n FROM sources WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
-    const passages = (this.db.prepare('SELECT count(*) n FROM passages WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
+    const sources = (this.statement('SELECT count(*) n FROM sources WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
+    const passages = (this.statement('SELECT count(*) n FROM passages WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
     return { sources, passages };
   }
 
