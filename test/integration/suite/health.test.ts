@@ -23,6 +23,9 @@ describe('campaign health', () => {
   after(async () => {
     await config().update('context.budgets', undefined, vscode.ConfigurationTarget.Global);
     fs.rmSync(path.join(root, 'notes'), { recursive: true, force: true });
+    // The suites after this one count the campaign's sources: the removed folder must have left the index.
+    const index = api.knowledge.get(root)!;
+    await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('notes/')), 15_000, 'notes/ to leave the index');
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 
