@@ -20,6 +20,8 @@ export const CampaignFileSchema = z
     /** Campaign-relative path prefixes never imported. */
     ignore: z.array(z.string()).default([]),
     size_cap_bytes: z.number().int().positive().optional(),
+    /** What new adventures track (player, world, npcs, flags, milestones); the story engine validates it. */
+    stats: z.unknown().optional(),
   })
   .strict();
 
@@ -33,6 +35,8 @@ export interface Campaign {
   folderRules: Record<string, KnowledgeClass>;
   ignore: string[];
   sizeCapBytes: number | undefined;
+  /** The `stats:` block as written, for new adventures; validated when one starts (story's schema). */
+  stats: unknown;
   indexPath: string;
   playPath: string;
 }
@@ -74,6 +78,7 @@ export function loadCampaign(root: string): Campaign {
     folderRules: data.folders,
     ignore: data.ignore,
     sizeCapBytes: data.size_cap_bytes,
+    stats: data.stats,
     indexPath: path.join(root, DATA_DIR, 'index.db'),
     playPath: path.join(root, DATA_DIR, 'play.db'),
   };

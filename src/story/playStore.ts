@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
 import { openDatabase, type Db } from '../knowledge/sqlite';
 import type { RetrievalRecord } from '../knowledge/retrievalTypes';
 import { PLAY_MIGRATIONS } from './playSchema';
-import { initialState, normalizeState, parseStatSchema, type StatSchema, type WorldState } from './worldState';
+import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 import type {
   ActionKind,
   Adventure,
@@ -75,6 +77,19 @@ export interface NewAdventure {
   plotEssentials?: string;
   authorsNote?: string;
   statSchema?: unknown;
+}
+
+/**
+ * A new adventure of the campaign, tracking what its campaign.yaml's `stats:` declares. A bad block is
+ * refused naming the file and the path inside it, and no adventure is written.
+ */
+export function campaignAdventure(campaign: Pick<Campaign, 'id' | 'root' | 'stats'>, title: string): NewAdventure {
+  try {
+    return { campaignId: campaign.id, title, statSchema: parseStatSchema(campaign.stats) };
+  } catch (error) {
+    if (error instanceof StatSchemaError) throw new StatSchemaError(`${path.join(campaign.root, CAMPAIGN_FILE)}: stats: ${error.message.replace(/^stat schema: /, '')}`);
+    throw error;
+  }
 }
 
 export interface AdventurePatch {

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import { PlayStore } from '../story/playStore';
+import { campaignAdventure, PlayStore } from '../story/playStore';
 import type { Adventure } from '../story/types';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
@@ -35,7 +35,7 @@ export class AdventureCommands extends Disposable {
     if (!campaign) return undefined;
     const title = options.title ?? (await vscode.window.showInputBox({ prompt: `A title for the new adventure in ${campaign.title}`, value: `${campaign.title} — new adventure`, validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
     if (!title?.trim()) return undefined;
-    const adventure = this.withStore(campaign.playPath, (store) => store.createAdventure({ campaignId: campaign.id, title }));
+    const adventure = this.withStore(campaign.playPath, (store) => store.createAdventure(campaignAdventure(campaign, title)));
     this.tree.refresh();
     return vscode.commands.executeCommand<PlayPanel | undefined>('storyteller.openPlayPanel', { campaignRoot: campaign.root, adventureId: adventure.id });
   }

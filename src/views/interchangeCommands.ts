@@ -8,7 +8,7 @@ import { importLorebookFile, lorebookImportReport, type LorebookImportResult } f
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/types';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../story/bundle';
 import { renderContextMarkdown } from '../story/contextReport';
-import { PlayStore } from '../story/playStore';
+import { campaignAdventure, PlayStore } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
@@ -158,7 +158,7 @@ export class InterchangeCommands extends Disposable {
       let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
       if (!adventure) {
         // The same first adventure the play panel would start: a preview is always of a real adventure.
-        adventure = store.createAdventure({ campaignId: index.campaign.id, title: `${index.campaign.title} — first adventure` });
+        adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
         this.onDidCreateAdventure();
       }
       const text = action.trim();

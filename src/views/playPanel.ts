@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import type { StoryEngine, TurnHandlers } from '../story/engine';
 import { describeContext } from '../story/contextReport';
-import { PlayStore } from '../story/playStore';
+import { campaignAdventure, PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
 import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
@@ -82,7 +82,7 @@ export class PlayPanel extends Disposable {
     this.adventure =
       (adventureId ? this.store.getAdventure(adventureId) : undefined) ??
       this.store.listAdventures(campaign.id)[0] ??
-      this.store.createAdventure({ campaignId: campaign.id, title: `${campaign.title} — first adventure` });
+      this.store.createAdventure(campaignAdventure(campaign, `${campaign.title} — first adventure`));
     panel.title = `Play: ${this.adventure.title}`;
     panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'storyteller.svg');
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };

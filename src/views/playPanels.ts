@@ -5,6 +5,7 @@ import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
 import type { Settings } from './settings';
+import { campaignAdventure } from '../story/playStore';
 
 /** Opens play panels, and brings them back after a reload from the state each webview saved. */
 export class PlayPanels extends Disposable {
@@ -59,6 +60,14 @@ export class PlayPanels extends Disposable {
     await this.campaigns.ready();
     const index = this.knowledge.get(campaignRoot);
     if (!index) return undefined;
+    try {
+      // A campaign.yaml whose stats block is wrong is named before anything is opened for the panel.
+      campaignAdventure(index.campaign, index.campaign.title);
+    } catch (error) {
+      panel.dispose();
+      void vscode.window.showErrorMessage((error as Error).message);
+      return undefined;
+    }
     const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));

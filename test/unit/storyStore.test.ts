@@ -3,7 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { StoryEngine } from '../../src/story/engine';
-import { PlayStore } from '../../src/story/playStore';
+import YAML from 'yaml';
+import { loadCampaign } from '../../src/knowledge/campaign';
+import { campaignAdventure, PlayStore } from '../../src/story/playStore';
+import { makeCampaign, removeDir } from '../support/campaignDirs';
 import { StatSchemaError } from '../../src/story/worldState';
 import { noKnowledge } from '../../src/story/ports';
 import { KAELEN, STAT_SCHEMA } from './storySupport';
@@ -29,6 +32,33 @@ describe('story play store', () => {
     assert.match(context.messages[0]!.content, /You are Aria \(she\/her\)\. A half-elf ranger/);
     assert.match(context.messages[0]!.content, /Protagonist Aria — stats are addressed as player\.<stat>/);
     assert.match(context.messages[1]!.content, /Aria \(player\): hp 100\/100/);
+  });
+
+  it("starts a campaign's adventures tracking what its campaign.yaml declares under stats:", async () => {
+    const root = makeCampaign({}, YAML.stringify({ id: 'westhaven', title: 'Westhaven', stats: STAT_SCHEMA }));
+    try {
+      const adventure = store.createAdventure(campaignAdventure(loadCampaign(root), 'Fog'));
+      assert.deepEqual(adventure.statSchema.player.hp, STAT_SCHEMA.player.hp);
+      const engine = new StoryEngine(store, noKnowledge('westhaven'), null, { model: 'llama3.2' });
+      const context = await engine.previewContext(adventure.id, { kind: 'do', text: 'look' });
+      assert.match(context.messages[1]!.content, /Sister Mara \(npc\.mara\): trust 40\/100/);
+    } finally {
+      removeDir(root);
+    }
+  });
+
+  it('names campaign.yaml and the path inside stats: when the block is wrong, and starts nothing', () => {
+    const root = makeCampaign({}, YAML.stringify({ id: 'westhaven', title: 'Westhaven', stats: { player: { hp: {} } } }));
+    try {
+      assert.throws(() => store.createAdventure(campaignAdventure(loadCampaign(root), 'Fog')), (error: Error) => {
+        assert.ok(error instanceof StatSchemaError);
+        assert.match(error.message, /campaign\.yaml: stats: player\.hp/);
+        return true;
+      });
+      assert.equal(store.listAdventures().length, 0);
+    } finally {
+      removeDir(root);
+    }
   });
 
   it('rejects bad input with the reason and writes nothing', () => {

@@ -6,7 +6,7 @@ import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../.
 import { indexKnowledge } from '../../story/indexKnowledge';
 import { StoryEngine, type TurnOutcome } from '../../story/engine';
 import { NarratorError, OllamaNarrator } from '../../story/narrator';
-import { PlayStore } from '../../story/playStore';
+import { campaignAdventure, PlayStore } from '../../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../../story/ports';
 import { renderContextSummary } from '../../story/contextReport';
 import type { Adventure, PlayerAction, Turn } from '../../story/types';
@@ -51,7 +51,7 @@ function pickAdventure(store: PlayStore, campaign: Campaign, id: string | undefi
     const latest = store.listAdventures(campaign.id)[0];
     if (latest) return latest;
   }
-  return store.createAdventure({ campaignId: campaign.id, title: title || `${campaign.title} — new adventure` });
+  return store.createAdventure(campaignAdventure(campaign, title || `${campaign.title} — new adventure`));
 }
 
 function renderTree(store: PlayStore, adventure: Adventure): string {
