@@ -54,7 +54,8 @@ export type CandidateOutcome =
 
 export type KnowledgeSection = 'alwaysInclude' | 'canon' | 'reference' | 'inspiration';
 
-export interface CandidateDecision {
+/** Which passage, named the way a writer finds it: both a decision and a selected passage carry it. */
+export interface PassageIdentity {
   passageId: string;
   sourceId: string;
   sourcePath: string;
@@ -62,6 +63,9 @@ export interface CandidateDecision {
   class: KnowledgeClass;
   headingPath: string[];
   tokenCount: number;
+}
+
+export interface CandidateDecision extends PassageIdentity {
   /** Why relevance admitted (or refused) it: matched terms, similarity against the model's floor. */
   admitted: boolean;
   matchedTerms: string[];
@@ -79,15 +83,8 @@ export interface CandidateDecision {
   duplicateOf: string | null;
 }
 
-export interface SelectedPassage {
-  passageId: string;
-  sourceId: string;
-  sourcePath: string;
-  sourceTitle: string;
-  class: KnowledgeClass;
-  headingPath: string[];
+export interface SelectedPassage extends PassageIdentity {
   text: string;
-  tokenCount: number;
   /** Narrator-only: must be framed as secret and never rendered to the player. */
   hidden: boolean;
   score: number | null;
