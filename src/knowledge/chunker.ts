@@ -6,22 +6,13 @@ import remarkParse from 'remark-parse';
 import { unified } from 'unified';
 import { normalizeForIndex } from './store';
 import { estimateTokens } from './tokens';
+import type { DraftPassage } from './types';
 
 /** §76: a heading boundary closes a passage only once it holds this many tokens. */
 export const MIN_PASSAGE_TOKENS = 60;
 /** §76: no passage grows past this; a longer block is split at sentence boundaries. */
 export const MAX_PASSAGE_TOKENS = 800;
 
-/** A passage before it belongs to a source: ids and class are assigned by the importer. */
-export interface DraftPassage {
-  headingPath: string[];
-  text: string;
-  tokenCount: number;
-  /** SHA-256 of the passage text as indexed (NFC); the embedding cache is keyed by it. */
-  contentHash: string;
-  startLine: number;
-  endLine: number;
-}
 
 export interface ParsedDocument {
   passages: DraftPassage[];

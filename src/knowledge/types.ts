@@ -59,19 +59,24 @@ export interface SourceRecord {
   issues: SourceIssue[];
 }
 
-export interface PassageRecord {
+/** A passage before it belongs to a source: ids and class are assigned by the importer. */
+export interface DraftPassage {
+  headingPath: string[];
+  text: string;
+  tokenCount: number;
+  /** SHA-256 of the passage text as indexed (NFC); the embedding cache is keyed by it. */
+  contentHash: string;
+  /** 1-based inclusive line range in the original file. */
+  startLine: number;
+  endLine: number;
+}
+
+export interface PassageRecord extends DraftPassage {
   id: string;
   sourceId: string;
   campaignId: string;
   index: number;
   class: KnowledgeClass;
-  headingPath: string[];
-  text: string;
-  tokenCount: number;
-  contentHash: string;
-  /** 1-based inclusive line range in the original file. */
-  startLine: number;
-  endLine: number;
 }
 
 export const PARSER_VERSION = 1;
