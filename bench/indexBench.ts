@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadCampaign, type Campaign } from '../src/knowledge/campaign';
-import { parseDocument } from '../src/knowledge/chunker';
-import { importCampaign, indexFile, type ImportReport } from '../src/knowledge/importer';
-import { defaultWorkerPath, inThreadParser, workerParser, type Parser } from '../src/knowledge/parsePool';
-import { KnowledgeStore } from '../src/knowledge/store';
+import { loadCampaign, type Campaign } from '../src/knowledge/campaign/campaign';
+import { parseDocument } from '../src/knowledge/indexing/chunker';
+import { importCampaign, indexFile, type ImportReport } from '../src/knowledge/indexing/importer';
+import { defaultWorkerPath, inThreadParser, workerParser, type Parser } from '../src/knowledge/indexing/parsePool';
+import { KnowledgeStore } from '../src/knowledge/indexing/store';
 import { corpusPath, REPO_ROOT } from '../test/support/corpora';
 
 /**

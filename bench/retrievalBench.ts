@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../src/knowledge/retrieval';
-import { buildMatchExpression, buildSearchTerms, tokenize } from '../src/knowledge/retrievalTerms';
-import type { KnowledgeStore } from '../src/knowledge/store';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../src/knowledge/retrieval/retrieval';
+import { buildMatchExpression, buildSearchTerms, tokenize } from '../src/knowledge/retrieval/retrievalTerms';
+import type { KnowledgeStore } from '../src/knowledge/indexing/store';
 import { corpusPath } from '../test/support/corpora';
 import { importCorpora, replicateSources } from '../test/support/knowledgeFixtures';
 

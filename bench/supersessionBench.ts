@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { analyzeStoreConflicts } from '../src/knowledge/conflictsIndex';
-import type { WorldFact } from '../src/knowledge/conflictsState';
-import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../src/knowledge/retrieval';
-import type { RetrievalQuery } from '../src/knowledge/retrievalTypes';
+import { analyzeStoreConflicts } from '../src/knowledge/conflicts/conflictsIndex';
+import type { WorldFact } from '../src/knowledge/conflicts/conflictsState';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../src/knowledge/retrieval/retrieval';
+import type { RetrievalQuery } from '../src/knowledge/retrieval/retrievalTypes';
 import { indexKnowledge } from '../src/story/indexKnowledge';
 import { corpusPath } from '../test/support/corpora';
 import { importCorpora } from '../test/support/knowledgeFixtures';

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import * as vscode from 'vscode';
-import { assertFts5 } from './knowledge/sqlite';
+import { assertFts5 } from './knowledge/indexing';
 import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';

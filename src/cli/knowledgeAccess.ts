@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CampaignError, findCampaignRoot, loadCampaign, type Campaign } from '../knowledge/campaign';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../knowledge/embeddings';
-import { resolveOllamaHost } from '../knowledge/ollamaHost';
-import type { SemanticSearchOptions } from '../knowledge/embeddings';
-import { KnowledgeStore } from '../knowledge/store';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../knowledge/retrieval';
+import { resolveOllamaHost } from '../knowledge/models';
+import type { SemanticSearchOptions } from '../knowledge/retrieval';
+import { KnowledgeStore } from '../knowledge/indexing';
 import { UsageError, stringOption, type CliIo, type ParsedArgs } from './command';
 
 /** Options of every command that reads the knowledge index. */

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { CampaignError, type Campaign } from '../knowledge/campaign';
-import { locateCampaign } from '../knowledge/operations';
-import { inThreadParser, workerParser, type Parser } from '../knowledge/parsePool';
+import { locateCampaign } from '../knowledge/indexing';
+import { inThreadParser, workerParser, type Parser } from '../knowledge/indexing';
 import { UsageError, stringOption, type ParsedArgs } from './command';
 
 /** The campaign a knowledge command works on: the folder given (or cwd), or the nearest campaign above it. */

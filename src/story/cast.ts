@@ -1,4 +1,4 @@
-import type { KnowledgeStore } from '../knowledge/store';
+import type { KnowledgeStore } from '../knowledge/indexing';
 import type { CastEntry } from './ports';
 import type { StatSchema } from './worldState';
 

@@ -1,4 +1,4 @@
-import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage } from '../knowledge/retrievalTypes';
+import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage } from '../knowledge/retrieval';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';
@@ -6,7 +6,7 @@ import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction,
 /**
  * The prompt, as ordered sections. The stable prefix (system message) changes only when the writer edits
  * the adventure or the always-include canon, so Ollama can reuse its cache across turns; everything that
- * moves each turn comes after it, with current world state after imported canon so it wins (§44), and the
+ * moves each turn comes after it, with current world state after imported canon so it wins, and the
  * action last. Canon that play has superseded is rewritten by retrieval before it gets here; in always-include
  * canon that changes the prefix once, when the superseding state first holds, and not again while it does.
  */

@@ -1,4 +1,4 @@
-import { decisionLine } from '../knowledge/retrievalFormat';
+import { decisionLine } from '../knowledge/retrieval';
 import type { AssembledContext, ContextSection } from './types';
 
 // How an assembled context reads for a writer: the one-screen summary (CLI play's /context) and the full

@@ -2,7 +2,7 @@ import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBui
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
 import { NarratorError, type Narrator } from './narrator';
-import type { KnowledgeBudgets } from '../knowledge/retrievalTypes';
+import type { KnowledgeBudgets } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
 import { TokenEstimator } from './tokenEstimator';

@@ -1,8 +1,8 @@
-import { StoreCanonFacts } from '../knowledge/conflictsIndex';
-import { supersedeRetrievedCanon } from '../knowledge/conflictsState';
-import type { SemanticSearchOptions } from '../knowledge/embeddings';
+import { StoreCanonFacts } from '../knowledge/conflicts';
+import { supersedeRetrievedCanon } from '../knowledge/conflicts';
+import type { SemanticSearchOptions } from '../knowledge/retrieval';
 import { retrieveKnowledge } from '../knowledge/retrieval';
-import type { KnowledgeStore } from '../knowledge/store';
+import type { KnowledgeStore } from '../knowledge/indexing';
 import { castFromKnowledgeStore } from './cast';
 import type { KnowledgePort } from './ports';
 

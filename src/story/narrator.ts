@@ -1,5 +1,5 @@
 import { Ollama } from 'ollama';
-import { resolveOllamaHost } from '../knowledge/ollamaHost';
+import { resolveOllamaHost } from '../knowledge/models';
 import type { ChatMessage } from './types';
 
 export type NarratorErrorKind =

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
-import { openDatabase, type Db } from '../knowledge/sqlite';
-import type { RetrievalRecord } from '../knowledge/retrievalTypes';
+import { openDatabase, type Db } from '../knowledge/indexing';
+import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from './playSchema';
 import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 import type {

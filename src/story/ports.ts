@@ -1,4 +1,4 @@
-import type { RetrievalQuery, RetrievalResult, RetrievalStage } from '../knowledge/retrievalTypes';
+import type { RetrievalQuery, RetrievalResult, RetrievalStage } from '../knowledge/retrieval';
 
 /** A person, place or thing the campaign defines, for the summarizer's cast brief. */
 export interface CastEntry {

@@ -1,4 +1,4 @@
-import { estimateTokens } from '../knowledge/tokens';
+import { estimateTokens } from '../knowledge/campaign';
 
 export interface CalibrationStore {
   getCalibration(model: string): { factor: number; samples: number } | undefined;

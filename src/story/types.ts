@@ -1,4 +1,4 @@
-import type { RetrievalRecord } from '../knowledge/retrievalTypes';
+import type { RetrievalRecord } from '../knowledge/retrieval';
 import type { StatSchema, WorldState } from './worldState';
 
 // The story engine's vocabulary, shared by the store, the engine, the CLI and the VS Code panel.

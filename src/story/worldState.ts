@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { worldFactsFromState, type WorldFact } from '../knowledge/conflictsState';
+import { worldFactsFromState, type WorldFact } from '../knowledge/conflicts';
 import type { Persona } from './types';
 
 /**

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../knowledge/calibration';
+import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../knowledge/retrieval';
 import type { Campaign } from '../knowledge/campaign';
-import type { Embedder } from '../knowledge/embeddings';
-import { importCampaign, indexFile, isCandidateSource, type ImportOptions, type ImportReport } from '../knowledge/importer';
-import type { Parser } from '../knowledge/parsePool';
-import { KnowledgeStore } from '../knowledge/store';
+import type { Embedder } from '../knowledge/retrieval';
+import { importCampaign, indexFile, isCandidateSource, type ImportOptions, type ImportReport } from '../knowledge/indexing';
+import type { Parser } from '../knowledge/indexing';
+import { KnowledgeStore } from '../knowledge/indexing';
 import { Disposable } from './disposable';
 
 /** How long a file must stay quiet before it is reindexed: an editor's save burst becomes one parse. */

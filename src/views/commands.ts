@@ -1,9 +1,9 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { CAMPAIGN_FILE } from '../knowledge/campaign';
-import { withFrontMatterField, type FrontMatter } from '../knowledge/frontMatter';
+import { withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
 import { searchKnowledge } from '../knowledge/retrieval';
-import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/types';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { SourceIssue } from '../knowledge/types';
+import type { SourceIssue } from '../knowledge/campaign';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { sourceUri } from './sourcesTree';

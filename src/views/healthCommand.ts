@@ -2,7 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as vscode from 'vscode';
 import { healthSummary, indexHealth, openReadOnly } from '../knowledge/health';
-import type { Finding, FindingSeverity, LintReport } from '../knowledge/lint';
+import type { Finding, FindingSeverity, LintReport } from '../knowledge/health';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
 import { Disposable } from './disposable';

@@ -1,12 +1,12 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { CampaignError } from '../knowledge/campaign';
-import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/fileImport';
-import { LorebookError } from '../knowledge/lorebook';
-import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/lorebookExport';
-import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/lorebookImport';
-import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/types';
-import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../story/bundle';
+import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
+import { LorebookError } from '../knowledge/interchange';
+import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/interchange';
+import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
+import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { renderContextMarkdown } from '../story/contextReport';
 import { campaignAdventure, PlayStore } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import { workerParser, type Parser } from '../knowledge/parsePool';
+import { workerParser, type Parser } from '../knowledge/indexing';
 import { CampaignIndex, type IndexChange } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { PassageRecord, SourceRecord } from '../knowledge/types';
+import type { PassageRecord, SourceRecord } from '../knowledge/campaign';
 import type { KnowledgeService } from './knowledgeService';
 import { sourceUri } from './sourcesTree';
 import { TreeProvider } from './treeProvider';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import * as vscode from 'vscode';
-import type { CandidateDecision } from '../knowledge/retrievalTypes';
+import type { CandidateDecision } from '../knowledge/retrieval';
 import { PlayStore } from '../story/playStore';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { CampaignRegistry } from './campaigns';

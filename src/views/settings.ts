@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { resolveOllamaHost } from '../knowledge/ollamaHost';
+import { resolveOllamaHost } from '../knowledge/models';
 import { Disposable } from './disposable';
 
 const SECTION = 'storyteller';

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { CanonConflict, ConflictAnalysis } from '../knowledge/conflicts';
-import type { FactStatement } from '../knowledge/facts';
-import { KNOWLEDGE_CLASSES, type ClassOrigin, type KnowledgeClass, type SourceRecord } from '../knowledge/types';
+import type { FactStatement } from '../knowledge/conflicts';
+import { KNOWLEDGE_CLASSES, type ClassOrigin, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import type { CampaignEntry, CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import { TreeProvider } from './treeProvider';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { describeSemanticIndex } from '../knowledge/calibration';
+import { describeSemanticIndex } from '../knowledge/retrieval';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import type { Settings } from './settings';

@@ -1,6 +1,6 @@
-import { StoreCanonFacts } from '../knowledge/conflictsIndex';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/embeddings';
-import type { KnowledgeStore } from '../knowledge/store';
+import { StoreCanonFacts } from '../knowledge/conflicts';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/retrieval';
+import type { KnowledgeStore } from '../knowledge/indexing';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
 import { OllamaNarrator, type GenerateRequest, type Narrator } from '../story/narrator';

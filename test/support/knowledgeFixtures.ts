@@ -2,13 +2,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
-import { importCampaign } from '../../src/knowledge/importer';
-import { KnowledgeStore } from '../../src/knowledge/store';
-import { estimateTokens } from '../../src/knowledge/tokens';
+import { loadCampaign, type Campaign } from '../../src/knowledge/campaign/campaign';
+import { importCampaign } from '../../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
+import { estimateTokens } from '../../src/knowledge/campaign/tokens';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
 import type { KnowledgePort } from '../../src/story/ports';
-import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SourceRecord } from '../../src/knowledge/types';
+import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SourceRecord } from '../../src/knowledge/campaign/types';
 import { EXAMPLE_CAMPAIGN } from './corpora';
 
 /** A source written straight into the store, for tests that exercise retrieval without the importer. */

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { analyzeConflicts, describeConflict, FactCache, isOpenConflict, type ConflictSourceInput } from '../../src/knowledge/conflicts';
-import { applyTextEdit, supersedesEdit } from '../../src/knowledge/conflictsEdit';
-import { supersededByState, withoutSupersededCanon, worldFactsFromState } from '../../src/knowledge/conflictsState';
-import { factSourceFromText, type FactSourceMeta } from '../../src/knowledge/factsInput';
-import { valuesConflict, valueKey } from '../../src/knowledge/factsNormalize';
+import { analyzeConflicts, describeConflict, FactCache, isOpenConflict, type ConflictSourceInput } from '../../src/knowledge/conflicts/conflicts';
+import { applyTextEdit, supersedesEdit } from '../../src/knowledge/conflicts/conflictsEdit';
+import { supersededByState, withoutSupersededCanon, worldFactsFromState } from '../../src/knowledge/conflicts/conflictsState';
+import { factSourceFromText, type FactSourceMeta } from '../../src/knowledge/conflicts/factsInput';
+import { valuesConflict, valueKey } from '../../src/knowledge/conflicts/factsNormalize';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 
 const canon = (file: string, text: string, meta: Partial<FactSourceMeta> = {}): ConflictSourceInput =>

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { analyzeConflicts, type CanonConflict } from '../../src/knowledge/conflicts';
-import { factSourceFromText } from '../../src/knowledge/factsInput';
+import { analyzeConflicts, type CanonConflict } from '../../src/knowledge/conflicts/conflicts';
+import { factSourceFromText } from '../../src/knowledge/conflicts/factsInput';
 import { corpusPath } from '../support/corpora';
 
 /**

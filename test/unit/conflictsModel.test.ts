@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { buildEntityNames } from '../../src/knowledge/facts';
+import { buildEntityNames } from '../../src/knowledge/conflicts/facts';
 import {
   buildConsistencyMessages,
   checkCanonConsistency,
   pairPassagesByEntity,
   parseConsistencyReply,
   type ConsistencyPassage,
-} from '../../src/knowledge/conflictsModel';
+} from '../../src/knowledge/conflicts/conflictsModel';
 import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
 
 const TANTAN: ConsistencyPassage = {

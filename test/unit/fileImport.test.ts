@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadCampaign } from '../../src/knowledge/campaign';
-import { importFilesIntoCampaign } from '../../src/knowledge/fileImport';
-import { splitFrontMatter } from '../../src/knowledge/frontMatter';
-import { importCampaign } from '../../src/knowledge/importer';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import { importFilesIntoCampaign } from '../../src/knowledge/interchange/fileImport';
+import { splitFrontMatter } from '../../src/knowledge/campaign/frontMatter';
+import { importCampaign } from '../../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { makeCampaign, removeDir } from '../support/campaignDirs';
 import { listTree } from '../support/interchange';
 

@@ -3,16 +3,16 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadCampaign } from '../../src/knowledge/campaign';
-import { openDatabase, type Db } from '../../src/knowledge/sqlite';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import { openDatabase, type Db } from '../../src/knowledge/indexing/sqlite';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import {
   BundleError,
   DEFAULT_BUNDLE_LIMITS,
   exportCampaignBundle,
   importCampaignBundle,
   type CampaignBundle,
-} from '../../src/story/bundle';
+} from '../../src/knowledge/interchange/bundle';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { listTree, readTree, runCliCaptured } from '../support/interchange';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { MAX_PASSAGE_TOKENS, MIN_PASSAGE_TOKENS, parseDocument } from '../../src/knowledge/chunker';
-import { estimateTokens } from '../../src/knowledge/tokens';
+import { MAX_PASSAGE_TOKENS, MIN_PASSAGE_TOKENS, parseDocument } from '../../src/knowledge/indexing/chunker';
+import { estimateTokens } from '../../src/knowledge/campaign/tokens';
 
 const words = (n: number, word = 'lorem'): string => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
 

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign } from '../../src/knowledge/campaign';
-import { MAX_PASSAGE_TOKENS } from '../../src/knowledge/chunker';
-import { importCampaign, type ImportReport } from '../../src/knowledge/importer';
-import { workerParser } from '../../src/knowledge/parsePool';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import { MAX_PASSAGE_TOKENS } from '../../src/knowledge/indexing/chunker';
+import { importCampaign, type ImportReport } from '../../src/knowledge/indexing/importer';
+import { workerParser } from '../../src/knowledge/indexing/parsePool';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { corpusPath } from '../support/corpora';
 import { makeCampaign, removeDir } from '../support/campaignDirs';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { splitFrontMatter, withFrontMatterField } from '../../src/knowledge/frontMatter';
+import { splitFrontMatter, withFrontMatterField } from '../../src/knowledge/campaign/frontMatter';
 
 describe('knowledge: front matter', () => {
   it('reads every known field and says where the body starts', () => {

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadCampaign, type Campaign } from '../../src/knowledge/campaign';
-import { importCampaign, indexFile, sourceIdFor } from '../../src/knowledge/importer';
-import { campaignStatus, deleteSource, rebuildIndex, setSourceEnabled } from '../../src/knowledge/operations';
-import { inThreadParser, workerParser, type Parser } from '../../src/knowledge/parsePool';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { loadCampaign, type Campaign } from '../../src/knowledge/campaign/campaign';
+import { importCampaign, indexFile, sourceIdFor } from '../../src/knowledge/indexing/importer';
+import { campaignStatus, deleteSource, rebuildIndex, setSourceEnabled } from '../../src/knowledge/indexing/operations';
+import { inThreadParser, workerParser, type Parser } from '../../src/knowledge/indexing/parsePool';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { makeCampaign, removeDir, writeFile } from '../support/campaignDirs';
 
 const prose = (topic: string, n = 90): string => Array.from({ length: n }, (_, i) => `${topic}${i}`).join(' ') + '.';

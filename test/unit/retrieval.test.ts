@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval';
-import type { KnowledgeBudgets, RetrievalQuery } from '../../src/knowledge/retrievalTypes';
-import { buildMatchExpression, buildSearchTerms } from '../../src/knowledge/retrievalTerms';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval/retrieval';
+import type { KnowledgeBudgets, RetrievalQuery } from '../../src/knowledge/retrieval/retrievalTypes';
+import { buildMatchExpression, buildSearchTerms } from '../../src/knowledge/retrieval/retrievalTerms';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { storeWith, writeFixtureSource, type FixtureSource } from '../support/knowledgeFixtures';
 
 const ABBEY: FixtureSource = {

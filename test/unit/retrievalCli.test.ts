@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EXIT } from '../../src/cli/command';
-import { loadCampaign } from '../../src/knowledge/campaign';
-import type { RetrievalResult } from '../../src/knowledge/retrievalTypes';
-import type { SearchResult } from '../../src/knowledge/retrieval';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import type { RetrievalResult } from '../../src/knowledge/retrieval/retrievalTypes';
+import type { SearchResult } from '../../src/knowledge/retrieval/retrieval';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { writeFixtureSource } from '../support/knowledgeFixtures';
 import { runCaptured } from '../support/cliRun';
 

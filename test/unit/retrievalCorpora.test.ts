@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval';
-import type { KnowledgeStore } from '../../src/knowledge/store';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
+import type { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { corpusPath } from '../support/corpora';
 import { importCorpora } from '../support/knowledgeFixtures';
 

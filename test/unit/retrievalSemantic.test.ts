@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { CalibrationError, calibrateSemanticFloor } from '../../src/knowledge/calibration';
-import { OllamaEmbedder, embedPassages, getEmbeddingModel } from '../../src/knowledge/embeddings';
-import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval';
-import type { KnowledgeStore } from '../../src/knowledge/store';
+import { CalibrationError, calibrateSemanticFloor } from '../../src/knowledge/retrieval/calibration';
+import { OllamaEmbedder, embedPassages, getEmbeddingModel } from '../../src/knowledge/retrieval/embeddings';
+import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval/retrieval';
+import type { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { corpusPath } from '../support/corpora';
 import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
 import { cloneStore, importCorpora, storeWith, writeFixtureSource } from '../support/knowledgeFixtures';

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { assertFts5, migrate, openDatabase, type Migration } from '../../src/knowledge/sqlite';
-import { INDEX_MIGRATIONS } from '../../src/knowledge/indexSchema';
+import { assertFts5, migrate, openDatabase, type Migration } from '../../src/knowledge/indexing/sqlite';
+import { INDEX_MIGRATIONS } from '../../src/knowledge/indexing/indexSchema';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 
 describe('database migrations', () => {

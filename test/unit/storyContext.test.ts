@@ -5,7 +5,7 @@ import path from 'node:path';
 import { StoryEngine } from '../../src/story/engine';
 import { PlayStore } from '../../src/story/playStore';
 import { TokenEstimator } from '../../src/story/tokenEstimator';
-import { estimateTokens } from '../../src/knowledge/tokens';
+import { estimateTokens } from '../../src/knowledge/campaign/tokens';
 import { IndexedExampleCampaign } from '../support/knowledgeFixtures';
 import { KAELEN, STAT_SCHEMA } from './storySupport';
 

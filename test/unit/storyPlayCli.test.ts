@@ -5,9 +5,9 @@ import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { runCli } from '../../src/cli/run';
 import { EXIT } from '../../src/cli/command';
-import { loadCampaign } from '../../src/knowledge/campaign';
-import { importCampaign } from '../../src/knowledge/importer';
-import { KnowledgeStore } from '../../src/knowledge/store';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import { importCampaign } from '../../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { PlayStore } from '../../src/story/playStore';
 import { FakeOllama } from '../support/fakeOllama';
 

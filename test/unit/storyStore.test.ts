@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { StoryEngine } from '../../src/story/engine';
 import YAML from 'yaml';
-import { loadCampaign } from '../../src/knowledge/campaign';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { campaignAdventure, PlayStore } from '../../src/story/playStore';
 import { makeCampaign, removeDir } from '../support/campaignDirs';
 import { StatSchemaError } from '../../src/story/worldState';

@@ -1,8 +1,8 @@
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../../knowledge/retrieval';
-import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrievalTypes';
+import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { decisionLine, excerpt, locate } from '../../knowledge/retrievalFormat';
+import { decisionLine, excerpt, locate } from '../../knowledge/retrieval';
 import { stageOption } from './search';
 
 const SECTION_TITLES: Record<KnowledgeSection, string> = {

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
-import { LorebookError } from '../../knowledge/lorebook';
-import { exportCampaignWorldInfo } from '../../knowledge/lorebookExport';
-import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../story/bundle';
+import { LorebookError } from '../../knowledge/interchange';
+import { exportCampaignWorldInfo } from '../../knowledge/interchange';
+import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../knowledge/interchange';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
 

@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { CampaignError, findCampaignRoot, loadCampaign } from '../../knowledge/campaign';
-import { indexFile, type FileOutcome } from '../../knowledge/importer';
-import { LorebookError } from '../../knowledge/lorebook';
-import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/lorebookImport';
-import { KnowledgeStore } from '../../knowledge/store';
-import { BundleError, importCampaignBundle } from '../../story/bundle';
-import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/types';
+import { indexFile, type FileOutcome } from '../../knowledge/indexing';
+import { LorebookError } from '../../knowledge/interchange';
+import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/interchange';
+import { KnowledgeStore } from '../../knowledge/indexing';
+import { BundleError, importCampaignBundle } from '../../knowledge/interchange';
+import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/campaign';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 
 /** Resolves `--campaign` (or the campaign around the working folder). */

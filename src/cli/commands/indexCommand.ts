@@ -1,11 +1,11 @@
-import { describeClassOrigin } from '../../knowledge/classify';
-import type { ImportReport } from '../../knowledge/importer';
-import { rebuildIndex } from '../../knowledge/operations';
-import { importCampaign } from '../../knowledge/importer';
-import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../../knowledge/calibration';
-import { OllamaEmbedder } from '../../knowledge/embeddings';
-import { resolveOllamaHost } from '../../knowledge/ollamaHost';
-import { KnowledgeStore } from '../../knowledge/store';
+import { describeClassOrigin } from '../../knowledge/campaign';
+import type { ImportReport } from '../../knowledge/indexing';
+import { rebuildIndex } from '../../knowledge/indexing';
+import { importCampaign } from '../../knowledge/indexing';
+import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../../knowledge/retrieval';
+import { OllamaEmbedder } from '../../knowledge/retrieval';
+import { resolveOllamaHost } from '../../knowledge/models';
+import { KnowledgeStore } from '../../knowledge/indexing';
 import { EXIT, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
 import { campaignHealth, healthSummary } from '../../knowledge/health';
-import { campaignFileFinding, summarizeFindings, type LintReport } from '../../knowledge/lint';
+import { campaignFileFinding, summarizeFindings, type LintReport } from '../../knowledge/health';
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';

@@ -1,4 +1,4 @@
-import { findSource } from '../../knowledge/operations';
+import { findSource } from '../../knowledge/indexing';
 import { EXIT, UsageError, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 

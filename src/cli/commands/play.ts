@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { loadCampaign, CampaignError, type Campaign } from '../../knowledge/campaign';
-import { KnowledgeStore } from '../../knowledge/store';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../../knowledge/embeddings';
+import { KnowledgeStore } from '../../knowledge/indexing';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../../knowledge/retrieval';
 import { indexKnowledge } from '../../story/indexKnowledge';
 import { StoryEngine, type TurnOutcome } from '../../story/engine';
 import { NarratorError, OllamaNarrator } from '../../story/narrator';

@@ -1,8 +1,8 @@
 import { searchKnowledge } from '../../knowledge/retrieval';
-import type { RetrievalStage } from '../../knowledge/retrievalTypes';
+import type { RetrievalStage } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { excerpt, locate } from '../../knowledge/retrievalFormat';
+import { excerpt, locate } from '../../knowledge/retrieval';
 
 export function stageOption(value: string | undefined): RetrievalStage {
   if (value === undefined || value === 'narrator' || value === 'player') return value ?? 'narrator';

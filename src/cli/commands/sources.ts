@@ -1,5 +1,5 @@
-import { describeClassOrigin } from '../../knowledge/classify';
-import { campaignStatus, sourceStatus } from '../../knowledge/operations';
+import { describeClassOrigin } from '../../knowledge/campaign';
+import { campaignStatus, sourceStatus } from '../../knowledge/indexing';
 import { EXIT, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
-import type { LintReport } from '../../../src/knowledge/lint';
+import type { LintReport } from '../../../src/knowledge/health/lint';
 import { REPORT_SCHEME } from '../../../src/views/reportDocuments';
 import { activatedExtension, capture, harnessConfig, waitFor } from './harness';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
-import { loadCampaign } from '../../../src/knowledge/campaign';
+import { loadCampaign } from '../../../src/knowledge/campaign/campaign';
 import { FILE_DEBOUNCE_MS, type CampaignIndex } from '../../../src/views/campaignIndex';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { capture, sleep, waitFor } from './harness';

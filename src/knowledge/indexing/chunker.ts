@@ -5,12 +5,12 @@ import remarkGfm from 'remark-gfm';
 import remarkParse from 'remark-parse';
 import { unified } from 'unified';
 import { normalizeForIndex } from './store';
-import { estimateTokens } from './tokens';
-import type { DraftPassage } from './types';
+import { estimateTokens } from '../campaign';
+import type { DraftPassage } from '../campaign';
 
-/** §76: a heading boundary closes a passage only once it holds this many tokens. */
+/** A heading boundary closes a passage only once it holds this many tokens. */
 export const MIN_PASSAGE_TOKENS = 60;
-/** §76: no passage grows past this; a longer block is split at sentence boundaries. */
+/** No passage grows past this; a longer block is split at sentence boundaries. */
 export const MAX_PASSAGE_TOKENS = 800;
 
 
@@ -263,7 +263,7 @@ function countNewlines(text: string, until: number): number {
 }
 
 /**
- * Heading-aware packing (§76): units accumulate under the current heading trail; a heading closes the
+ * Heading-aware packing: units accumulate under the current heading trail; a heading closes the
  * passage once it has MIN_PASSAGE_TOKENS, otherwise the heading is written into the text and packing goes
  * on. Nothing overlaps, and no passage passes MAX_PASSAGE_TOKENS.
  */

@@ -119,9 +119,9 @@ function nameTokens(name: string): string[] {
 }
 
 /**
- * The terms of a retrieval query (§27: not the user's input alone). Entity names become phrase terms;
+ * The terms of a retrieval query (not the user's input alone). Entity names become phrase terms;
  * a name that comes only from the standing state is marked `standing`, because it is in every turn's
- * query and so, alone, says nothing about what this turn needs (§76). The persona is not searched: it
+ * query and so, alone, says nothing about what this turn needs. The persona is not searched: it
  * shapes the narrator's voice, and its words (in every query) would admit passages about nothing.
  */
 export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; queryText: string } {

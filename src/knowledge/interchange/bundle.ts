@@ -2,13 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../knowledge/campaign';
-import { importCampaign, type ImportReport } from '../knowledge/importer';
-import { INDEX_MIGRATIONS } from '../knowledge/indexSchema';
-import { migrate, openDatabase, type Db, type Migration } from '../knowledge/sqlite';
-import { KnowledgeStore } from '../knowledge/store';
-import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceRecord } from '../knowledge/types';
-import { PLAY_MIGRATIONS } from './playSchema';
+import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../campaign';
+import { importCampaign, type ImportReport } from '../indexing';
+import { INDEX_MIGRATIONS } from '../indexing';
+import { migrate, openDatabase, type Db, type Migration } from '../indexing';
+import { KnowledgeStore } from '../indexing';
+import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceRecord } from '../campaign';
+import { PLAY_MIGRATIONS } from '../../story/playSchema';
 
 /**
  * A campaign bundle: one versioned JSON file holding every file of the campaign (exact bytes), the

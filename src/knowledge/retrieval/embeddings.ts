@@ -1,8 +1,8 @@
 import { Ollama } from 'ollama';
 import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows';
 import type { RetrievalStage, SemanticStatus } from './retrievalTypes';
-import type { KnowledgeStore } from './store';
-import { CHUNKING_VERSION } from './types';
+import type { KnowledgeStore } from '../indexing';
+import { CHUNKING_VERSION } from '../campaign';
 
 /** Anything that turns texts into vectors, one per text, in order. */
 export interface Embedder {

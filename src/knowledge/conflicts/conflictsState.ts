@@ -1,10 +1,10 @@
 import type { EntityNames, FactStatement } from './facts';
 import { attributeKey, nameKey, stripInlineMarkup, valueKey, valuesConflict } from './factsNormalize';
-import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine } from './retrievalTypes';
-import { estimateTokens } from './tokens';
+import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine } from '../retrieval';
+import { estimateTokens } from '../campaign';
 
 /**
- * Canon versus the story as played (seed 000 §44): canon says the north gate is open, play collapsed it.
+ * Canon versus the story as played: canon says the north gate is open, play collapsed it.
  * That is not a conflict to fix — the canon was the starting point — but the prompt must not keep
  * re-asserting the stale statement as current truth. The story engine asks which canon facts the current
  * state supersedes and drops those lines from the passages it sends.

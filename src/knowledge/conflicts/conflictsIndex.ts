@@ -1,9 +1,9 @@
 import { analyzeConflicts, FactCache, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput } from './conflicts';
 import { buildEntityNames, type EntityNames, type FactStatement } from './facts';
 import { factSourceFromSplit } from './factsInput';
-import { splitFrontMatter } from './frontMatter';
-import type { KnowledgeStore } from './store';
-import type { SourceRecord } from './types';
+import { splitFrontMatter } from '../campaign';
+import type { KnowledgeStore } from '../indexing';
+import type { SourceRecord } from '../campaign';
 
 /**
  * Conflict detection over an indexed campaign: the store keeps each source's text as read and its resolved

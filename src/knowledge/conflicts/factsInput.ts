@@ -1,8 +1,8 @@
 import YAML, { isMap, isScalar, isSeq, LineCounter, type Node } from 'yaml';
 import type { ConflictSourceInput } from './conflicts';
 import type { FrontMatterFact } from './facts';
-import { splitFrontMatter, type FrontMatterSplit } from './frontMatter';
-import type { SourceRecord } from './types';
+import { splitFrontMatter, type FrontMatterSplit } from '../campaign';
+import type { SourceRecord } from '../campaign';
 
 /** What conflict detection needs to know about a source besides its text (a SourceRecord has all of it). */
 export type FactSourceMeta = Pick<SourceRecord, 'title' | 'class'> & Partial<Pick<SourceRecord, 'id' | 'entities' | 'enabled'>>;

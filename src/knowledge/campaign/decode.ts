@@ -1,6 +1,6 @@
 import type { SourceIssue } from './types';
 
-/** Default cap on a source file (§76): larger files are refused, not truncated. */
+/** Default cap on a source file: larger files are refused, not truncated. */
 export const DEFAULT_SIZE_CAP_BYTES = 1024 * 1024;
 
 export type DecodeResult = { ok: true; text: string; issues: SourceIssue[] } | { ok: false; issue: SourceIssue };
@@ -40,7 +40,7 @@ export function oversizeIssue(size: number, sizeCapBytes: number): SourceIssue {
 
 /**
  * Turns a file's bytes into text, or says precisely why it cannot: over the size cap, binary (a NUL byte),
- * or not UTF-8. Never guesses an encoding and never substitutes characters (§60). A byte-order mark is
+ * or not UTF-8. Never guesses an encoding and never substitutes characters. A byte-order mark is
  * dropped (TextDecoder removes it); the returned text is otherwise exactly the file's.
  */
 export function decodeSource(bytes: Uint8Array, sizeCapBytes: number): DecodeResult {

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign } from './campaign';
-import { splitFrontMatter } from './frontMatter';
-import { importCampaign } from './importer';
+import { loadCampaign } from '../campaign';
+import { splitFrontMatter } from '../campaign';
+import { importCampaign } from '../indexing';
 import { LorebookError } from './lorebook';
-import { KnowledgeStore } from './store';
-import type { SourceRecord } from './types';
+import { KnowledgeStore } from '../indexing';
+import type { SourceRecord } from '../campaign';
 
 /**
  * A campaign's canon as a SillyTavern World Info file: one entry per Canon source, entities → `key`,

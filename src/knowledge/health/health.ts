@@ -1,14 +1,14 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import type { Campaign } from './campaign';
-import { type ConflictAnalysis, type ConflictDecision } from './conflicts';
-import { loadConflictDecisions } from './conflictsDecisions';
-import { analyzeStoreConflicts } from './conflictsIndex';
+import type { Campaign } from '../campaign';
+import { type ConflictAnalysis, type ConflictDecision } from '../conflicts';
+import { loadConflictDecisions } from '../conflicts';
+import { analyzeStoreConflicts } from '../conflicts';
 import { KNOWLEDGE_FINDING_PRODUCERS, lintCampaign, summarizeFindings, type Finding, type FindingProducer, type LintContext, type LintOptions, type LintReport } from './lint';
-import { DEFAULT_KNOWLEDGE_BUDGETS } from './retrieval';
-import type { Db } from './sqlite';
-import type { KnowledgeStore } from './store';
-import { CHUNKING_VERSION } from './types';
+import { DEFAULT_KNOWLEDGE_BUDGETS } from '../retrieval';
+import type { Db } from '../indexing';
+import type { KnowledgeStore } from '../indexing';
+import { CHUNKING_VERSION } from '../campaign';
 
 /**
  * Campaign health = lint plus the checks that need more than one file: canon conflicts, the always-include

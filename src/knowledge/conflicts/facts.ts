@@ -1,5 +1,5 @@
 import { attributeKey, nameKey, stripInlineMarkup, valueKey } from './factsNormalize';
-import type { KnowledgeClass } from './types';
+import type { KnowledgeClass } from '../campaign';
 
 /**
  * Deterministic fact extraction: the statements canon makes in a recognisable shape, each located so the

@@ -1,8 +1,8 @@
-import type { Campaign } from './campaign';
+import type { Campaign } from '../campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
 import { assertFts5, openDatabase, type Db } from './sqlite';
-import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from './types';
+import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from '../campaign';
 
 /** Passage text as it is matched: NFC so that composed and decomposed spellings meet. */
 export function normalizeForIndex(text: string): string {

@@ -1,5 +1,5 @@
-import type { WorldFact } from './conflictsState';
-import type { KnowledgeClass } from './types';
+import type { WorldFact } from '../conflicts';
+import type { KnowledgeClass } from '../campaign';
 
 /**
  * The contract between retrieval (src/knowledge/retrieval*.ts) and every consumer: the story engine's
@@ -35,7 +35,7 @@ export interface RetrievalQuery {
   stateFacts?: string[];
   /**
    * The current world state as facts about entities: retrieved canon lines it contradicts are sent as
-   * superseded (seed 000 §44), never as current truth. Relevance and budgets ignore it.
+   * superseded, never as current truth. Relevance and budgets ignore it.
    */
   currentState?: WorldFact[];
   stage: RetrievalStage;

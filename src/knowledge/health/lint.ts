@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { CAMPAIGN_FILE, CampaignError, type Campaign } from './campaign';
-import { describeClassOrigin } from './classify';
-import { importCampaign, type ImportOptions } from './importer';
-import { KnowledgeStore } from './store';
-import type { SourceRecord } from './types';
+import { CAMPAIGN_FILE, CampaignError, type Campaign } from '../campaign';
+import { describeClassOrigin } from '../campaign';
+import { importCampaign, type ImportOptions } from '../indexing';
+import { KnowledgeStore } from '../indexing';
+import type { SourceRecord } from '../campaign';
 
 export type FindingSeverity = 'error' | 'warning' | 'info';
 

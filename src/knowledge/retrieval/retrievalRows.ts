@@ -1,5 +1,5 @@
-import type { PassageRow } from './store';
-import type { Priority } from './types';
+import type { PassageRow } from '../indexing';
+import type { Priority } from '../campaign';
 
 /** A passage with the source fields retrieval decides on, as both candidate paths read it. */
 export interface CandidateRow extends Omit<PassageRow, 'campaign_id'> {
@@ -19,6 +19,6 @@ export const CANDIDATE_COLUMNS = `p.rowid AS rowid, p.id, p.source_id, p.idx, p.
   p.content_hash, p.start_line, p.end_line, s.path, s.title, s.enabled, s.visibility, s.always_include, s.priority,
   s.tags, s.entities, s.lexical_state, s.duplicate_of`;
 
-/** SQL for "this source may reach this stage at all" (§28), shared by every candidate query. */
+/** SQL for "this source may reach this stage at all", shared by every candidate query. */
 export const ELIGIBLE = `s.enabled = 1 AND s.lexical_state = 'ready' AND (@stage = 'narrator' OR s.visibility = 'normal')`;
 

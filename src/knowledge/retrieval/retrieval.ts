@@ -13,8 +13,8 @@ import type {
 import { buildMatchExpression, buildSearchTerms, matchTerms, tokenize, type SearchTerm } from './retrievalTerms';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows';
-import type { KnowledgeStore } from './store';
-import type { KnowledgeClass, Priority } from './types';
+import type { KnowledgeStore } from '../indexing';
+import type { KnowledgeClass, Priority } from '../campaign';
 
 /** The one default for every surface (CLI, extension, story engine) that does not size budgets itself. */
 export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.freeze({
@@ -26,11 +26,11 @@ export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.free
 
 /** Class orders what relevance admitted; multiplying means it can never rescue what was not admitted. */
 export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1, reference: 0.85, inspiration: 0.7 };
-/** How much the weaker path adds to the stronger one in hybrid relevance (§76). */
+/** How much the weaker path adds to the stronger one in hybrid relevance. */
 export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
 /**
  * A single matched word (not a name this turn mentions) admits only when it carries at least this share
- * of the query's weight by rarity (§76's "negligible share"). Chosen on bench/retrievalBench.ts: at 0.2
+ * of the query's weight by rarity. Chosen on bench/retrievalBench.ts: at 0.2
  * one rare word of an off-topic question ("python", "starter") admitted passages; at 0.5 abstention on
  * off-topic questions went from 20% to 80% and recall@5 rose.
  */
@@ -366,7 +366,7 @@ function scoreSurvivors(
   }
 }
 
-/** Marks near-duplicates of better-ranked passages, and passages that only repeat current state (§41). */
+/** Marks near-duplicates of better-ranked passages, and passages that only repeat current state. */
 function suppressRedundancy(admitted: Working[], pinned: readonly Working[], stateFacts: readonly string[]): void {
   const facts = shingles(tokenize(stateFacts.join('\n')));
   const kept: Working[] = [...pinned];
@@ -434,7 +434,7 @@ function leaveOut(w: Working, note: string): void {
 }
 
 /**
- * Budgeted selection (§37–§40): always-include canon first, then each class within its own budget, best
+ * Budgeted selection: always-include canon first, then each class within its own budget, best
  * first. With a total, pressure removes inspiration first, then the lowest-ranked reference, then
  * lower-priority canon; pinned canon is never removed at random, and its overflow is a reported conflict.
  */
@@ -452,7 +452,7 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
       used.alwaysInclude += tokens;
       select(w, 'alwaysInclude', `always-include budget ${used.alwaysInclude}/${budgets.alwaysInclude} tokens`);
     } else if (used.canon + tokens <= budgets.canon) {
-      // Hard rules outrank retrieved canon (§38), so an overflow borrows from the canon budget first.
+      // Hard rules outrank retrieved canon, so an overflow borrows from the canon budget first.
       used.canon += tokens;
       overflow.push(w);
       select(w, 'alwaysInclude', `over the always-include budget, so it took ${tokens} tokens from the canon budget`);

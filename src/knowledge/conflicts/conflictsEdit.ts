@@ -1,5 +1,5 @@
 import YAML, { isCollection, isScalar, isSeq } from 'yaml';
-import { splitFrontMatter } from './frontMatter';
+import { splitFrontMatter } from '../campaign';
 
 /**
  * "Mark as superseding": the winning source's front matter gains `supersedes: [<loser path>]`.

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign } from './campaign';
-import { DEFAULT_SIZE_CAP_BYTES, decodeSource } from './decode';
-import { withFrontMatterField } from './frontMatter';
-import { documentKind } from './importer';
-import type { KnowledgeClass } from './types';
+import { loadCampaign } from '../campaign';
+import { DEFAULT_SIZE_CAP_BYTES, decodeSource } from '../campaign';
+import { withFrontMatterField } from '../campaign';
+import { documentKind } from '../indexing';
+import type { KnowledgeClass } from '../campaign';
 
 export interface FileImportOptions {
   campaignRoot: string;

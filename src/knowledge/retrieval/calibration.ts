@@ -1,5 +1,5 @@
 import { blobToVector, dot, embedPassages, normalized, type EmbedReport, type Embedder } from './embeddings';
-import type { KnowledgeStore } from './store';
+import type { KnowledgeStore } from '../indexing';
 
 /**
  * A similarity floor means something only for the model it was measured on, and no model can be measured

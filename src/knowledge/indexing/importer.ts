@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CAMPAIGN_FILE, DATA_DIR, type Campaign } from './campaign';
+import { CAMPAIGN_FILE, DATA_DIR, type Campaign } from '../campaign';
 import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
-import { classifySource, isUnder, type Classification } from './classify';
-import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from './decode';
-import { splitFrontMatter, type FrontMatter } from './frontMatter';
+import { classifySource, isUnder, type Classification } from '../campaign';
+import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
+import { splitFrontMatter, type FrontMatter } from '../campaign';
 import { inThreadParser, type Parser } from './parsePool';
 import { normalizeForIndex, type KnowledgeStore } from './store';
-import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from './types';
+import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from '../campaign';
 
 const SOURCE_EXTENSIONS: Record<string, DocumentKind> = { '.md': 'markdown', '.markdown': 'markdown', '.txt': 'text' };
 

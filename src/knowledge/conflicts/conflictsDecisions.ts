@@ -1,4 +1,4 @@
-import type { Db } from './sqlite';
+import type { Db } from '../indexing';
 import { CONFLICT_DECISIONS, type ConflictDecision } from './conflicts';
 
 /**

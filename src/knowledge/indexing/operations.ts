@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { CampaignError, findCampaignRoot, loadCampaign, type Campaign } from './campaign';
-import { withFrontMatterField } from './frontMatter';
+import { CampaignError, findCampaignRoot, loadCampaign, type Campaign } from '../campaign';
+import { withFrontMatterField } from '../campaign';
 import { importCampaign, indexFile, type ImportOptions, type ImportReport } from './importer';
 import type { KnowledgeStore } from './store';
-import type { LexicalState, SemanticState, SourceRecord } from './types';
+import type { LexicalState, SemanticState, SourceRecord } from '../campaign';
 
 /** The campaign containing `start` (a folder or file), searching upwards; a clear error when there is none. */
 export function locateCampaign(start: string): Campaign {
@@ -74,7 +74,7 @@ export interface CampaignStatus {
   updatedAt: string | null;
 }
 
-/** Lexical and semantic readiness reported separately (§58): the vectors failing does not stop the library. */
+/** Lexical and semantic readiness reported separately: the vectors failing does not stop the library. */
 export function campaignStatus(store: KnowledgeStore): CampaignStatus {
   const sources = store.listSources();
   const status: CampaignStatus = {

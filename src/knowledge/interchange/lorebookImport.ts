@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML, { isMap, isSeq } from 'yaml';
-import { loadCampaign, DATA_DIR } from './campaign';
+import { loadCampaign, DATA_DIR } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook, type UnmappedField } from './lorebook';
-import type { KnowledgeClass } from './types';
+import type { KnowledgeClass } from '../campaign';
 
 /**
  * Writes a lorebook into a campaign as one markdown file per entry. The mapping (documented for writers):

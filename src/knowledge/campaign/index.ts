@@ -1,0 +1,11 @@
+// Campaign files: campaign.yaml, how a file is classified, its front matter, decoding, and the shared vocabulary.
+export { CAMPAIGN_FILE, CampaignError, DATA_DIR, findCampaignRoot, loadCampaign } from './campaign';
+export type { Campaign } from './campaign';
+export { classifySource, describeClassOrigin, isUnder } from './classify';
+export type { Classification } from './classify';
+export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
+export { splitFrontMatter, withFrontMatterField } from './frontMatter';
+export type { FrontMatter, FrontMatterSplit } from './frontMatter';
+export { estimateTokens } from './tokens';
+export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, VISIBILITIES } from './types';
+export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SemanticState, SourceIssue, SourceRecord } from './types';

@@ -1,0 +1,12 @@
+// Conflicts: canon facts extracted from passages, contradictions between them, the writer's decisions, and play state superseding canon.
+export { FactCache, isOpenConflict } from './conflicts';
+export type { CanonConflict, ConflictAnalysis, ConflictDecision } from './conflicts';
+export { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from './conflictsDecisions';
+export { supersedesEdit } from './conflictsEdit';
+export { StoreCanonFacts, analyzeStoreConflicts } from './conflictsIndex';
+export { checkCanonConsistency, pairPassagesByEntity } from './conflictsModel';
+export type { ConsistencyPassage, SuggestedConflict } from './conflictsModel';
+export { describeWorldFact, supersedeRetrievedCanon, supersededByState, worldFactsFromState } from './conflictsState';
+export type { WorldFact } from './conflictsState';
+export type { FactStatement } from './facts';
+export { stripInlineMarkup } from './factsNormalize';

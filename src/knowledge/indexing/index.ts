@@ -1,0 +1,11 @@
+// Indexing: parsing and chunking files into passages, and the derived SQLite index (index.db) they are written to.
+export { documentKind, importCampaign, indexFile, isCandidateSource } from './importer';
+export type { FileOutcome, ImportOptions, ImportReport } from './importer';
+export { INDEX_MIGRATIONS } from './indexSchema';
+export { campaignStatus, findSource, locateCampaign, rebuildIndex, sourceStatus } from './operations';
+export { inThreadParser, workerParser } from './parsePool';
+export type { Parser } from './parsePool';
+export { assertFts5, migrate, openDatabase } from './sqlite';
+export type { Db, Migration } from './sqlite';
+export { KnowledgeStore } from './store';
+export type { PassageRow } from './store';
