@@ -9,6 +9,8 @@ export type NarratorErrorKind =
   | 'mid-stream' // an error line arrived after the reply began
   | 'no-done' // the stream ended without Ollama's final done chunk
   | 'timeout' // no byte for too long
+  | 'unauthorized' // the server wants an API key, or refused the one it got
+  | 'too-large' // the reply ran past the size cap
   | 'cancelled'; // the writer stopped it
 
 /** A generation failure a writer can act on, with whatever text had already arrived. */

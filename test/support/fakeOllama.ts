@@ -46,6 +46,14 @@ export interface FakeOllamaOptions {
   /** Embedding models and their dimensions. */
   embedModels?: Record<string, number>;
   contextLength?: number;
+  /** Models `/api/pull` can fetch: chat models (no dimensions) or embedding models with their dimensions. */
+  pullable?: Record<string, { dimensions?: number }>;
+}
+
+export interface PullBehaviour {
+  /** Progress lines per layer download, and the delay between them (for cancel). */
+  steps?: number;
+  stepDelayMs?: number;
 }
 
 const STOP_WORDS = new Set(
@@ -97,8 +105,10 @@ export class FakeOllama {
   readonly replies: ChatScript[] = [];
   defaultReply: ChatScript = { chunks: ['The fog ', 'thickens.'] };
   embed: EmbedBehaviour = {};
+  pull: PullBehaviour = {};
   readonly chatModels: Set<string>;
   readonly embedModels: Map<string, number>;
+  readonly pullable: Map<string, { dimensions?: number }>;
 
   private constructor(
     private readonly server: http.Server,
@@ -108,6 +118,7 @@ export class FakeOllama {
   ) {
     this.chatModels = new Set(options.chatModels ?? ['llama3.2']);
     this.embedModels = new Map(Object.entries(options.embedModels ?? { 'nomic-embed-text': 64 }));
+    this.pullable = new Map(Object.entries(options.pullable ?? {}));
   }
 
   static async start(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
@@ -165,6 +176,8 @@ export class FakeOllama {
       case '/api/chat':
       case '/api/generate':
         return this.handleGeneration(res, path, model, body);
+      case '/api/pull':
+        return this.handlePull(res, model);
       default:
         return this.fail(res, 404, '404 page not found');
     }
@@ -219,6 +232,34 @@ export class FakeOllama {
       return;
     }
     res.end(script.endWithoutDone ? '' : `${JSON.stringify(done)}\n`);
+  }
+
+  /**
+   * Streams pull progress as Ollama does (manifest, one layer with total/completed, verify, write, success)
+   * and then has the model. An unknown name fails after the stream began, as the real registry lookup does.
+   */
+  private async handlePull(res: http.ServerResponse, model: string): Promise<void> {
+    res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+    const line = (data: unknown) => res.write(`${JSON.stringify(data)}\n`);
+    line({ status: 'pulling manifest' });
+    const target = this.pullable.get(model);
+    if (!target) {
+      res.end(`${JSON.stringify({ error: 'pull model manifest: file does not exist' })}\n`);
+      return;
+    }
+    const steps = this.pull.steps ?? 4;
+    const total = 1000 * steps;
+    for (let step = 0; step <= steps; step++) {
+      if (res.destroyed) return;
+      line({ status: 'pulling 6a0746a1ec1a', digest: 'sha256:6a0746a1ec1a', total, completed: step * 1000 });
+      if (this.pull.stepDelayMs) await sleep(this.pull.stepDelayMs);
+    }
+    if (res.destroyed) return;
+    line({ status: 'verifying sha256 digest' });
+    line({ status: 'writing manifest' });
+    if (target.dimensions === undefined) this.chatModels.add(model);
+    else this.embedModels.set(model, target.dimensions);
+    res.end(`${JSON.stringify({ status: 'success' })}\n`);
   }
 
   private json(res: http.ServerResponse, status: number, data: unknown): void {

@@ -1,0 +1,81 @@
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { describeBackend, type ModelBackend } from './backend';
+
+/**
+ * The official client pointed at one server. Retries are off (a retried generation would be paid and
+ * streamed twice; a failure is shown at once instead), and nothing is taken from the OPENAI_* environment:
+ * a key meant for api.openai.com must never be sent to another server. With no key the Authorization
+ * header is left out altogether, as local servers expect.
+ */
+export function openAIClient(backend: ModelBackend, timeoutMs: number): OpenAI {
+  return new OpenAI({
+    baseURL: backend.baseUrl,
+    // The client insists on some credential; the header it would make is removed below when there is none.
+    apiKey: backend.apiKey || 'no-key',
+    adminAPIKey: null,
+    organization: null,
+    project: null,
+    maxRetries: 0,
+    timeout: timeoutMs,
+    ...(backend.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+  });
+}
+
+export type ServerFailureKind =
+  | 'unreachable' // nothing answers at the URL
+  | 'unauthorized' // 401/403: the key is missing or wrong
+  | 'not-found' // 404: the model (or the API path) is not there
+  | 'rate-limited' // 429
+  | 'refused' // any other HTTP error
+  | 'timeout'
+  | 'cancelled'
+  | 'mid-stream'; // an error event or a broken connection after the reply began
+
+/** A failure of an OpenAI-compatible server, sorted by what the writer can do about it. */
+export interface ServerFailure {
+  kind: ServerFailureKind;
+  status: number | null;
+  /** The server's own words (its error message), or the transport's. */
+  detail: string;
+}
+
+export function classifyOpenAIError(error: unknown): ServerFailure {
+  if (error instanceof APIUserAbortError) return { kind: 'cancelled', status: null, detail: 'cancelled' };
+  if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout', status: null, detail: error.message };
+  if (error instanceof APIConnectionError) {
+    const cause = error.cause as (Error & { code?: string; cause?: { code?: string } }) | undefined;
+    const code = cause?.code ?? cause?.cause?.code;
+    return { kind: 'unreachable', status: null, detail: code ?? cause?.message ?? error.message };
+  }
+  if (error instanceof APIError) {
+    const body = error.error as { message?: unknown } | undefined;
+    const detail = typeof body?.message === 'string' ? body.message : error.message;
+    if (error.status === undefined) return { kind: 'mid-stream', status: null, detail };
+    const kind: ServerFailureKind = error.status === 401 || error.status === 403 ? 'unauthorized' : error.status === 404 ? 'not-found' : error.status === 429 ? 'rate-limited' : 'refused';
+    return { kind, status: error.status, detail };
+  }
+  return { kind: 'mid-stream', status: null, detail: error instanceof Error ? error.message : String(error) };
+}
+
+/** One sentence a writer can act on, for any failure not about a particular model. */
+export function describeServerFailure(backend: ModelBackend, failure: ServerFailure): string {
+  const server = describeBackend(backend);
+  switch (failure.kind) {
+    case 'unreachable':
+      return `cannot reach ${server} (${failure.detail}); is it running, and is the base URL right?`;
+    case 'unauthorized':
+      return backend.apiKey
+        ? `${server} refused the API key (${failure.status}: ${failure.detail}); set the right one with "Set API Key"`
+        : `${server} wants an API key (${failure.status}: ${failure.detail}); set one with "Set API Key" (CLI: the STORYTELLER_API_KEY variable)`;
+    case 'not-found':
+      return `${server} answered 404 (${failure.detail}); an OpenAI-compatible base URL usually ends in /v1`;
+    case 'rate-limited':
+      return `${server} is rate-limiting requests (429: ${failure.detail}); wait a moment and try again`;
+    case 'timeout':
+      return `${server} did not answer in time`;
+    case 'cancelled':
+      return 'cancelled';
+    default:
+      return `${server} failed (${failure.status ?? 'no status'}): ${failure.detail}`;
+  }
+}

@@ -1,0 +1,145 @@
+import { classifyOpenAIError, describeBackend, describeServerFailure, listModels, ModelServerError, openAIClient, type ModelBackend } from '../knowledge/models';
+import { NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
+import { MAX_REPLY_CHARS, replyTooLargeMessage } from './replyLimit';
+
+export interface OpenAICompatibleNarratorOptions {
+  backend: ModelBackend;
+  /** Longest wait for the next byte (first token included: a cold model load takes a while). */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * The narrator on any OpenAI-compatible server (llama.cpp, vLLM, LM Studio, KoboldCpp, hosted gateways)
+ * through the official client: streamed `/v1/chat/completions`, with the same typed failures as the
+ * Ollama narrator and the server's usage counts feeding the token calibration.
+ */
+export class OpenAICompatibleNarrator implements Narrator {
+  readonly host: string;
+  private readonly idleTimeoutMs: number;
+  private readonly server: string;
+
+  constructor(private readonly options: OpenAICompatibleNarratorOptions) {
+    this.host = options.backend.baseUrl;
+    this.server = describeBackend(options.backend);
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
+  }
+
+  /** From `/v1/models` where the server reports it; a model the server does not list is named as missing. */
+  async contextLength(model: string): Promise<number | null> {
+    let models;
+    try {
+      models = await listModels(this.options.backend);
+    } catch (error) {
+      if (!(error instanceof ModelServerError)) throw error;
+      // Some servers have no model list at all; generation will say whether the model exists.
+      if (error.kind === 'not-found') return null;
+      const kind = error.kind === 'unreachable' ? 'server-down' : error.kind === 'unauthorized' ? 'unauthorized' : error.kind === 'timeout' ? 'timeout' : 'server-error';
+      throw new NarratorError(kind, error.message, '');
+    }
+    const found = models.find((m) => m.id === model);
+    if (!found) throw new NarratorError('model-missing', this.missingModelMessage(model, models.map((m) => m.id)), '');
+    return found.contextLength;
+  }
+
+  private missingModelMessage(model: string, offered: string[] | null): string {
+    const list = offered === null ? '' : offered.length === 0 ? '; it lists no models' : `; it has ${offered.slice(0, 8).join(', ')}${offered.length > 8 ? ', …' : ''}`;
+    return `${this.server} does not have the model '${model}'${list}. Choose one with "Select Narrator Model".`;
+  }
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
+    const controller = new AbortController();
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.idleTimeoutMs);
+    };
+    const onCancel = () => controller.abort();
+    request.signal?.addEventListener('abort', onCancel, { once: true });
+    let text = '';
+    let finishReason: string | null = null;
+    let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
+    arm();
+    try {
+      const stream = await openAIClient(this.options.backend, this.idleTimeoutMs).chat.completions.create(
+        {
+          model: request.model,
+          messages: request.messages,
+          stream: true,
+          // The usage chunk is what calibrates token estimates for this model.
+          stream_options: { include_usage: true },
+          ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+        },
+        { signal: controller.signal },
+      );
+      for await (const chunk of stream) {
+        arm();
+        if (chunk.usage) usage = chunk.usage;
+        const choice = chunk.choices[0];
+        const piece = choice?.delta?.content ?? '';
+        if (piece) {
+          if (text.length + piece.length > MAX_REPLY_CHARS) {
+            const kept = piece.slice(0, MAX_REPLY_CHARS - text.length);
+            text += kept;
+            if (kept) request.onChunk?.(kept);
+            controller.abort();
+            throw new NarratorError('too-large', replyTooLargeMessage(this.server), text);
+          }
+          text += piece;
+          request.onChunk?.(piece);
+        }
+        if (choice?.finish_reason) finishReason = choice.finish_reason;
+      }
+      // The client ends the loop quietly when the request is aborted, so a stop or a timeout is read here.
+      if (timedOut || controller.signal.aborted) throw this.stopped(text, timedOut);
+      // finish_reason is the server's word that the reply is whole; a stream that ends without it was cut.
+      if (finishReason === null) throw new NarratorError('no-done', `the reply stream from ${this.server} ended without a finish reason; the reply may be cut off`, text);
+      return { text, promptEvalCount: usage?.prompt_tokens ?? null, evalCount: usage?.completion_tokens ?? null, doneReason: finishReason };
+    } catch (error) {
+      if (error instanceof NarratorError) throw error;
+      if (timedOut || controller.signal.aborted) throw this.stopped(text, timedOut);
+      throw this.classify(error, text, request.model);
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onCancel);
+    }
+  }
+
+  private stopped(partial: string, timedOut: boolean): NarratorError {
+    if (timedOut) return new NarratorError('timeout', `${this.server} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
+    return new NarratorError('cancelled', partial ? 'cancelled while the reply was streaming' : 'cancelled before any text arrived', partial);
+  }
+
+  private classify(error: unknown, partial: string, model: string): NarratorError {
+    const failure = classifyOpenAIError(error);
+    switch (failure.kind) {
+      case 'unreachable':
+        return partial === ''
+          ? new NarratorError('server-down', describeServerFailure(this.options.backend, failure), partial)
+          : new NarratorError('mid-stream', `the connection to ${this.server} broke during the reply (${failure.detail})`, partial);
+      case 'unauthorized':
+        return new NarratorError('unauthorized', describeServerFailure(this.options.backend, failure), partial);
+      case 'not-found':
+        return new NarratorError('model-missing', `${this.missingModelMessage(model, null)} (${failure.detail})`, partial);
+      case 'timeout':
+        return this.stopped(partial, true);
+      case 'cancelled':
+        return this.stopped(partial, false);
+      case 'rate-limited':
+        return new NarratorError('server-error', describeServerFailure(this.options.backend, failure), partial);
+      case 'mid-stream':
+        return new NarratorError('mid-stream', `${this.server} reported an error during the reply: ${failure.detail}`, partial);
+      default:
+        return new NarratorError('server-error', `${this.server} refused the request (${failure.status}): ${failure.detail}`, partial);
+    }
+  }
+}
+
+/** The narrator on whichever kind of server the backend names. */
+export function narratorFor(backend: ModelBackend, options: { idleTimeoutMs?: number } = {}): Narrator {
+  return backend.provider === 'ollama' ? new OllamaNarrator({ host: backend.baseUrl, ...options }) : new OpenAICompatibleNarrator({ backend, ...options });
+}
