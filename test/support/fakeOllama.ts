@@ -177,7 +177,8 @@ export class FakeOllama {
       case '/api/generate':
         return this.handleGeneration(res, path, model, body);
       case '/api/pull':
-        return this.handlePull(res, model);
+        // The server takes `model`, and `name` as older clients (ollama-js included) still send it.
+        return this.handlePull(res, model || (typeof body.name === 'string' ? body.name : ''));
       default:
         return this.fail(res, 404, '404 page not found');
     }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { checkServer, listModels, OpenAICompatibleEmbedder, resolveBackend, type ModelBackend } from '../../src/knowledge/models';
+import { checkServer, embedderFor, listModels, OpenAICompatibleEmbedder, resolveBackend, type ModelBackend } from '../../src/knowledge/models';
+import { calibratedModels, indexSemantic, searchKnowledge } from '../../src/knowledge/retrieval';
 import { StoryEngine } from '../../src/story/engine';
 import { NarratorError } from '../../src/story/narrator';
 import { OpenAICompatibleNarrator } from '../../src/story/openaiNarrator';
@@ -10,8 +11,9 @@ import { PlayStore } from '../../src/story/playStore';
 import { MAX_REPLY_CHARS } from '../../src/story/replyLimit';
 import type { ChatMessage } from '../../src/story/types';
 import { FakeOpenAI } from '../support/fakeOpenAI';
-import { unusedLoopbackUrl } from '../support/fakeOllama';
-import { IndexedExampleCampaign } from '../support/knowledgeFixtures';
+import { corpusPath } from '../support/corpora';
+import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
+import { importCorpora, IndexedExampleCampaign } from '../support/knowledgeFixtures';
 import { KAELEN, STAT_SCHEMA } from './storySupport';
 
 const MESSAGES: ChatMessage[] = [
@@ -229,5 +231,36 @@ describe('story engine over an OpenAI-compatible server', () => {
     assert.equal(outcome.context!.budget.contextLength, 4096, "the server's context length bounds the prompt");
     assert.equal(engine.estimator().calibration.samples, 1, 'usage counts calibrated the estimate');
     assert.notEqual(engine.estimator().calibration.factor, 1);
+  });
+});
+
+describe('semantic index from either backend', () => {
+  it('keeps a calibrated floor per model, whichever server embedded it, and a model with no vectors yet is skipped and says so', async () => {
+    const openai = await FakeOpenAI.start({ embedModels: { 'bge-small': 48 } });
+    const ollama = await FakeOllama.start({ embedModels: { 'nomic-embed-text': 64 } });
+    const library = await importCorpora('torys', { world: { corpus: corpusPath('torys'), class: 'canon' } });
+    try {
+      const remote = embedderFor(resolveBackend('openai-compatible', openai.baseUrl), 'bge-small');
+      const local = embedderFor(resolveBackend('ollama', ollama.url), 'nomic-embed-text');
+      const first = await indexSemantic(library.store, remote);
+      assert.equal(first.problem, null);
+      assert.equal(first.calibration?.dimensions, 48);
+      const second = await indexSemantic(library.store, local);
+      assert.equal(second.calibration?.dimensions, 64);
+      assert.deepEqual(calibratedModels(library.store).map((m) => m.model).sort(), ['bge-small', 'nomic-embed-text']);
+      const viaRemote = await searchKnowledge(library.store, 'the river trade', { semantic: { embedder: remote } });
+      assert.match(viaRemote.record.semantic.reason, /'bge-small' with its calibrated floor/);
+      const viaLocal = await searchKnowledge(library.store, 'the river trade', { semantic: { embedder: local } });
+      assert.match(viaLocal.record.semantic.reason, /'nomic-embed-text' with its calibrated floor/);
+      openai.embedModels.set('e5-large', 32);
+      const changed = await searchKnowledge(library.store, 'the river trade', { semantic: { embedder: embedderFor(resolveBackend('openai-compatible', openai.baseUrl), 'e5-large') } });
+      assert.equal(changed.record.semantic.used, false);
+      assert.match(changed.record.semantic.reason, /no calibrated similarity floor for 'e5-large'/);
+      assert.ok(changed.hits.length > 0, 'lexical search carries on');
+    } finally {
+      library.dispose();
+      await openai.close();
+      await ollama.close();
+    }
   });
 });
