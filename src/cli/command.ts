@@ -15,6 +15,8 @@ export interface CliIo {
   cwd: string;
   /** Interactive input for `play`; absent when stdin is not a terminal session. */
   stdin?: NodeJS.ReadableStream;
+  /** Where API keys are read from; process.env when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Command {

@@ -1,17 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CampaignError, findCampaignRoot, loadCampaign, type Campaign } from '../knowledge/campaign';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../knowledge/retrieval';
-import { resolveOllamaHost } from '../knowledge/models';
+import { calibratedModels } from '../knowledge/retrieval';
+import { embedderFor } from '../knowledge/models';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
 import { KnowledgeStore } from '../knowledge/indexing';
 import { UsageError, stringOption, type CliIo, type ParsedArgs } from './command';
+import { MODEL_SERVER_OPTIONS, backendFromArgs } from './modelArgs';
 
 /** Options of every command that reads the knowledge index. */
 export const KNOWLEDGE_READ_OPTIONS = {
   campaign: { type: 'string' },
   'embed-model': { type: 'string' },
-  'ollama-host': { type: 'string' },
+  ...MODEL_SERVER_OPTIONS,
   'lexical-only': { type: 'boolean', default: false },
 } as const;
 
@@ -38,12 +39,12 @@ export function openCampaignIndex(args: ParsedArgs, io: CliIo): { campaign: Camp
 
 /**
  * Semantic search for a read command: the model named by --embed-model, else the model most recently
- * calibrated in this index; none with --lexical-only or when no model was ever calibrated.
+ * calibrated in this index, on the server --provider/--base-url name; none with --lexical-only or when
+ * no model was ever calibrated.
  */
-export function semanticFromArgs(args: ParsedArgs, store: KnowledgeStore): SemanticSearchOptions | null {
+export function semanticFromArgs(args: ParsedArgs, io: CliIo, store: KnowledgeStore): SemanticSearchOptions | null {
   if (args.values['lexical-only'] === true) return null;
   const model = stringOption(args, 'embed-model') ?? calibratedModels(store)[0]?.model;
   if (!model) return null;
-  const host = resolveOllamaHost(stringOption(args, 'ollama-host'));
-  return { embedder: new OllamaEmbedder(host, model, DEFAULT_EMBED_TIMEOUT_MS) };
+  return { embedder: embedderFor(backendFromArgs(args, io), model) };
 }

@@ -4,6 +4,7 @@ import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } f
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
 import { decisionLine, excerpt, locate } from '../../knowledge/retrieval';
 import { stageOption } from './search';
+import { MODEL_SERVER_USAGE } from '../modelArgs';
 
 const SECTION_TITLES: Record<KnowledgeSection, string> = {
   alwaysInclude: 'Always-include canon',
@@ -35,7 +36,8 @@ export const contextCommand: Command = {
   summary: 'show the knowledge sections a prompt would get for this input, and every decision behind them (no model call)',
   usage:
     'storyteller context --input "<text>" [--scene S] [--entity NAME]... [--recent LINE]... [--state-fact F]... [--stage narrator|player] ' +
-    '[--budget-always N] [--budget-canon N] [--budget-reference N] [--budget-inspiration N] [--budget-total N] [--campaign <dir>] [--json]',
+    '[--budget-always N] [--budget-canon N] [--budget-reference N] [--budget-inspiration N] [--budget-total N] [--campaign <dir>] ' +
+    `[--embed-model M] ${MODEL_SERVER_USAGE} [--lexical-only] [--json]`,
   options: {
     ...KNOWLEDGE_READ_OPTIONS,
     input: { type: 'string' },
@@ -76,7 +78,7 @@ export const contextCommand: Command = {
           stage,
           budgets,
         },
-        { semantic: semanticFromArgs(args, store) },
+        { semantic: semanticFromArgs(args, io, store) },
       );
       emit(io, args, { campaign: campaign.id, ...result }, () => {
         const lines = [`Knowledge context for "${input}" in '${campaign.title}' (stage: ${stage})`, `semantic: ${result.record.semantic.reason}`, ''];

@@ -2,11 +2,11 @@ import { describeClassOrigin } from '../../knowledge/campaign';
 import type { ImportReport } from '../../knowledge/indexing';
 import { rebuildIndex } from '../../knowledge/indexing';
 import { importCampaign } from '../../knowledge/indexing';
-import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../../knowledge/retrieval';
-import { OllamaEmbedder } from '../../knowledge/retrieval';
-import { resolveOllamaHost } from '../../knowledge/models';
+import { describeSemanticIndex, indexSemantic, type Embedder } from '../../knowledge/retrieval';
+import { embedderFor } from '../../knowledge/models';
 import { KnowledgeStore } from '../../knowledge/indexing';
-import { EXIT, emit, stringOption, type Command, type ParsedArgs } from '../command';
+import { EXIT, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
+import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
 
 function summary(report: ImportReport, title: string): string {
@@ -25,25 +25,27 @@ function summary(report: ImportReport, title: string): string {
   return lines.join('\n');
 }
 
-/** Embeds and calibrates after the lexical import when --embed-model names a model. */
-function semanticFromArgs(store: KnowledgeStore, args: ParsedArgs): Promise<SemanticIndexReport> | null {
+/** The embedder --embed-model names on the server --provider/--base-url name, read before any work so a bad flag costs nothing. */
+function embedderFromArgs(args: ParsedArgs, io: CliIo): Embedder | null {
   const model = stringOption(args, 'embed-model');
-  return model ? indexSemantic(store, new OllamaEmbedder(resolveOllamaHost(stringOption(args, 'ollama-host')), model)) : null;
+  return model ? embedderFor(backendFromArgs(args, io), model) : null;
 }
 
 export const indexCommand: Command = {
   name: 'index',
   summary: "Import a campaign's files into its search index (only new and changed files are parsed)",
-  usage: 'storyteller index [campaign-dir] [--rebuild] [--workers 0|1|2] [--embed-model M [--ollama-host H]] [--json]',
-  options: { rebuild: { type: 'boolean', default: false }, 'embed-model': { type: 'string' }, 'ollama-host': { type: 'string' }, ...WORKERS_OPTION },
+  usage: `storyteller index [campaign-dir] [--rebuild] [--workers 0|1|2] [--embed-model M ${MODEL_SERVER_USAGE}] [--json]`,
+  options: { rebuild: { type: 'boolean', default: false }, 'embed-model': { type: 'string' }, ...MODEL_SERVER_OPTIONS, ...WORKERS_OPTION },
   async run(args, io) {
     const campaign = campaignFromArgs(args, io.cwd, args.positionals[0]);
+    const embedder = embedderFromArgs(args, io);
     const parser = parserFromArgs(args);
     const store = KnowledgeStore.open(campaign);
     try {
       const options = { parser };
       const report = args.values.rebuild === true ? await rebuildIndex(campaign, store, options) : await importCampaign(campaign, store, options);
-      const semantic = await semanticFromArgs(store, args);
+      // Embeds and calibrates after the lexical import, which never waits on a model server.
+      const semantic = embedder ? await indexSemantic(store, embedder) : null;
       const sources = store.listSources();
       emit(
         io,

@@ -2,16 +2,19 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { loadCampaign, CampaignError, type Campaign } from '../../knowledge/campaign';
 import { KnowledgeStore } from '../../knowledge/indexing';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../../knowledge/retrieval';
+import { calibratedModels } from '../../knowledge/retrieval';
+import { describeBackend, embedderFor, type ModelBackend } from '../../knowledge/models';
 import { indexKnowledge } from '../../story/indexKnowledge';
 import { StoryEngine, type TurnOutcome } from '../../story/engine';
-import { NarratorError, OllamaNarrator } from '../../story/narrator';
+import { NarratorError } from '../../story/narrator';
+import { narratorFor } from '../../story/openaiNarrator';
 import { campaignAdventure, PlayStore } from '../../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../../story/ports';
 import { renderContextSummary } from '../../story/contextReport';
 import type { Adventure, PlayerAction, Turn } from '../../story/types';
 import { hasWorldState, renderStateSection } from '../../story/worldState';
 import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
+import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
 
 const DEFAULT_MODEL = 'llama3.2';
 
@@ -30,14 +33,14 @@ const shortId = (id: string) => id.slice(0, 8);
  * Knowledge for play from the campaign's index, semantic when a model was calibrated for it. With no index
  * yet, play goes on without imported knowledge, and every turn's record says why.
  */
-function campaignKnowledge(campaign: Campaign, host: string): { port: KnowledgePort; close(): void } {
+function campaignKnowledge(campaign: Campaign, backend: ModelBackend): { port: KnowledgePort; close(): void } {
   // Opening would create an empty index that then looks like an empty library.
   if (!fs.existsSync(campaign.indexPath)) {
     return { port: noKnowledge(campaign.id, `no index yet at ${campaign.indexPath}; play continues without imported knowledge`), close: () => undefined };
   }
   const index = KnowledgeStore.open(campaign);
   const embedModel = calibratedModels(index)[0]?.model;
-  const semantic = embedModel ? { embedder: new OllamaEmbedder(host, embedModel, DEFAULT_EMBED_TIMEOUT_MS) } : null;
+  const semantic = embedModel ? { embedder: embedderFor(backend, embedModel) } : null;
   return { port: indexKnowledge(index, semantic), close: () => index.close() };
 }
 
@@ -83,12 +86,14 @@ function parseAction(line: string): PlayerAction | null {
 export const playCommand: Command = {
   name: 'play',
   summary: 'play an adventure in the terminal: streamed narration, retry, undo, fork, context preview',
-  usage: 'storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] [--host <url>]',
+  usage: `storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] ${MODEL_SERVER_USAGE} (API key: $STORYTELLER_API_KEY)`,
   options: {
     adventure: { type: 'string' },
     new: { type: 'string' },
     model: { type: 'string' },
+    // The Ollama host, as before --base-url.
     host: { type: 'string' },
+    ...MODEL_SERVER_OPTIONS,
   },
   async run(args, io: CliIo) {
     if (!io.stdin) throw new UsageError('play reads actions from standard input, and none is available');
@@ -100,14 +105,15 @@ export const playCommand: Command = {
       io.stderr.write(`storyteller play: ${error.message}\n`);
       return EXIT.failure;
     }
-    const narrator = new OllamaNarrator({ host: stringOption(args, 'host') });
+    const backend = backendFromArgs(args, io);
+    const narrator = narratorFor(backend);
     const store = new PlayStore(campaign.playPath);
-    const knowledge = campaignKnowledge(campaign, narrator.host);
+    const knowledge = campaignKnowledge(campaign, backend);
     const say = (text: string) => io.stdout.write(`${text}\n`);
     try {
       let adventure = pickAdventure(store, campaign, stringOption(args, 'adventure'), stringOption(args, 'new'));
       const engine = new StoryEngine(store, knowledge.port, narrator, { model: stringOption(args, 'model') ?? DEFAULT_MODEL });
-      say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} at ${narrator.host}. /help for commands.`);
+      say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} on ${describeBackend(backend)}. /help for commands.`);
 
       let current: AbortController | null = null;
       const rl = readline.createInterface({ input: io.stdin, terminal: false });

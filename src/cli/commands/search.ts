@@ -3,6 +3,7 @@ import type { RetrievalStage } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
 import { excerpt, locate } from '../../knowledge/retrieval';
+import { MODEL_SERVER_USAGE } from '../modelArgs';
 
 export function stageOption(value: string | undefined): RetrievalStage {
   if (value === undefined || value === 'narrator' || value === 'player') return value ?? 'narrator';
@@ -12,7 +13,7 @@ export function stageOption(value: string | undefined): RetrievalStage {
 export const searchCommand: Command = {
   name: 'search',
   summary: 'search the campaign knowledge: relevant passages only, ranked, each with why it matched',
-  usage: 'storyteller search "<query>" [--campaign <dir>] [--limit N] [--stage narrator|player] [--embed-model M] [--ollama-host H] [--lexical-only] [--json]',
+  usage: `storyteller search "<query>" [--campaign <dir>] [--limit N] [--stage narrator|player] [--embed-model M] ${MODEL_SERVER_USAGE} [--lexical-only] [--json]`,
   options: { ...KNOWLEDGE_READ_OPTIONS, limit: { type: 'string' }, stage: { type: 'string' } },
   async run(args, io) {
     const text = args.positionals.join(' ').trim();
@@ -31,7 +32,7 @@ export const searchCommand: Command = {
     }
     const { campaign, store } = opened;
     try {
-      const result = await searchKnowledge(store, text, { stage, limit, semantic: semanticFromArgs(args, store) });
+      const result = await searchKnowledge(store, text, { stage, limit, semantic: semanticFromArgs(args, io, store) });
       emit(io, args, { campaign: campaign.id, query: text, ...result }, () => {
         const semantic = result.record.semantic.used ? `semantic: ${result.record.semantic.reason}` : `lexical only (${result.record.semantic.reason})`;
         if (result.hits.length === 0) {
