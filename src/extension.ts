@@ -19,6 +19,7 @@ import { ReportDocuments } from './views/reportDocuments';
 import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
+import { ModelServers } from './views/modelServers';
 
 /** What the extension hands to other extensions and to the integration suite. */
 export interface StorytellerApi {
@@ -26,6 +27,8 @@ export interface StorytellerApi {
   readonly knowledge: KnowledgeService;
   readonly settings: Settings;
   readonly statusBar: StatusBar;
+  /** The narrator's model server: preflight state, its status bar item and the model commands. */
+  readonly servers: ModelServers;
   readonly sources: SourcesTree;
   readonly passages: PassagesTree;
   readonly play: PlayPanels;
@@ -59,16 +62,19 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly campaigns = this._register(new CampaignRegistry(this.log));
   readonly knowledge = this._register(new KnowledgeService(this.campaigns, this.settings, this.log));
   readonly passages = this._register(new PassagesTree(this.knowledge));
-  readonly statusBar = this._register(new StatusBar(this.knowledge, this.settings));
+  readonly statusBar = this._register(new StatusBar(this.knowledge));
+  readonly servers = this._register(new ModelServers(this.settings, this.log));
   readonly sources: SourcesTree;
   readonly play: PlayPanels;
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
 
-  constructor(extensionUri: vscode.Uri) {
+  constructor(context: vscode.ExtensionContext) {
     super();
-    this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings));
+    const extensionUri = context.extensionUri;
+    this.settings.useSecrets(context.secrets);
+    this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings, this.servers));
     const readers = this._register(new PlayReaders());
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
     this.provenance = this._register(new ProvenanceTree(readers));
@@ -113,12 +119,12 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this.knowledge.activationFinished();
     if (this.sqliteProblem) return;
     void this.campaigns.ready();
-    void this.statusBar.checkOllama();
+    void this.servers.check();
   }
 }
 
 export function activate(context: vscode.ExtensionContext): StorytellerApi {
-  const extension = new StorytellerExtension(context.extensionUri);
+  const extension = new StorytellerExtension(context);
   context.subscriptions.push(extension);
   setImmediate(() => extension.startBackgroundWork());
   return extension;

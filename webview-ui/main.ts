@@ -163,6 +163,16 @@ transcript.id = 'transcript';
 const errorLine = el('div', 'error');
 errorLine.id = 'error';
 
+/** What the preflight says is wrong with the model server, with the fix one click away. */
+const serverLine = el('div', 'server-problem');
+serverLine.id = 'server';
+serverLine.hidden = true;
+let subtitleParts = { campaign: '', narrator: '', generating: false };
+const renderSubtitle = (): void => {
+  const { campaign, narrator, generating } = subtitleParts;
+  subtitle.textContent = `${campaign}${narrator ? ` · ${narrator}` : ''}${generating ? ' · generating…' : ''}`;
+};
+
 const action = el('vscode-textarea') as HTMLElement & { value: string };
 action.id = 'action';
 action.setAttribute('placeholder', 'What do you do?');
@@ -196,7 +206,7 @@ controls.append(
 const contextPane = el('section', 'context');
 contextPane.id = 'context';
 
-app.append(header, setup, worldState, transcript, errorLine, action, controls, el('vscode-divider'), contextPane);
+app.append(header, serverLine, setup, worldState, transcript, errorLine, action, controls, el('vscode-divider'), contextPane);
 
 /** Swaps a turn's action line for an editor; replaying posts the new text, which the host plays as a sibling. */
 function editAction(turn: TurnView, actionLine: HTMLElement): void {
@@ -277,7 +287,8 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       title.textContent = message.adventure.title;
       const { name, pronouns } = message.setup.persona;
       const playing = name ? ` · playing ${name}${pronouns ? ` (${pronouns})` : ''}` : '';
-      subtitle.textContent = `${message.campaignTitle}${playing} · narrator ${message.model}${message.generating ? ' · generating…' : ''}`;
+      subtitleParts = { campaign: `${message.campaignTitle}${playing}`, narrator: subtitleParts.narrator || `narrator ${message.model}`, generating: message.generating };
+      renderSubtitle();
       savedSetup = message.setup;
       if (!setupDraft) showSetup(message.setup);
       renderWorldState(message.worldState);
@@ -308,6 +319,13 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     }
     case 'error':
       errorLine.textContent = message.message;
+      break;
+    case 'server':
+      subtitleParts.narrator = message.narrator;
+      renderSubtitle();
+      serverLine.hidden = message.problem === null;
+      serverLine.replaceChildren();
+      if (message.problem !== null) serverLine.append(el('span', undefined, message.problem), linkButton('fix-server', 'Fix…', () => vscode.postMessage({ type: 'fixServer' })));
       break;
   }
 });

@@ -75,6 +75,8 @@ export const HostMessage = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
   z.object({ type: z.literal('setupSaved') }),
+  /** The narrator model and its server as the preflight last found them; `problem` says what is wrong. */
+  z.object({ type: z.literal('server'), narrator: z.string(), problem: z.string().nullable() }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 
@@ -88,6 +90,7 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('preview'), text: z.string().max(20_000) }),
   z.object({ type: z.literal('editAction'), turnId: z.string(), text: z.string().trim().min(1).max(20_000) }),
   z.object({ type: z.literal('saveSetup'), setup: AdventureSetup }),
+  z.object({ type: z.literal('fixServer') }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 

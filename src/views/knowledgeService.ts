@@ -4,7 +4,7 @@ import { workerParser, type Parser } from '../knowledge/indexing';
 import { CampaignIndex, type IndexChange } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
-import type { Settings } from './settings';
+import type { Settings, StorytellerSettings } from './settings';
 import { embedderFor } from './storyEngine';
 
 /**
@@ -31,12 +31,15 @@ export class KnowledgeService extends Disposable {
   ) {
     super();
     this._register(campaigns.onDidChange(() => this.sync()));
-    let embeddingModel = settings.current.embeddingModel;
+    // The model and the server it runs on: a change of either means the stored vectors may not match the
+    // embedder any more, so every index embeds what the new one has no vector for (and probes its size).
+    const embedding = (current: StorytellerSettings) => JSON.stringify([current.embeddingModel, current.embeddingBackend?.provider, current.embeddingBackend?.baseUrl]);
+    let embeddingSignature = embedding(settings.current);
     this._register(
       settings.onDidChange((current) => {
         this.sync(true);
-        if (current.embeddingModel === embeddingModel) return;
-        embeddingModel = current.embeddingModel;
+        if (embedding(current) === embeddingSignature) return;
+        embeddingSignature = embedding(current);
         for (const index of this.list()) index.embed();
       }),
     );

@@ -9,6 +9,7 @@ import { hasWorldState, renderStateSection } from '../story/worldState';
 import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
+import type { ModelServers } from './modelServers';
 import type { Settings } from './settings';
 import { storyEngine } from './storyEngine';
 
@@ -70,6 +71,7 @@ export class PlayPanel extends Disposable {
     readonly campaign: Campaign,
     index: CampaignIndex,
     settings: Settings,
+    private readonly servers: ModelServers,
     adventureId?: string,
   ) {
     super();
@@ -90,6 +92,14 @@ export class PlayPanel extends Disposable {
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
     this._register(panel.onDidDispose(() => this.dispose()));
     this._register({ dispose: () => this.running?.abort() });
+    // The header follows the narrator model and its server as they change, not only when a turn is played.
+    this._register(servers.onDidChange(() => this.postServer()));
+    this._register(settings.onDidChange(() => this.postServer()));
+  }
+
+  private postServer(): void {
+    const { text, problem } = this.servers.describe();
+    this.post({ type: 'server', narrator: text, problem });
   }
 
   /** Every turn of the adventure, on every branch. */
@@ -196,7 +206,11 @@ export class PlayPanel extends Disposable {
       switch (message.type) {
         case 'ready':
           this.postState();
+          this.postServer();
           this.postHeadContext();
+          return;
+        case 'fixServer':
+          await vscode.commands.executeCommand('storyteller.fixModelServer');
           return;
         case 'stop':
           this.running?.abort();
@@ -230,8 +244,9 @@ export class PlayPanel extends Disposable {
                 ? await this.engine.retry(this.adventure.id, undefined, this.handlers())
                 : await this.engine.editAction(this.adventure.id, message.turnId, message.text, this.handlers());
           this.running = undefined;
+          // A failed turn shows its own error in the transcript; saying it again below would print it twice.
           this.postState();
-          if (outcome.error) this.post({ type: 'error', message: outcome.error.message });
+          this.servers.afterTurn(outcome.error);
           return;
         }
       }

@@ -4,6 +4,7 @@ import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
+import type { ModelServers } from './modelServers';
 import type { Settings } from './settings';
 import { campaignAdventure } from '../story/playStore';
 
@@ -19,6 +20,7 @@ export class PlayPanels extends Disposable {
     private readonly campaigns: CampaignRegistry,
     private readonly knowledge: KnowledgeService,
     private readonly settings: Settings,
+    private readonly servers: ModelServers,
   ) {
     super();
     this._register(
@@ -68,7 +70,7 @@ export class PlayPanels extends Disposable {
       void vscode.window.showErrorMessage((error as Error).message);
       return undefined;
     }
-    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
+    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, this.servers, adventureId);
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));
     panel.onDidDispose(() => this.open.delete(play));

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { resolveOllamaHost } from '../knowledge/models';
+import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../knowledge/models';
 import { Disposable } from './disposable';
 
 const SECTION = 'storyteller';
@@ -11,7 +11,10 @@ const SECTION = 'storyteller';
  * the writer and its default used instead, so one typo never breaks the rest.
  */
 const SETTINGS = {
+  provider: z.enum(['ollama', 'openai-compatible']),
   'ollama.host': z.string().trim(),
+  'openaiCompatible.baseUrl': z.string().trim(),
+  'embedding.provider': z.enum(['narrator', 'ollama', 'openai-compatible']),
   'narrator.model': z.string().trim().min(1, 'must name a model, e.g. llama3.1:8b'),
   'embedding.model': z.string().trim(),
   'context.length': z.number().int().min(512, 'must be at least 512 tokens'),
@@ -33,6 +36,12 @@ type RawSettings = { [K in SettingKey]: z.infer<(typeof SETTINGS)[K]> };
 export interface StorytellerSettings {
   /** Resolved like the Ollama CLI: the setting, else OLLAMA_HOST, else the local server. */
   ollamaHost: string;
+  /** The narrator's server with its API key (from SecretStorage), or null when the settings cannot name one (see `backendProblem`). */
+  narratorBackend: ModelBackend | null;
+  /** The embedding model's server: the narrator's unless `storyteller.embedding.provider` names another. */
+  embeddingBackend: ModelBackend | null;
+  /** Why a backend could not be resolved, e.g. an OpenAI-compatible provider with no base URL. */
+  backendProblem: string | null;
   narratorModel: string;
   /** Empty: no embeddings; search and context are lexical only. */
   embeddingModel: string;
@@ -44,7 +53,20 @@ export interface StorytellerSettings {
   problems: string[];
 }
 
-export function readSettings(config: vscode.WorkspaceConfiguration): StorytellerSettings {
+/** Where SecretStorage keeps the key of one OpenAI-compatible server: a key belongs to the server it was given for. */
+export function apiKeySecretId(baseUrl: string): string {
+  return `storyteller.apiKey:${baseUrl}`;
+}
+
+/** The server a provider names, from the settings' own host or base URL; the key is the caller's to add. */
+function backendOf(provider: ModelProvider, ollamaHost: string, baseUrl: string, apiKeys: ReadonlyMap<string, string>): ModelBackend {
+  if (provider === 'ollama') return { provider, baseUrl: ollamaHost };
+  const resolved = resolveBackend(provider, baseUrl);
+  return { ...resolved, apiKey: apiKeys.get(resolved.baseUrl) };
+}
+
+/** `apiKeys`: keys read from SecretStorage, by base URL. */
+export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: ReadonlyMap<string, string> = new Map()): StorytellerSettings {
   const problems: string[] = [];
   const value = <K extends SettingKey>(key: K): RawSettings[K] => {
     const raw = config.get(key);
@@ -55,8 +77,25 @@ export function readSettings(config: vscode.WorkspaceConfiguration): Storyteller
     if (!fallback.success) throw new Error(`package.json default of ${SECTION}.${key} is invalid`);
     return fallback.data as RawSettings[K];
   };
+  const ollamaHost = resolveOllamaHost(value('ollama.host'));
+  const narratorProvider = value('provider');
+  const embeddingProvider = value('embedding.provider');
+  const baseUrl = value('openaiCompatible.baseUrl');
+  let backendProblem: string | null = null;
+  const backend = (provider: ModelProvider): ModelBackend | null => {
+    try {
+      return backendOf(provider, ollamaHost, baseUrl, apiKeys);
+    } catch (error) {
+      if (!(error instanceof BackendConfigError)) throw error;
+      backendProblem = `${SECTION}.openaiCompatible.baseUrl: ${error.message}`;
+      return null;
+    }
+  };
   return {
-    ollamaHost: resolveOllamaHost(value('ollama.host')),
+    ollamaHost,
+    narratorBackend: backend(narratorProvider),
+    embeddingBackend: backend(embeddingProvider === 'narrator' ? narratorProvider : embeddingProvider),
+    backendProblem,
     narratorModel: value('narrator.model'),
     embeddingModel: value('embedding.model'),
     contextLength: value('context.length'),
@@ -72,20 +111,71 @@ export class Settings extends Disposable {
   readonly onDidChange = this._onDidChange.event;
   current: StorytellerSettings;
 
+  /** API keys read from SecretStorage, by base URL: kept in memory only, so reading settings stays synchronous. */
+  private readonly apiKeys = new Map<string, string>();
+  private secrets: vscode.SecretStorage | undefined;
+  /** Settles once the key of the configured server has been read from SecretStorage. */
+  keysLoaded: Promise<void> = Promise.resolve();
+
   constructor(private readonly log: vscode.LogOutputChannel) {
     super();
     this.current = this.read();
     this._register(
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (!event.affectsConfiguration(SECTION)) return;
-        this.current = this.read();
-        this._onDidChange.fire(this.current);
+        this.refresh();
+        this.keysLoaded = this.loadKey();
       }),
     );
   }
 
-  private read(): StorytellerSettings {
-    const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
+  /** Where API keys live (the extension context's SecretStorage); until then no server gets a key. */
+  useSecrets(secrets: vscode.SecretStorage): void {
+    this.secrets = secrets;
+    this._register(
+      secrets.onDidChange((event) => {
+        if (event.key.startsWith('storyteller.apiKey:')) this.keysLoaded = this.loadKey();
+      }),
+    );
+    this.keysLoaded = this.loadKey();
+  }
+
+  /** The base URL an API key is asked for: the narrator's OpenAI-compatible server, else the embedder's. */
+  keyedBaseUrl(): string | undefined {
+    const { narratorBackend, embeddingBackend } = this.current;
+    return [narratorBackend, embeddingBackend].find((b) => b?.provider === 'openai-compatible')?.baseUrl;
+  }
+
+  async storeApiKey(baseUrl: string, key: string | undefined): Promise<void> {
+    if (!this.secrets) throw new Error('API keys cannot be stored before the extension has started');
+    if (key) await this.secrets.store(apiKeySecretId(baseUrl), key);
+    else await this.secrets.delete(apiKeySecretId(baseUrl));
+    await this.loadKey();
+  }
+
+  private async loadKey(): Promise<void> {
+    if (!this.secrets) return;
+    const baseUrls = new Set([this.current.narratorBackend, this.current.embeddingBackend].filter((b) => b?.provider === 'openai-compatible').map((b) => b!.baseUrl));
+    let changed = false;
+    for (const baseUrl of baseUrls) {
+      const key = await this.secrets.get(apiKeySecretId(baseUrl));
+      if (key === this.apiKeys.get(baseUrl)) continue;
+      changed = true;
+      if (key) this.apiKeys.set(baseUrl, key);
+      else this.apiKeys.delete(baseUrl);
+    }
+    if (changed) this.refresh(false);
+  }
+
+  private refresh(warn = true): void {
+    this.current = this.read(warn);
+    this._onDidChange.fire(this.current);
+  }
+
+  private read(warn = true): StorytellerSettings {
+    const settings = readSettings(vscode.workspace.getConfiguration(SECTION), this.apiKeys);
+    if (!warn) return settings;
+    if (settings.backendProblem) this.log.warn(settings.backendProblem);
     for (const problem of settings.problems) {
       this.log.warn(problem);
       void vscode.window.showWarningMessage(problem, 'Open Settings').then((choice) => {

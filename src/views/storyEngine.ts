@@ -1,17 +1,19 @@
 import { StoreCanonFacts } from '../knowledge/conflicts';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/retrieval';
+import type { Embedder } from '../knowledge/retrieval';
+import { embedderFor as backendEmbedder, type ModelBackend } from '../knowledge/models';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
-import { OllamaNarrator, type GenerateRequest, type Narrator } from '../story/narrator';
+import type { GenerateRequest, Narrator } from '../story/narrator';
+import { narratorFor } from '../story/openaiNarrator';
 import type { PlayStore } from '../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../story/ports';
 import type { CampaignIndex } from './campaignIndex';
 import type { Settings, StorytellerSettings } from './settings';
 
-/** The embedder the settings name, or undefined when no embedding model is set (lexical only). */
+/** The embedder the settings name, or undefined when no embedding model (or no usable server) is set: lexical only. */
 export function embedderFor(current: StorytellerSettings): Embedder | undefined {
-  return current.embeddingModel ? new OllamaEmbedder(current.ollamaHost, current.embeddingModel, DEFAULT_EMBED_TIMEOUT_MS) : undefined;
+  return current.embeddingModel && current.embeddingBackend ? backendEmbedder(current.embeddingBackend, current.embeddingModel) : undefined;
 }
 
 /**
@@ -37,19 +39,25 @@ export function engineSettings(current: StorytellerSettings): Partial<EngineSett
   return { model: current.narratorModel, contextLength: current.contextLength, memoryEvery: current.memoryCadence, knowledgeCaps: current.budgets };
 }
 
-/** The narrator at the host the settings name now: a changed host is used from the next request. */
+/**
+ * The narrator on the server the settings name now: a changed provider, URL or key is used from the next
+ * request, and settings that name no usable server fail the turn with the reason.
+ */
 function settingsNarrator(settings: Settings): Narrator {
-  let narrator = new OllamaNarrator({ host: settings.current.ollamaHost });
-  const current = (): OllamaNarrator => {
-    if (narrator.host !== settings.current.ollamaHost) narrator = new OllamaNarrator({ host: settings.current.ollamaHost });
-    return narrator;
+  let made: { backend: ModelBackend; narrator: Narrator } | undefined;
+  const current = async (): Promise<Narrator> => {
+    await settings.keysLoaded;
+    const backend = settings.current.narratorBackend;
+    if (!backend) throw new Error(settings.current.backendProblem ?? 'no model server is configured');
+    if (!made || JSON.stringify(made.backend) !== JSON.stringify(backend)) made = { backend, narrator: narratorFor(backend) };
+    return made.narrator;
   };
   return {
     get host() {
-      return current().host;
+      return settings.current.narratorBackend?.baseUrl ?? '';
     },
-    generate: (request: GenerateRequest) => current().generate(request),
-    contextLength: (model: string) => current().contextLength(model),
+    generate: async (request: GenerateRequest) => (await current()).generate(request),
+    contextLength: async (model: string) => (await current()).contextLength(model),
   };
 }
 
