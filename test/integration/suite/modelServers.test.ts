@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { StorytellerApi } from '../../../src/extension';
+import type { PlayPanel } from '../../../src/views/playPanel';
+import { FakeOllama } from '../../support/fakeOllama';
+import { FakeOpenAI } from '../../support/fakeOpenAI';
+import { activatedExtension, capture, harnessConfig, waitFor, webviewText } from './harness';
+
+const PANEL_MARKER = 'Preview Context';
+const QUICK_INPUT = '.quick-input-widget .quick-input-box input';
+const KEY = 'sk-storyteller-test';
+
+/** Captures the workbench until its text satisfies `test` (steps run once, before the first capture). */
+async function workbenchShows(name: string, test: (text: string) => boolean, steps: Parameters<typeof capture>[2] = []): Promise<string> {
+  let first = true;
+  return waitFor(async () => {
+    const reply = await capture(name, 300, first ? steps : []);
+    first = false;
+    return test(reply.workbenchText) && reply.workbenchText;
+  }, 20_000, `the workbench to show ${name}`);
+}
+
+async function panelShows(name: string, test: (text: string) => boolean, steps: Parameters<typeof capture>[2] = []): Promise<string> {
+  let first = true;
+  return waitFor(async () => {
+    const reply = await capture(name, 300, first ? steps : []);
+    first = false;
+    const text = webviewText(reply, PANEL_MARKER);
+    return test(text) && text;
+  }, 20_000, `the play panel to show ${name}`);
+}
+
+/** Model servers in the real workbench: the preflight in the status bar, the quick picks, pull, the API key. */
+describe('model servers', () => {
+  let api: StorytellerApi;
+  let ollama: FakeOllama;
+  let openai: FakeOpenAI;
+  const config = () => vscode.workspace.getConfiguration('storyteller');
+  const set = (key: string, value: unknown) => config().update(key, value, vscode.ConfigurationTarget.Global);
+
+  before(async () => {
+    api = (await activatedExtension()).exports as StorytellerApi;
+    await api.knowledge.idle();
+    ollama = await FakeOllama.start({ chatModels: ['llama3.2'], pullable: { 'qwen2.5:7b': {} } });
+    openai = await FakeOpenAI.start({ chatModels: { 'qwen2.5-7b-instruct': 32768, 'mistral-small': null }, embedModels: { 'bge-small': 48 }, apiKey: KEY });
+  });
+
+  after(async () => {
+    for (const key of ['provider', 'openaiCompatible.baseUrl', 'ollama.host', 'narrator.model']) await set(key, undefined);
+    await api.settings.storeApiKey(openai.baseUrl, undefined);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    await ollama.close();
+    await openai.close();
+  });
+
+  it('says in the status bar text that the narrator model is missing, and pulls it with progress', async () => {
+    await set('ollama.host', ollama.url);
+    await set('narrator.model', 'qwen2.5:7b');
+    await waitFor(() => api.servers.state.kind === 'model-missing', 10_000, 'the preflight to find the model missing');
+    const host = ollama.url.replace('http://', '');
+    assert.equal(api.servers.item.text, `$(warning) qwen2.5:7b missing on Ollama ${host}`);
+    await workbenchShows('server-model-missing', (t) => t.includes(`qwen2.5:7b missing on Ollama ${host}`));
+
+    ollama.pull = { steps: 12, stepDelayMs: 250 };
+    const pulled = vscode.commands.executeCommand<string | undefined>('storyteller.pullModel', 'qwen2.5:7b');
+    await workbenchShows('server-pull-progress', (t) => t.includes('Pulling qwen2.5:7b onto Ollama') && /pulling 6a0746a1ec1a — \d+%/.test(t));
+    assert.equal(await pulled, 'qwen2.5:7b');
+    await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to find the pulled model');
+    assert.equal(api.servers.item.text, `$(vm-active) qwen2.5:7b · Ollama ${host}`);
+    await workbenchShows('server-ready-ollama', (t) => t.includes(`qwen2.5:7b · Ollama ${host}`));
+  });
+
+  it('reports a missing API key in the status bar and the panel, takes the key, lists the models to pick, and plays a streamed turn', async () => {
+    await set('narrator.model', 'mistral-small');
+    await set('openaiCompatible.baseUrl', openai.baseUrl);
+    await set('provider', 'openai-compatible');
+    await waitFor(() => api.servers.state.kind === 'no-server' && api.servers.state.failure === 'unauthorized', 10_000, 'the preflight to ask for a key');
+    const server = openai.baseUrl.replace('http://', '');
+    assert.equal(api.servers.item.text, `$(key) API key needed · OpenAI-compatible ${server}`);
+
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    const root = path.resolve(harnessConfig().workspace);
+    const panel = (await vscode.commands.executeCommand<PlayPanel>('storyteller.openPlayPanel', { campaignRoot: root }))!;
+    let text = await panelShows('server-key-missing-panel', (t) => t.includes("wants an API key (401: You didn't provide an API key.)") && t.includes('Fix…'));
+    assert.match(text, /narrator mistral-small on the OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1/);
+    text = await panelShows('server-key-missing-turn', (t) => (t.match(/wants an API key/g) ?? []).length >= 2, [
+      { action: 'fill', selector: '#action textarea', text: 'I knock on the abbey gate' },
+      { action: 'click', selector: '#do' },
+    ]);
+    assert.ok(!text.includes(KEY));
+
+    // Fix… in the panel asks for the key, as the status bar item does.
+    const asked = vscode.commands.executeCommand<boolean>('storyteller.setApiKey');
+    await workbenchShows('server-api-key-input', (t) => t.includes(`API key for ${openai.baseUrl}`));
+    await capture('server-api-key-entered', 300, [
+      { action: 'fill', selector: QUICK_INPUT, text: KEY },
+      { action: 'press', selector: QUICK_INPUT, key: 'Enter' },
+    ]);
+    assert.equal(await asked, true);
+    await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to pass with the key');
+    await panelShows('server-problem-cleared', (t) => !t.includes('Fix…'));
+
+    const picked = vscode.commands.executeCommand<string | undefined>('storyteller.selectNarratorModel');
+    text = await workbenchShows('server-quick-pick-narrator', (t) => t.includes('qwen2.5-7b-instruct') && t.includes('context 32,768 tokens'));
+    assert.match(text, /Select Narrator Model — the OpenAI-compatible server at/);
+    assert.match(text, /mistral-small/);
+    await capture('server-quick-pick-chosen', 300, [
+      { action: 'fill', selector: QUICK_INPUT, text: 'qwen2.5-7b' },
+      { action: 'press', selector: QUICK_INPUT, key: 'Enter' },
+    ]);
+    assert.equal(await picked, 'qwen2.5-7b-instruct');
+    assert.equal(api.settings.current.narratorModel, 'qwen2.5-7b-instruct');
+    await panelShows('server-header-follows-model', (t) => t.includes('narrator qwen2.5-7b-instruct on the OpenAI-compatible server'));
+    await workbenchShows('server-ready-openai', (t) => t.includes(`qwen2.5-7b-instruct · OpenAI-compatible ${server}`));
+
+    openai.queue({ chunks: ['The gate ', 'opens onto ', 'a cloister of fog.'], chunkDelayMs: 80, promptTokens: 1500 });
+    text = await panelShows('server-openai-turn-streamed', (t) => t.includes('a cloister of fog.'), [
+      { action: 'fill', selector: '#action textarea', text: 'I knock again, louder' },
+      { action: 'click', selector: '#do' },
+    ]);
+    const request = openai.requestsTo('/v1/chat/completions').at(-1)!;
+    assert.equal(request.authorization, `Bearer ${KEY}`);
+    assert.equal((request.body as { model: string }).model, 'qwen2.5-7b-instruct');
+    assert.ok(!text.includes(KEY));
+    const head = panel.allTurns().find((t) => t.narration === 'The gate opens onto a cloister of fog.');
+    assert.equal(head?.promptEvalCount, 1500, "the server's usage count was kept with the turn");
+    assert.ok(!JSON.stringify(config()).includes(KEY), 'the key is not in the settings');
+  });
+
+  it('lists the embedding models of the server to pick, with "none" for lexical only', async () => {
+    const picked = vscode.commands.executeCommand<string | undefined>('storyteller.selectEmbeddingModel');
+    const text = await workbenchShows('server-quick-pick-embedding', (t) => t.includes('bge-small') && t.includes('No embedding model'));
+    assert.match(text, /Select Embedding Model/);
+    await capture('server-quick-pick-embedding-closed', 300, [{ action: 'press', selector: QUICK_INPUT, key: 'Escape' }]);
+    assert.equal(await picked, undefined, 'Escape changes nothing');
+    assert.equal(api.settings.current.embeddingModel, '');
+  });
+});
