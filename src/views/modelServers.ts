@@ -16,6 +16,8 @@ export type ServerState =
 const RECHECK_MS = 30_000;
 
 const shortUrl = (url: string) => url.replace(/^https?:\/\//, '');
+/** Messages from the core start in lower case to read inside a sentence; shown alone, they start a sentence. */
+const sentence = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 interface ModelItem extends vscode.QuickPickItem {
   choice: { model: string } | { pull: true } | { none: true };
@@ -88,7 +90,7 @@ export class ModelServers extends Disposable {
     const where = narratorBackend ? describeBackend(narratorBackend) : 'no server';
     const text = `narrator ${narratorModel} on ${where}`;
     const state = this.state;
-    return { text, problem: state.kind === 'ready' || state.kind === 'checking' ? null : state.message };
+    return { text, problem: state.kind === 'ready' || state.kind === 'checking' ? null : sentence(state.message) };
   }
 
   private setState(state: ServerState): void {
@@ -107,12 +109,12 @@ export class ModelServers extends Disposable {
         : state.kind === 'ready'
           ? [`$(vm-active) ${narratorModel} · ${server}`, `Narrator ${narratorModel} on ${server}${state.contextLength ? ` (context ${state.contextLength.toLocaleString('en')} tokens)` : ''}. Click to choose another model.`]
           : state.kind === 'misconfigured'
-            ? ['$(warning) Model server not set', `${state.message}. Click to fix.`]
+            ? ['$(warning) Model server not set', `${sentence(state.message)}. Click to fix.`]
             : state.kind === 'model-missing'
-              ? [`$(warning) ${narratorModel} missing on ${server}`, `${state.message}. Click to ${narratorBackend?.provider === 'ollama' ? 'pull it or ' : ''}choose another model.`]
+              ? [`$(warning) ${narratorModel} missing on ${server}`, `${sentence(state.message)}. Click to ${narratorBackend?.provider === 'ollama' ? 'pull it or ' : ''}choose another model.`]
               : state.failure === 'unauthorized'
-                ? [`$(key) API key needed · ${server}`, `${state.message}. Click to set the key.`]
-                : [`$(vm-outline) ${server} unreachable`, `${state.message}. Click for what to do.`];
+                ? [`$(key) API key needed · ${server}`, `${sentence(state.message)}. Click to set the key.`]
+                : [`$(vm-outline) ${server} unreachable`, `${sentence(state.message)}. Click for what to do.`];
     this.item.text = text;
     this.item.tooltip = tooltip;
     this.item.command = 'storyteller.fixModelServer';
@@ -131,7 +133,7 @@ export class ModelServers extends Disposable {
       return;
     }
     if (state.kind === 'misconfigured') {
-      const choice = await vscode.window.showWarningMessage(state.message, 'Open Settings');
+      const choice = await vscode.window.showWarningMessage(sentence(state.message), 'Open Settings');
       if (choice) await vscode.commands.executeCommand('workbench.action.openSettings', 'storyteller.openaiCompatible.baseUrl');
       return;
     }
@@ -140,7 +142,7 @@ export class ModelServers extends Disposable {
       return;
     }
     const fixes = state.kind === 'model-missing' ? [...(narratorBackend?.provider === 'ollama' ? [`Pull ${narratorModel}`] : []), 'Select Narrator Model'] : ['Check Again', 'Open Settings'];
-    const choice = await vscode.window.showWarningMessage(state.message, ...fixes);
+    const choice = await vscode.window.showWarningMessage(sentence(state.message), ...fixes);
     if (choice === 'Select Narrator Model') await this.selectModel('narrator');
     else if (choice === 'Check Again') await this.check();
     else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'storyteller.provider');
@@ -160,16 +162,11 @@ export class ModelServers extends Disposable {
       return undefined;
     }
     const selected = kind === 'narrator' ? current.narratorModel : current.embeddingModel;
-    const items = listModels(backend).then((models) => this.modelItems(backend, models, selected, kind));
     let picked: ModelItem | undefined;
     try {
-      picked = await vscode.window.showQuickPick(items, {
-        title: `Select ${kind === 'narrator' ? 'Narrator' : 'Embedding'} Model — ${describeBackend(backend)}`,
-        placeHolder: kind === 'narrator' ? 'The model that narrates' : 'The model that embeds passages for semantic retrieval',
-        matchOnDescription: true,
-      });
+      picked = await this.pickModel(backend, selected, kind);
     } catch (error) {
-      const message = error instanceof ModelServerError ? error.message : (error as Error).message;
+      const message = sentence((error as Error).message);
       const fix = error instanceof ModelServerError && error.kind === 'unauthorized' ? 'Set API Key' : 'Open Settings';
       const choice = await vscode.window.showErrorMessage(message, fix);
       if (choice === 'Set API Key') await this.setApiKey();
@@ -182,6 +179,37 @@ export class ModelServers extends Disposable {
     const model = 'none' in choice ? '' : choice.model;
     await this.update(kind === 'narrator' ? 'narrator.model' : 'embedding.model', model);
     return model;
+  }
+
+  /** The quick pick itself: busy while the server answers, then the current model highlighted so Enter keeps it. */
+  private pickModel(backend: ModelBackend, selected: string, kind: 'narrator' | 'embedding'): Promise<ModelItem | undefined> {
+    const pick = vscode.window.createQuickPick<ModelItem>();
+    pick.title = `Select ${kind === 'narrator' ? 'Narrator' : 'Embedding'} Model — ${describeBackend(backend)}`;
+    pick.placeholder = kind === 'narrator' ? 'The model that narrates' : 'The model that embeds passages for semantic retrieval';
+    pick.matchOnDescription = true;
+    pick.busy = true;
+    pick.show();
+    return new Promise<ModelItem | undefined>((resolve, reject) => {
+      let settled = false;
+      const finish = (item: ModelItem | undefined, error?: Error) => {
+        if (settled) return;
+        settled = true;
+        pick.dispose();
+        if (error) reject(error);
+        else resolve(item);
+      };
+      pick.onDidAccept(() => finish(pick.selectedItems[0] ?? pick.activeItems[0]));
+      pick.onDidHide(() => finish(undefined));
+      listModels(backend).then(
+        (models) => {
+          pick.items = this.modelItems(backend, models, selected, kind);
+          const current = pick.items.find((item) => 'model' in item.choice && item.choice.model === selected);
+          if (current) pick.activeItems = [current];
+          pick.busy = false;
+        },
+        (error: Error) => finish(undefined, error),
+      );
+    });
   }
 
   private modelItems(backend: ModelBackend, models: ServerModel[], selected: string, kind: 'narrator' | 'embedding'): ModelItem[] {
@@ -222,8 +250,20 @@ export class ModelServers extends Disposable {
       await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Pulling ${name} onto ${describeBackend(backend)}`, cancellable: true }, async (progress, token) => {
         const controller = new AbortController();
         const subscription = token.onCancellationRequested(() => controller.abort());
+        let shown = 0;
         try {
-          await pullOllamaModel(backend.baseUrl, name, (p) => progress.report({ message: p.fraction === null ? p.status : `${p.status} — ${Math.round(p.fraction * 100)}%` }), controller.signal);
+          await pullOllamaModel(
+            backend.baseUrl,
+            name,
+            (p) => {
+              const percent = p.fraction === null ? null : Math.round(p.fraction * 100);
+              // The bar only moves forward; a new layer can lower the overall fraction for a moment.
+              const increment = percent !== null && percent > shown ? percent - shown : 0;
+              shown += increment;
+              progress.report({ message: percent === null ? p.status : `${p.status} — ${percent}%`, increment });
+            },
+            controller.signal,
+          );
         } finally {
           subscription.dispose();
         }

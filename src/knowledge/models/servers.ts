@@ -108,7 +108,7 @@ export async function checkServer(backend: ModelBackend, model: string, timeoutM
 
 export interface PullProgress {
   status: string;
-  /** 0–1 when the server says how far a download is. */
+  /** 0–1 across the layers seen so far, on lines about a download; null on the others (manifest, verify, write). */
   fraction: number | null;
 }
 
@@ -128,9 +128,13 @@ export async function pullOllamaModel(host: string, model: string, onProgress: (
   }
   const onAbort = () => stream.abort();
   signal?.addEventListener('abort', onAbort, { once: true });
+  // A model is several layers, each reported with its own total: the fraction is of every layer seen so far.
+  const layers = new Map<string, { completed: number; total: number }>();
   try {
     for await (const part of stream) {
-      onProgress({ status: part.status, fraction: part.total > 0 ? Math.min(1, (part.completed ?? 0) / part.total) : null });
+      if (part.digest && part.total > 0) layers.set(part.digest, { completed: Math.min(part.completed ?? 0, part.total), total: part.total });
+      const sums = [...layers.values()].reduce((sum, layer) => ({ completed: sum.completed + layer.completed, total: sum.total + layer.total }), { completed: 0, total: 0 });
+      onProgress({ status: part.status, fraction: part.digest && sums.total > 0 ? sums.completed / sums.total : null });
       if (part.status === 'success') return;
     }
   } catch (error) {

@@ -6,6 +6,7 @@ import type { PlayPanel } from '../../../src/views/playPanel';
 import { FakeOllama } from '../../support/fakeOllama';
 import { FakeOpenAI } from '../../support/fakeOpenAI';
 import { activatedExtension, capture, harnessConfig, waitFor, webviewText } from './harness';
+import { inPlayDb } from './workspace';
 
 const PANEL_MARKER = 'Preview Context';
 const QUICK_INPUT = '.quick-input-widget .quick-input-box input';
@@ -36,6 +37,9 @@ describe('model servers', () => {
   let api: StorytellerApi;
   let ollama: FakeOllama;
   let openai: FakeOpenAI;
+  /** An adventure of its own, so the turns played here never reach other suites' adventures. */
+  let adventureId: string;
+  let playPath: string;
   const config = () => vscode.workspace.getConfiguration('storyteller');
   const set = (key: string, value: unknown) => config().update(key, value, vscode.ConfigurationTarget.Global);
 
@@ -44,12 +48,16 @@ describe('model servers', () => {
     await api.knowledge.idle();
     ollama = await FakeOllama.start({ chatModels: ['llama3.2'], pullable: { 'qwen2.5:7b': {} } });
     openai = await FakeOpenAI.start({ chatModels: { 'qwen2.5-7b-instruct': 32768, 'mistral-small': null }, embedModels: { 'bge-small': 48 }, apiKey: KEY });
+    const { campaign } = api.knowledge.get(path.resolve(harnessConfig().workspace))!;
+    playPath = campaign.playPath;
+    adventureId = inPlayDb(playPath, `process.stdout.write(store.createAdventure({ campaignId: process.env.CAMPAIGN, title: 'Behind the abbey gate' }).id);`, { CAMPAIGN: campaign.id });
   });
 
   after(async () => {
     for (const key of ['provider', 'openaiCompatible.baseUrl', 'ollama.host', 'narrator.model']) await set(key, undefined);
     await api.settings.storeApiKey(openai.baseUrl, undefined);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    inPlayDb(playPath, 'store.deleteAdventure(process.env.ADVENTURE);', { ADVENTURE: adventureId });
     await ollama.close();
     await openai.close();
   });
@@ -81,7 +89,7 @@ describe('model servers', () => {
 
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     const root = path.resolve(harnessConfig().workspace);
-    const panel = (await vscode.commands.executeCommand<PlayPanel>('storyteller.openPlayPanel', { campaignRoot: root }))!;
+    const panel = (await vscode.commands.executeCommand<PlayPanel>('storyteller.openPlayPanel', { campaignRoot: root, adventureId }))!;
     let text = await panelShows('server-key-missing-panel', (t) => t.includes("wants an API key (401: You didn't provide an API key.)") && t.includes('Fix…'));
     assert.match(text, /narrator mistral-small on the OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1/);
     text = await panelShows('server-key-missing-turn', (t) => (t.match(/wants an API key/g) ?? []).length >= 2, [
