@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadCampaign, type Campaign } from '../knowledge/campaign';
 import { StoreCanonFacts } from '../knowledge/conflicts';
+import type { ExportSource } from '../knowledge/interchange';
 import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, type ImportReport, type Parser } from '../knowledge/indexing';
 import { DEFAULT_EMBED_TIMEOUT_MS, describeSemanticIndex, indexSemantic, OllamaEmbedder, type Embedder, type SemanticIndexReport } from '../knowledge/retrieval';
 import { StoryEngine, type EngineSettings } from '../story/engine';
@@ -145,7 +146,13 @@ export class CampaignSession {
 
   /** The play store if it exists on disk or is open; undefined when the campaign was never played. */
   get playIfAny(): PlayStore | undefined {
+    if (this.closing) return undefined;
     return this.playStore ?? (fs.existsSync(this.current.playPath) ? this.play : undefined);
+  }
+
+  /** What an export reads: this session's config, index store and play data. Nothing is re-imported. */
+  get exportSource(): ExportSource {
+    return { campaign: this.current, store: this.store, playDb: this.playIfAny?.db };
   }
 
   /**
@@ -162,7 +169,7 @@ export class CampaignSession {
    * when an embedding model is set, and honestly empty while no index is open yet.
    */
   knowledge(): KnowledgePort {
-    const fallback = noKnowledge(this.current.id, 'the knowledge index is still being built');
+    const fallback = noKnowledge(this.current.id, `no index yet at ${this.current.indexPath}; play goes on without imported knowledge`);
     const port = (): KnowledgePort => {
       const store = this.knowledgeStore ?? (this.hasIndex ? this.store : undefined);
       if (!store) return fallback;
