@@ -3,15 +3,13 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import type { StoryEngine, TurnHandlers } from '../story/engine';
 import { describeContext } from '../story/contextReport';
-import { campaignAdventure, PlayStore } from '../story/playStore';
+import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
 import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
 import type { ModelServers } from './modelServers';
-import type { Settings } from './settings';
-import { storyEngine } from './storyEngine';
 
 export const PLAY_VIEW_TYPE = 'storyteller.play';
 
@@ -70,17 +68,14 @@ export class PlayPanel extends Disposable {
     private readonly extensionUri: vscode.Uri,
     readonly campaign: Campaign,
     index: CampaignIndex,
-    settings: Settings,
     private readonly servers: ModelServers,
     adventureId?: string,
   ) {
     super();
     this._register(panel);
-    this.store = new PlayStore(campaign.playPath);
-    this._register({ dispose: () => this.store.close() });
-    const { engine, dispose } = storyEngine(this.store, index, settings);
-    this.engine = engine;
-    this._register({ dispose });
+    // The campaign session's play store and engine: shared with every other surface, closed with the session.
+    this.store = index.session.play;
+    this.engine = index.session.engine;
     this.adventure =
       (adventureId ? this.store.getAdventure(adventureId) : undefined) ??
       this.store.listAdventures(campaign.id)[0] ??
@@ -92,9 +87,9 @@ export class PlayPanel extends Disposable {
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
     this._register(panel.onDidDispose(() => this.dispose()));
     this._register({ dispose: () => this.running?.abort() });
-    // The header follows the narrator model and its server as they change, not only when a turn is played.
+    // The header follows the narrator model and its server as they change (a settings change starts a new
+    // check), not only when a turn is played.
     this._register(servers.onDidChange(() => this.postServer()));
-    this._register(settings.onDidChange(() => this.postServer()));
   }
 
   private postServer(): void {

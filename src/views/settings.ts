@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../knowledge/models';
+import { resolveOllamaHost } from '../knowledge/models';
+import { DEFAULTS, resolveServers, type StorytellerSettings as CoreSettings } from '../session';
 import { Disposable } from './disposable';
 
 const SECTION = 'storyteller';
@@ -33,22 +34,21 @@ const SETTINGS = {
 type SettingKey = keyof typeof SETTINGS;
 type RawSettings = { [K in SettingKey]: z.infer<(typeof SETTINGS)[K]> };
 
-export interface StorytellerSettings {
-  /** Resolved like the Ollama CLI: the setting, else OLLAMA_HOST, else the local server. */
-  ollamaHost: string;
-  /** The narrator's server with its API key (from SecretStorage), or null when the settings cannot name one (see `backendProblem`). */
-  narratorBackend: ModelBackend | null;
-  /** The embedding model's server: the narrator's unless `storyteller.embedding.provider` names another. */
-  embeddingBackend: ModelBackend | null;
-  /** Why a backend could not be resolved, e.g. an OpenAI-compatible provider with no base URL. */
-  backendProblem: string | null;
-  narratorModel: string;
-  /** Empty: no embeddings; search and context are lexical only. */
-  embeddingModel: string;
-  contextLength: number;
-  budgets: RawSettings['context.budgets'];
-  sizeCapBytes: number;
-  memoryCadence: number;
+/** The defaults of each setting: the shared defaults module, which package.json's contributed defaults match. */
+const DEFAULT_OF: RawSettings = {
+  provider: DEFAULTS.provider,
+  'ollama.host': DEFAULTS.ollamaHost,
+  'openaiCompatible.baseUrl': DEFAULTS.openaiCompatibleBaseUrl,
+  'embedding.provider': DEFAULTS.embeddingProvider,
+  'narrator.model': DEFAULTS.narratorModel,
+  'embedding.model': DEFAULTS.embeddingModel,
+  'context.length': DEFAULTS.contextLength,
+  'context.budgets': { ...DEFAULTS.budgets },
+  'index.sizeCapBytes': DEFAULTS.sizeCapBytes,
+  'memory.cadence': DEFAULTS.memoryCadence,
+};
+
+export interface StorytellerSettings extends CoreSettings {
   /** Messages for the settings that were rejected, e.g. "storyteller.context.length must be at least 512 tokens". */
   problems: string[];
 }
@@ -56,13 +56,6 @@ export interface StorytellerSettings {
 /** Where SecretStorage keeps the key of one OpenAI-compatible server: a key belongs to the server it was given for. */
 export function apiKeySecretId(baseUrl: string): string {
   return `storyteller.apiKey:${baseUrl}`;
-}
-
-/** The server a provider names, from the settings' own host or base URL; the key is the caller's to add. */
-function backendOf(provider: ModelProvider, ollamaHost: string, baseUrl: string, apiKeys: ReadonlyMap<string, string>): ModelBackend {
-  if (provider === 'ollama') return { provider, baseUrl: ollamaHost };
-  const resolved = resolveBackend(provider, baseUrl);
-  return { ...resolved, apiKey: apiKeys.get(resolved.baseUrl) };
 }
 
 /** `apiKeys`: keys read from SecretStorage, by base URL. */
@@ -73,29 +66,20 @@ export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: Rea
     const parsed = SETTINGS[key].safeParse(raw);
     if (parsed.success) return parsed.data as RawSettings[K];
     problems.push(`${SECTION}.${key} ${parsed.error.issues[0]?.message ?? 'is invalid'}; using the default`);
-    const fallback = SETTINGS[key].safeParse(config.inspect(key)?.defaultValue);
-    if (!fallback.success) throw new Error(`package.json default of ${SECTION}.${key} is invalid`);
-    return fallback.data as RawSettings[K];
+    return DEFAULT_OF[key];
   };
   const ollamaHost = resolveOllamaHost(value('ollama.host'));
-  const narratorProvider = value('provider');
-  const embeddingProvider = value('embedding.provider');
-  const baseUrl = value('openaiCompatible.baseUrl');
-  let backendProblem: string | null = null;
-  const backend = (provider: ModelProvider): ModelBackend | null => {
-    try {
-      return backendOf(provider, ollamaHost, baseUrl, apiKeys);
-    } catch (error) {
-      if (!(error instanceof BackendConfigError)) throw error;
-      backendProblem = `${SECTION}.openaiCompatible.baseUrl: ${error.message}`;
-      return null;
-    }
-  };
+  const servers = resolveServers({
+    provider: value('provider'),
+    ollamaHost,
+    openaiCompatibleBaseUrl: value('openaiCompatible.baseUrl'),
+    embeddingProvider: value('embedding.provider'),
+    apiKeys,
+  });
   return {
     ollamaHost,
-    narratorBackend: backend(narratorProvider),
-    embeddingBackend: backend(embeddingProvider === 'narrator' ? narratorProvider : embeddingProvider),
-    backendProblem,
+    ...servers,
+    backendProblem: servers.backendProblem && `${SECTION}.openaiCompatible.baseUrl: ${servers.backendProblem}`,
     narratorModel: value('narrator.model'),
     embeddingModel: value('embedding.model'),
     contextLength: value('context.length'),

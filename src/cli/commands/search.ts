@@ -49,7 +49,7 @@ export const searchCommand: Command = {
       });
       return EXIT.ok;
     } finally {
-      store.close();
+      await opened.session.close();
     }
   },
 };
