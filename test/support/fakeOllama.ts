@@ -51,6 +51,8 @@ export interface FakeOllamaOptions {
 }
 
 export interface PullBehaviour {
+  /** Layers the model is made of, each downloaded with its own digest and total (1 by default). */
+  layers?: number;
   /** Progress lines per layer download, and the delay between them (for cancel). */
   steps?: number;
   stepDelayMs?: number;
@@ -250,10 +252,13 @@ export class FakeOllama {
     }
     const steps = this.pull.steps ?? 4;
     const total = 1000 * steps;
-    for (let step = 0; step <= steps; step++) {
-      if (res.destroyed) return;
-      line({ status: 'pulling 6a0746a1ec1a', digest: 'sha256:6a0746a1ec1a', total, completed: step * 1000 });
-      if (this.pull.stepDelayMs) await sleep(this.pull.stepDelayMs);
+    for (let layer = 0; layer < (this.pull.layers ?? 1); layer++) {
+      const digest = (0x6a0746a1ec1a + layer).toString(16);
+      for (let step = 0; step <= steps; step++) {
+        if (res.destroyed) return;
+        line({ status: `pulling ${digest}`, digest: `sha256:${digest}`, total, completed: step * 1000 });
+        if (this.pull.stepDelayMs) await sleep(this.pull.stepDelayMs);
+      }
     }
     if (res.destroyed) return;
     line({ status: 'verifying sha256 digest' });

@@ -37,6 +37,16 @@ describe('Ollama server: model list, preflight and pull', () => {
     assert.equal((await checkServer(resolveBackend('ollama', fake.url), 'qwen2.5:7b')).kind, 'ready');
   });
 
+  it('reports a model of several layers as one fraction over every layer seen so far', async () => {
+    fake.pull = { layers: 2, steps: 2 };
+    const seen: PullProgress[] = [];
+    await pullOllamaModel(fake.url, 'qwen2.5:7b', (p) => seen.push(p));
+    const fractions = seen.map((p) => p.fraction).filter((f): f is number => f !== null);
+    // The second layer's total joins the sum when it first appears, so the fraction steps back once, to 1/2,
+    // instead of starting again from 0 as a per-layer fraction would.
+    assert.deepEqual(fractions, [0, 0.5, 1, 0.5, 0.75, 1]);
+  });
+
   it('stops a pull when cancelled, and the model is not there', async () => {
     fake.pull = { steps: 20, stepDelayMs: 50 };
     const controller = new AbortController();

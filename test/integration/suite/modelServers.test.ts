@@ -62,7 +62,12 @@ describe('model servers', () => {
     await openai.close();
   });
 
-  it('says in the status bar text that the narrator model is missing, and pulls it with progress', async () => {
+  it('says in the status bar text, before any turn, that no server answers, then that the model is missing, and pulls it with progress', async () => {
+    // Nothing listens on Ollama's default address here: the preflight at start-up says so.
+    await waitFor(() => api.servers.state.kind === 'no-server', 10_000, 'the start-up preflight to find no server');
+    assert.equal(api.servers.item.text, `$(vm-outline) Ollama ${api.settings.current.ollamaHost.replace('http://', '')} unreachable`);
+    await workbenchShows('server-unreachable', (t) => t.includes('unreachable'));
+
     await set('ollama.host', ollama.url);
     await set('narrator.model', 'qwen2.5:7b');
     await waitFor(() => api.servers.state.kind === 'model-missing', 10_000, 'the preflight to find the model missing');
