@@ -200,7 +200,8 @@ function parseWorldInfo(file: string, data: unknown): ParsedLorebook {
     originalData === undefined
       ? []
       : [{ field: 'originalData', reason: "SillyTavern's copy of the card lorebook this book was imported from; the entries themselves are kept" }];
-  return { format: 'sillytavern-world-info', name: bookName(file), settings, droppedSettings, entries, notes: [] };
+  const name = typeof settings.name === 'string' && settings.name.trim() ? settings.name : bookName(file);
+  return { format: 'sillytavern-world-info', name, settings, droppedSettings, entries, notes: [] };
 }
 
 /** Card book entry → World Info entry, as SillyTavern's convertCharacterBook does it. */
