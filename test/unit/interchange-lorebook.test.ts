@@ -605,6 +605,8 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
     assert.ok(!(mara.content as string).startsWith('---'), 'front matter is not part of the entry text');
     assert.deepEqual([mara.order, mara.position, mara.probability, mara.selective, mara.displayIndex], [100, 0, 100, true, mara.uid]);
     assert.deepEqual(result.keyedByTitle, ['rules.md']);
+    const aldric = result.notes.find((n) => n.path === 'characters/brother-aldric.md')!.notes;
+    assert.ok(aldric.includes('`visibility: "hidden"` has no World Info field'), 'a hidden source is named: SillyTavern would show it like any other');
   });
 
   it('answers the CLI with the shared report, --json, and refuses to overwrite without --force', async () => {

@@ -167,7 +167,7 @@ function parseWith<T extends z.ZodType>(file: string, schema: T, data: unknown, 
   return parsed.data;
 }
 
-const bookName = (file: string): string => path.basename(file).replace(/\.(json|lorebook|png|charx)$/i, '').replace(/\.(json|lorebook)$/i, '');
+const bookName = (file: string): string => path.basename(file).replace(/\.(json|lorebook|png|charx)$/i, '');
 
 /** Builds a LoreEntry from a finished World Info entry and the source-field → World Info-field account. */
 function loreEntry(
@@ -209,7 +209,6 @@ const CARD_EXTENSION_FIELDS: Record<string, [string, unknown]> = {
   exclude_recursion: ['excludeRecursion', false],
   prevent_recursion: ['preventRecursion', false],
   delay_until_recursion: ['delayUntilRecursion', false],
-  display_index: ['displayIndex', undefined],
   probability: ['probability', 100],
   useProbability: ['useProbability', true],
   depth: ['depth', 4],
@@ -246,9 +245,7 @@ function parseCharacterBook(book: z.infer<typeof CharacterBookSchema>, format: L
   const entries = book.entries.map((raw, index) => {
     const ext = raw.extensions ?? {};
     const uid = raw.id ?? freeId();
-    const fromExtensions = Object.fromEntries(
-      Object.entries(CARD_EXTENSION_FIELDS).map(([extField, [wiField, fallback]]) => [wiField, ext[extField] ?? (extField === 'display_index' ? index : fallback)]),
-    );
+    const fromExtensions = Object.fromEntries(Object.entries(CARD_EXTENSION_FIELDS).map(([extField, [wiField, fallback]]) => [wiField, ext[extField] ?? fallback]));
     const worldInfo: WorldInfoEntry = {
       ...WORLD_INFO_ENTRY_DEFAULTS,
       uid,
@@ -262,6 +259,7 @@ function parseCharacterBook(book: z.infer<typeof CharacterBookSchema>, format: L
       position: typeof ext.position === 'number' ? ext.position : raw.position === 'before_char' ? 0 : 1,
       disable: raw.enabled === false,
       addMemo: !!raw.comment,
+      displayIndex: ext.display_index ?? index,
       ...fromExtensions,
       extensions: ext,
     };

@@ -148,6 +148,9 @@ export function entryToFrontMatter(entry: WorldInfoEntry, title: string): EntryF
   return { fields, kept, placement };
 }
 
+/** Front matter the campaign acts on that a World Info entry cannot say (a secret stays secret only here). */
+const CAMPAIGN_ONLY_FIELDS = ['visibility', 'priority', 'scope', 'tags', 'facts', 'supersedes'] as const;
+
 /** What an exported entry is built from: the file's front matter as written, its title and body as indexed. */
 export interface EntrySource {
   frontMatter: Record<string, unknown>;
@@ -213,5 +216,8 @@ export function entryFromFrontMatter(source: EntrySource): { entry: WorldInfoEnt
     else notes.push(`\`${name}\` is not true or false; left out`);
   }
   if (fm.sillytavern !== undefined && !kept) notes.push('`sillytavern.entry` is not a map of fields; SillyTavern defaults were used');
+  for (const field of CAMPAIGN_ONLY_FIELDS) {
+    if (fm[field] !== undefined) notes.push(`\`${field}: ${JSON.stringify(fm[field])}\` has no World Info field`);
+  }
   return { entry, notes };
 }

@@ -68,7 +68,7 @@ export interface LorebookImportResult {
 // Names Windows refuses whatever the extension; a campaign must open on every writer's machine.
 const RESERVED_NAMES = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
 const MAX_SLUG = 60;
-export const NOT_CARRIED = 'not carried';
+const NOT_CARRIED = 'not carried';
 
 /**
  * A file stem from a title, in any script: letters, marks and digits of every language are kept (so
