@@ -258,8 +258,9 @@ describe('campaign commands in the workbench', () => {
       assert.match(mara.content, /ledger/);
       const eldoria = Object.values(written.entries).find((e) => e.comment === 'eldoria');
       assert.equal(eldoria, undefined, 'the lorebook was imported as reference, so it stays out of a canon export');
-      const report = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === REPORT_SCHEME)?.document;
-      assert.equal(report?.getText(), `${worldInfoExportReport(result, result.file).join('\n')}\n`, 'the export report, as the CLI prints it');
+      const report = vscode.window.activeTextEditor?.document;
+      assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the export report is the active editor');
+      assert.equal(report.getText(), `${worldInfoExportReport(result, result.file).join('\n')}\n`, 'the export report, as the CLI prints it');
     });
   });
 
