@@ -271,7 +271,8 @@ export class InterchangeCommands extends Disposable {
     }
     const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
     await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}.txt`, `${report}\n`);
-    const unmapped = result.notCarried.length === 0 ? 'every field was carried' : `${result.notCarried.length} entries had fields nothing holds (see the report)`;
+    const dropped = result.notCarried.length;
+    const unmapped = dropped === 0 ? 'every field was carried' : `${dropped} ${dropped === 1 ? 'entry has' : 'entries have'} fields nothing holds (see the report)`;
     void vscode.window.showInformationMessage(
       `Imported ${result.written.length} entries from ${result.formatName} into ${result.folder}/ as ${CLASS_LABEL[cls]}; ${unmapped}.`,
     );
