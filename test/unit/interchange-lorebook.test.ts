@@ -12,7 +12,7 @@ import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { readPngTextChunks } from '../../src/knowledge/interchange/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
-import { listTree, runCliCaptured } from '../support/interchange';
+import { listTree, runCliCaptured, withIndexedSession } from '../support/interchange';
 import { agnaiMemoryBook, fullCardV2, fullWorldInfo, novelAiLorebook, risuLorebook, v1Card, zip } from '../support/lorebookSpecs';
 
 const LOREBOOKS = corpusPath('lorebooks');
@@ -246,7 +246,7 @@ async function roundTrip(dir: string, name: string, bytes: Buffer): Promise<{ im
   fs.writeFileSync(file, bytes);
   const imported = importLorebookFile(file, { campaignRoot: campaign, class: 'canon' });
   const out = path.join(dir, 'exported.json');
-  const exported = await exportCampaignWorldInfo(campaign, out, { force: true });
+  const exported = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out, { force: true }));
   return { imported, world: JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile, exported, campaign };
 }
 
@@ -309,7 +309,7 @@ describe('lorebook round trip: import as canon, export as World Info, compare ev
     const old = path.join(campaign, 'lore/old-name.md');
     fs.writeFileSync(old, fs.readFileSync(old, 'utf8').replace('enabled: false\n', '').replace('always_include: true\n', ''));
     const out = path.join(dir, 'edited.json');
-    await exportCampaignWorldInfo(campaign, out);
+    await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
     const entries = (JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile).entries;
     assert.deepEqual(
       [entries['7']!.comment, entries['7']!.keysecondary, entries['7']!.selective, entries['7']!.selectiveLogic, entries['7']!.constant, entries['7']!.key],
@@ -323,7 +323,7 @@ describe('lorebook round trip: import as canon, export as World Info, compare ev
     const campaign = emptyCampaign(dir);
     importLorebookFile(sample('Eldoria.worldinfo.st-current.json'), { campaignRoot: campaign, class: 'canon', folder: 'lore/a' });
     importLorebookFile(sample('Eldoria.worldinfo.st-2024-09.json'), { campaignRoot: campaign, class: 'canon', folder: 'lore/b' });
-    const result = await exportCampaignWorldInfo(campaign, path.join(dir, 'both.json'));
+    const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, path.join(dir, 'both.json')));
     assert.equal(result.entries.length, 8, 'identical text in two books: both exported');
     assert.deepEqual(
       result.renumbered.map((r) => [r.path, r.from, r.to]),
@@ -595,7 +595,7 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
 
   it('exports only canon; a file written by hand becomes a new entry keyed by its entities, with SillyTavern defaults', async () => {
     const out = path.join(dir, 'world.json');
-    const result = await exportCampaignWorldInfo(campaign, out);
+    const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
     const world = JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile;
     const paths = result.entries.map((e) => e.path);
     assert.ok(paths.includes('characters/mara.md') && paths.includes('canon.md'));
