@@ -115,7 +115,7 @@ export class OpenAICompatibleNarrator implements Narrator {
   }
 
   private classify(error: unknown, partial: string, model: string): NarratorError {
-    const failure = classifyOpenAIError(error);
+    const failure = classifyOpenAIError(error, this.options.backend);
     switch (failure.kind) {
       case 'unreachable':
         return partial === ''

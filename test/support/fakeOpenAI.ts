@@ -110,7 +110,9 @@ export class FakeOpenAI {
     const path = (req.url ?? '/').split('?')[0]!;
     this.requests.push({ method: req.method ?? 'GET', path, body, authorization: req.headers.authorization });
     if (this.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.apiKey}`) {
-      return this.fail(res, 401, req.headers.authorization ? 'Incorrect API key provided.' : 'You didn\'t provide an API key.', 'invalid_request_error', 'invalid_api_key');
+      // As some servers do, the rejected key is echoed back in full.
+      const given = req.headers.authorization?.replace(/^Bearer /, '');
+      return this.fail(res, 401, given ? `Incorrect API key provided: ${given}.` : "You didn't provide an API key.", 'invalid_request_error', 'invalid_api_key');
     }
     const model = typeof body.model === 'string' ? body.model : '';
     switch (path) {

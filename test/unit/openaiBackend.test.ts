@@ -75,8 +75,8 @@ describe('OpenAI-compatible narrator through the official client', () => {
     backend = resolveBackend('openai-compatible', fake.baseUrl, 'sk-wrong');
     const wrong = await failureOf(narrator());
     assert.equal(wrong.kind, 'unauthorized');
-    assert.match(wrong.message, /refused the API key \(401: Incorrect API key provided\.\)/);
-    assert.doesNotMatch(wrong.message, /sk-wrong/, 'the key itself is never in a message');
+    assert.match(wrong.message, /refused the API key \(401: Incorrect API key provided: \*\*\*\.\)/);
+    assert.doesNotMatch(wrong.message, /sk-wrong/, 'the key the server echoed is cut out of the message');
     backend = resolveBackend('openai-compatible', fake.baseUrl, 'sk-right');
     const result = await narrator().generate({ model: 'qwen2.5-7b-instruct', messages: MESSAGES });
     assert.equal(result.text, 'The lamps gutter.');

@@ -39,7 +39,16 @@ export interface ServerFailure {
   detail: string;
 }
 
-export function classifyOpenAIError(error: unknown): ServerFailure {
+/**
+ * Sorts a client error by what the writer can do about it. The server's words are kept, with the key the
+ * request carried cut out: a server that echoes a rejected key must not put it in a message or a log.
+ */
+export function classifyOpenAIError(error: unknown, backend: ModelBackend): ServerFailure {
+  const failure = classify(error);
+  return backend.apiKey ? { ...failure, detail: failure.detail.split(backend.apiKey).join('***') } : failure;
+}
+
+function classify(error: unknown): ServerFailure {
   if (error instanceof APIUserAbortError) return { kind: 'cancelled', status: null, detail: 'cancelled' };
   if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout', status: null, detail: error.message };
   if (error instanceof APIConnectionError) {

@@ -21,7 +21,7 @@ export class OpenAICompatibleEmbedder implements Embedder {
       // Floats, not the client's default base64: not every compatible server speaks base64.
       ({ data } = await openAIClient(this.backend, this.timeoutMs).embeddings.create({ model: this.model, input: texts, encoding_format: 'float' }));
     } catch (error) {
-      const failure = classifyOpenAIError(error);
+      const failure = classifyOpenAIError(error, this.backend);
       const message =
         failure.kind === 'not-found'
           ? `${this.host} has no embedding model '${this.model}' (${failure.detail})`

@@ -75,7 +75,7 @@ export async function listModels(backend: ModelBackend, timeoutMs = LIST_TIMEOUT
     }
     return models.sort((a, b) => a.id.localeCompare(b.id));
   } catch (error) {
-    const failure = classifyOpenAIError(error);
+    const failure = classifyOpenAIError(error, backend);
     throw new ModelServerError(failure.kind, describeServerFailure(backend, failure));
   }
 }
