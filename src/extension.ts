@@ -86,7 +86,11 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       new ConflictFeatures({
         campaigns: () => this.knowledge.list(),
         onDidChangeIndex: this.knowledge.onDidChange,
-        ollama: () => (this.settings.current.narratorModel ? { host: this.settings.current.ollamaHost, model: this.settings.current.narratorModel } : undefined),
+        // The check asks for Ollama's structured output, so it runs only when the narrator is on Ollama.
+        ollama: () => {
+          const { narratorBackend, narratorModel } = this.settings.current;
+          return narratorBackend?.provider === 'ollama' && narratorModel ? { host: narratorBackend.baseUrl, model: narratorModel } : undefined;
+        },
         playDb: (root, create) => {
           const session = this.knowledge.get(root)?.session;
           return (create ? session?.play : session?.playIfAny)?.db;

@@ -377,7 +377,7 @@ export class ConflictFeatures implements vscode.Disposable {
   private async checkConsistency(): Promise<SuggestedConflict[]> {
     const ollama = this.deps.ollama();
     if (!ollama) {
-      void vscode.window.showWarningMessage('Check Canon Consistency needs a narrator model: set storyteller.narrator.model.');
+      void vscode.window.showWarningMessage('Check Canon Consistency needs a narrator model on Ollama: set storyteller.provider to ollama and storyteller.narrator.model.');
       return [];
     }
     const found: SuggestedConflict[] = [];
