@@ -3,6 +3,6 @@ export { describeSemanticIndex, indexSemantic } from './calibration';
 export type { SemanticIndexReport } from './calibration';
 export { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from './embeddings';
 export type { Embedder, SemanticSearchOptions } from './embeddings';
-export { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
+export { DEFAULT_KNOWLEDGE_BUDGETS, STORED_ESTIMATE, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
 export { decisionLine, excerpt, locate } from './retrievalFormat';
-export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine } from './retrievalTypes';
+export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure } from './retrievalTypes';
