@@ -1,3 +1,4 @@
+import { sourceExclusion } from '../knowledge/campaign';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import type { CastEntry } from './ports';
 import type { StatSchema } from './worldState';
@@ -25,7 +26,7 @@ export function castFromSchema(schema: StatSchema): CastEntry[] {
 export function castFromKnowledgeStore(store: KnowledgeStore): CastEntry[] {
   return store
     .listSources()
-    .filter((s) => s.class === 'canon' && s.enabled && s.entities.length > 0)
+    .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator') && s.entities.length > 0)
     .map((s) => {
       const first = store.listPassages(s.id)[0];
       const description = (first?.text ?? '').replace(/^#+ .*\n/, '').replace(/\s+/g, ' ').trim();

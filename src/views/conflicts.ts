@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import type { Campaign } from '../knowledge/campaign';
+import { sourceExclusion, type Campaign } from '../knowledge/campaign';
 import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflicts';
 import { supersedesEdit } from '../knowledge/conflicts';
@@ -401,7 +401,7 @@ export class ConflictFeatures implements vscode.Disposable {
           if (!store) continue;
           const passages: ConsistencyPassage[] = store
             .listSources()
-            .filter((s) => s.class === 'canon' && s.enabled && s.lexicalState === 'ready')
+            .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
             .flatMap((s) =>
               store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })),
             );

@@ -6,6 +6,8 @@ export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
 export { splitFrontMatter, withFrontMatterField } from './frontMatter';
 export type { FrontMatter, FrontMatterSplit } from './frontMatter';
+export { ALWAYS_INCLUDED_SQL, ELIGIBLE_SQL, alwaysIncludeStanding, isAlwaysIncluded, sourceExclusion, standingFlags } from './sourceRules';
+export type { EligibilityFields, ReadingStage, SourceExclusion } from './sourceRules';
 export { estimateTokens } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, VISIBILITIES } from './types';
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SemanticState, SourceIssue, SourceRecord } from './types';

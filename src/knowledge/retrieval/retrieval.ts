@@ -13,9 +13,9 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, tokenize, type SearchTerm } from './retrievalTerms';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
-import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows';
+import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
-import { estimateTokens, type KnowledgeClass, type Priority } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, estimateTokens, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
 
 /** The one default for every surface (CLI, extension, story engine) that does not size budgets itself. */
 export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.freeze({
@@ -67,16 +67,12 @@ interface Working {
   decision: CandidateDecision;
   headingPath: string[];
   hidden: boolean;
-  alwaysInclude: boolean;
   bm25: number | null;
   shingles: Set<string>;
 }
 
 function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): CandidateDecision['outcome'] | null {
-  if (row.enabled !== 1) return 'disabled';
-  if (row.lexical_state !== 'ready') return 'not-ready';
-  if (stage === 'player' && row.visibility === 'hidden') return 'hidden-for-stage';
-  return null;
+  return sourceExclusion(rowSource(row), stage);
 }
 
 function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], matched: string[]): string {
@@ -128,7 +124,6 @@ function toWorking(row: CandidateRow, bm25: number | null): Working {
     row,
     headingPath,
     hidden: row.visibility === 'hidden',
-    alwaysInclude: row.always_include === 1 && row.class === 'canon',
     bm25,
     shingles: shingles(tokenize(row.text)),
     decision: {
@@ -248,8 +243,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     db
       .prepare(
         `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
-         WHERE p.campaign_id = @campaign AND s.always_include = 1 AND s.class = 'canon' AND s.enabled = 1
-           AND s.lexical_state = 'ready'
+         WHERE p.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
       .all(params) as CandidateRow[]
@@ -425,7 +419,7 @@ function select(w: Working, section: KnowledgeSection, note: string): void {
 
 /** The section an admitted passage competes for, so what it left out can be shown under that section. */
 function competesFor(w: Working): KnowledgeSection {
-  return w.row.always_include === 1 ? 'alwaysInclude' : sectionOf(w.row.class);
+  return isAlwaysIncluded(rowSource(w.row)) ? 'alwaysInclude' : sectionOf(w.row.class);
 }
 
 function leaveOut(w: Working, note: string): void {
