@@ -5,6 +5,8 @@ export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
 export { splitFrontMatter, withFrontMatterField } from './frontMatter';
+export { atxHeading } from './markdown';
+export type { AtxHeading } from './markdown';
 export type { FrontMatter, FrontMatterSplit } from './frontMatter';
 export { ALWAYS_INCLUDED_SQL, ELIGIBLE_SQL, alwaysIncludeStanding, isAlwaysIncluded, sourceExclusion, standingFlags } from './sourceRules';
 export type { EligibilityFields, ReadingStage, SourceExclusion } from './sourceRules';
