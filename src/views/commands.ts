@@ -1,7 +1,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { CAMPAIGN_FILE } from '../knowledge/campaign';
-import { withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
+import { changeBetween, withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
 import { excerptAround, searchKnowledge } from '../knowledge/retrieval';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import type { CampaignIndex } from './campaignIndex';
@@ -16,19 +16,10 @@ import { embedderFor } from './storyEngine';
 const SEARCH_DEBOUNCE_MS = 150;
 const SEARCH_LIMIT = 20;
 
-/**
- * The smallest edit that turns `before` into `after`: only the changed span is replaced, so the cursor,
- * folding and undo stack of an open editor see a one-line change, not a whole-file rewrite.
- */
+/** The smallest edit that turns the document into `after`, as the editor applies it. */
 export function minimalEdit(document: vscode.TextDocument, after: string): vscode.TextEdit | undefined {
-  const before = document.getText();
-  if (before === after) return undefined;
-  let start = 0;
-  while (start < before.length && start < after.length && before[start] === after[start]) start++;
-  let end = 0;
-  while (end < before.length - start && end < after.length - start && before[before.length - 1 - end] === after[after.length - 1 - end]) end++;
-  const range = new vscode.Range(document.positionAt(start), document.positionAt(before.length - end));
-  return vscode.TextEdit.replace(range, after.slice(start, after.length - end));
+  const change = changeBetween(document.getText(), after);
+  return change ? vscode.TextEdit.replace(new vscode.Range(change.startLine, change.startColumn, change.endLine, change.endColumn), change.newText) : undefined;
 }
 
 /** The campaign a command is about: the clicked one, the one holding the given file, the only one, or a pick. */
