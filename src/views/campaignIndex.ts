@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../knowledge/retrieval';
-import type { Campaign } from '../knowledge/campaign';
+import { pathInside, type Campaign } from '../knowledge/campaign';
 import type { Embedder } from '../knowledge/retrieval';
 import { importCampaign, indexFile, isCandidateSource, type ImportOptions, type ImportReport } from '../knowledge/indexing';
 import type { Parser } from '../knowledge/indexing';
@@ -174,9 +174,7 @@ export class CampaignIndex extends Disposable {
   }
 
   private relative(absPath: string): string | undefined {
-    const rel = path.relative(this.campaign.root, absPath);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
-    return rel.split(path.sep).join('/');
+    return pathInside(this.campaign.root, absPath) || undefined;
   }
 
   private fileChanged(absPath: string): void {

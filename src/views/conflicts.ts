@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { atxHeading, sourceExclusion, type Campaign } from '../knowledge/campaign';
+import { atxHeading, pathInside, sourceExclusion, type Campaign } from '../knowledge/campaign';
 import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflicts';
 import { supersedesEdit } from '../knowledge/conflicts';
@@ -223,8 +223,8 @@ export class ConflictFeatures implements vscode.Disposable {
 
   private locate(doc: vscode.TextDocument): { root: string; relPath: string; state: CampaignState } | undefined {
     for (const [root, state] of this.states) {
-      const rel = path.relative(root, doc.uri.fsPath);
-      if (!rel.startsWith('..') && !path.isAbsolute(rel)) return { root, relPath: rel.split(path.sep).join('/'), state };
+      const relPath = pathInside(root, doc.uri.fsPath);
+      if (relPath !== undefined) return { root, relPath, state };
     }
     return undefined;
   }

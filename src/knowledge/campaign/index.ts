@@ -10,6 +10,7 @@ export type { AtxHeading } from './markdown';
 export type { FrontMatter, FrontMatterSplit } from './frontMatter';
 export { ALWAYS_INCLUDED_SQL, ELIGIBLE_SQL, alwaysIncludeStanding, isAlwaysIncluded, sourceExclusion, standingFlags } from './sourceRules';
 export type { EligibilityFields, ReadingStage, SourceExclusion } from './sourceRules';
+export { pathInside, unsafeRelativePath } from './paths';
 export { applyTextEdit, changeBetween } from './textEdit';
 export type { TextEdit } from './textEdit';
 export { estimateTokens } from './tokens';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { CampaignError, ELIGIBLE_SQL, findCampaignRoot, loadCampaign, sourceExclusion, type Campaign } from '../campaign';
+import { CampaignError, ELIGIBLE_SQL, findCampaignRoot, loadCampaign, pathInside, sourceExclusion, type Campaign } from '../campaign';
 import { withFrontMatterField } from '../campaign';
 import { importCampaign, indexFile, type ImportOptions, type ImportReport } from './importer';
 import type { KnowledgeStore } from './store';
@@ -132,6 +132,6 @@ export function findSource(campaign: Campaign, store: KnowledgeStore, idOrPath: 
   if (byId) return byId;
   const direct = store.getSourceByPath(idOrPath.split(path.sep).join('/'));
   if (direct) return direct;
-  const relative = path.relative(campaign.root, path.resolve(cwd, idOrPath)).split(path.sep).join('/');
-  return relative.startsWith('..') ? undefined : store.getSourceByPath(relative);
+  const relative = pathInside(campaign.root, path.resolve(cwd, idOrPath));
+  return relative === undefined ? undefined : store.getSourceByPath(relative);
 }
