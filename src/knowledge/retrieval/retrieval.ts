@@ -15,7 +15,7 @@ import { buildMatchExpression, buildSearchTerms, matchTerms, tokenize, type Sear
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
-import { ALWAYS_INCLUDED_SQL, estimateTokens, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
 
 /** The one default for every surface (CLI, extension, story engine) that does not size budgets itself. */
 export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.freeze({
@@ -536,16 +536,15 @@ function buildRecord(
   };
 }
 
-/** The model-free estimate the index stores for a passage's text, unframed: what a query without a measure is budgeted in. */
-export const STORED_ESTIMATE: TokenMeasure = { passage: (p) => estimateTokens(p.text), section: () => 0 };
+/** The model-free estimate the index stores with each passage, unframed: what a query without a measure is budgeted in. */
+const STORED_COUNT: TokenMeasure = { passage: (p) => p.tokenCount, section: () => 0 };
 
 /** The knowledge sections for one prompt, and the record of every decision behind them. */
 export async function retrieveKnowledge(store: KnowledgeStore, query: RetrievalQuery, options: RetrievalOptions = {}): Promise<RetrievalResult> {
   const ranked = await rankCandidates(store, { ...query, placePins: true }, options);
-  const measure = query.measure ?? STORED_ESTIMATE;
   // Measured before selection, so the record, the budgets and the prompt's sections all count alike.
-  for (const w of [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest]) w.decision.tokenCount = measure.passage(toSelected(w, ''));
-  const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets, measure);
+  if (query.measure) for (const w of [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest]) w.decision.tokenCount = query.measure.passage(toSelected(w, ''));
+  const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets, query.measure ?? STORED_COUNT);
   const sections = emptySections();
   for (const w of selected) sections[w.decision.section!].push(toSelected(w, w.decision.reason));
   return { sections, record: buildRecord(store, ranked, query.stage, query.budgets, conflicts, (options.now ?? (() => new Date()))()) };
