@@ -8,7 +8,7 @@ import { importLorebookFile, lorebookImportReport, type LorebookImportResult } f
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { renderContextMarkdown } from '../story/contextReport';
-import { campaignAdventure, PlayStore } from '../story/playStore';
+import { campaignAdventure } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
@@ -18,7 +18,6 @@ import type { PlayPanels } from './playPanels';
 import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
-import { storyEngine } from './storyEngine';
 
 const CLASS_MEANING: Record<KnowledgeClass, string> = {
   canon: 'campaign truth',
@@ -138,7 +137,7 @@ export class InterchangeCommands extends Disposable {
     return result;
   }
 
-  /** Opens the campaign's play store just long enough to assemble the next turn's context; nothing is generated or stored. */
+  /** Assembles the next turn's context through the campaign session's engine; nothing is generated or stored. */
   private async previewContext(options: { campaignRoot?: string; action?: string } = {}): Promise<vscode.TextDocument | undefined> {
     const index = await this.campaign(options.campaignRoot);
     if (!index) return undefined;
@@ -151,24 +150,18 @@ export class InterchangeCommands extends Disposable {
       }));
     if (action === undefined) return undefined;
     await index.idle();
-    const store = new PlayStore(index.campaign.playPath);
-    const { engine, dispose } = storyEngine(store, index, this.settings);
-    try {
-      const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
-      let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
-      if (!adventure) {
-        // The same first adventure the play panel would start: a preview is always of a real adventure.
-        adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
-        this.onDidCreateAdventure();
-      }
-      const text = action.trim();
-      const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
-      const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
-      return await this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
-    } finally {
-      dispose();
-      store.close();
+    const { play: store, engine } = index.session;
+    const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
+    let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
+    if (!adventure) {
+      // The same first adventure the play panel would start: a preview is always of a real adventure.
+      adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
+      this.onDidCreateAdventure();
     }
+    const text = action.trim();
+    const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
+    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
+    return this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
   }
 
   private async exportCampaign(arg?: SourcesNode | vscode.Uri, options: { out?: vscode.Uri; embeddings?: boolean } = {}): Promise<(ExportSummary & { file: string }) | undefined> {
@@ -196,8 +189,9 @@ export class InterchangeCommands extends Disposable {
     await index.idle();
     try {
       // The save dialog already asked before replacing an existing file.
-      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, () =>
-        exportCampaignBundle(root, out.fsPath, { embeddings, force: true }),
+      // Read from the session's index and play store as they are: an export never re-imports.
+      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, async () =>
+        exportCampaignBundle(index.session.exportSource, out.fsPath, { embeddings, force: true }),
       );
       const rows = Object.entries(summary.playRows).filter(([, count]) => count > 0);
       const play = rows.length > 0 ? `play data (${rows.map(([table, count]) => `${table} ${count}`).join(', ')})` : 'no play data';
@@ -285,7 +279,8 @@ export class InterchangeCommands extends Disposable {
     if (!out) return undefined;
     await index.idle();
     try {
-      const result = await exportCampaignWorldInfo(root, out.fsPath, { force: true });
+      // Read from the session's index as the writer's settings built it: an export never re-imports.
+      const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true });
       const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (${result.skipped.map((s) => `${s.path}: ${s.reason}`).join('; ')})` : '';
       void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);
       return result;

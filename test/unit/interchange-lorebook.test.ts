@@ -12,7 +12,7 @@ import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { readPngTextChunks } from '../../src/knowledge/interchange/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
-import { listTree, runCliCaptured } from '../support/interchange';
+import { listTree, runCliCaptured, withIndexedSession } from '../support/interchange';
 
 const LOREBOOKS = corpusPath('lorebooks');
 const sample = (name: string): string => path.join(LOREBOOKS, name);
@@ -419,7 +419,7 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
     fs.writeFileSync(original, JSON.stringify(data));
     importLorebookFile(original, { campaignRoot: campaign, class: 'canon' });
     const out = path.join(dir, 'world.json');
-    const result = await exportCampaignWorldInfo(campaign, out);
+    const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
 
     const back = parseLorebook(out, fs.readFileSync(out));
     assert.equal(back.format, 'sillytavern-world-info');

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign } from '../campaign';
 import { splitFrontMatter } from '../campaign';
-import { importCampaign } from '../indexing';
 import { LorebookError } from './lorebook';
 import { KnowledgeStore } from '../indexing';
 import type { SourceRecord } from '../campaign';
@@ -106,20 +104,14 @@ export function worldInfoFromSources(
   return { file: { entries }, result };
 }
 
-/** Writes the campaign's canon as World Info to `outFile` (atomically; an existing file only with `force`). */
-export async function exportCampaignWorldInfo(campaignRoot: string, outFile: string, options: { force?: boolean } = {}): Promise<WorldInfoExportResult> {
-  const campaign = loadCampaign(campaignRoot);
+/**
+ * Writes the campaign's canon as World Info to `outFile` (atomically; an existing file only with `force`).
+ * It only reads the index the campaign session keeps, imported with the writer's settings.
+ */
+export function exportCampaignWorldInfo(store: KnowledgeStore, outFile: string, options: { force?: boolean } = {}): WorldInfoExportResult {
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new LorebookError(out, 'already exists; choose another name or pass --force to replace it');
-  const store = KnowledgeStore.open(campaign);
-  let built: ReturnType<typeof worldInfoFromSources>;
-  try {
-    // The index is derived: bring it in line with the files so the export describes them as they are.
-    await importCampaign(campaign, store);
-    built = worldInfoFromSources(store.listSources(), (s) => store.getSourceContent(s.id));
-  } finally {
-    store.close();
-  }
+  const built = worldInfoFromSources(store.listSources(), (s) => store.getSourceContent(s.id));
   const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     fs.writeFileSync(temp, `${JSON.stringify(built.file, null, 4)}\n`, { flag: 'wx' });
