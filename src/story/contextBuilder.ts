@@ -72,10 +72,19 @@ function neutralize(text: string): string {
   return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
 }
 
-function renderPassage(p: SelectedPassage): string {
+/**
+ * Lorebook macros in imported canon, rendered for this adventure (the files keep them, so an export gives
+ * SillyTavern its own text back): `{{user}}` is the player character, by the persona's name; `{{char}}`,
+ * SillyTavern's AI character, is the narrator here, who voices everyone else.
+ */
+export function renderLorebookMacros(text: string, personaName: string): string {
+  return text.replace(/\{\{\s*(user|char)\s*\}\}/gi, (_macro, who: string) => (who.toLowerCase() === 'user' ? personaName || 'the player character' : 'the narrator'));
+}
+
+function renderPassage(p: SelectedPassage, personaName: string): string {
   const where = [p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · ');
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
-  return `${open}\n${neutralize(p.text.trim())}\n⟦end ${p.passageId}⟧`;
+  return `${open}\n${neutralize(renderLorebookMacros(p.text.trim(), personaName))}\n⟦end ${p.passageId}⟧`;
 }
 
 const KNOWLEDGE_FRAMES = {
@@ -111,9 +120,9 @@ function knowledgeHead(key: KnowledgeSection): string {
  * Knowledge priced as the prompt sends it, by the calibrated estimator: each piece ends in whitespace, so
  * the pieces' counts add up to at least the count of the section's whole text.
  */
-function knowledgeMeasure(estimator: TokenEstimator): TokenMeasure {
+function knowledgeMeasure(estimator: TokenEstimator, personaName: string): TokenMeasure {
   return {
-    passage: (p) => estimator.count(`${renderPassage(p)}\n`),
+    passage: (p) => estimator.count(`${renderPassage(p, personaName)}\n`),
     section: (key) => estimator.count(knowledgeHead(key)),
   };
 }
@@ -190,7 +199,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   const recent = req.history.slice(-3).flatMap((t) => [t.action.text, t.narration]).filter(Boolean);
   const npcNames = Object.values(schema.npcs).map((n) => n.name);
   const textValues = Object.entries(req.state).filter(([, v]) => typeof v === 'string').map(([, v]) => String(v));
-  const measure = knowledgeMeasure(estimator);
+  const measure = knowledgeMeasure(estimator, personaName);
   const retrieval = await req.retrieve({
     input: req.action.text,
     recent,
@@ -206,7 +215,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   const knowledge = (key: KnowledgeSection): ContextSection => {
     const frame = KNOWLEDGE_FRAMES[key];
     const passages = retrieval.sections[key];
-    const text = passages.length > 0 ? `${knowledgeHead(key)}${passages.map(renderPassage).join('\n')}` : '';
+    const text = passages.length > 0 ? `${knowledgeHead(key)}${passages.map((p) => renderPassage(p, personaName)).join('\n')}` : '';
     // The same sum retrieval charged against the budget, never a second count of the whole text.
     const tokens = passages.length > 0 ? passages.reduce((n, p) => n + measure.passage(p), measure.section(key)) : 0;
     const s: ContextSection = { id: frame.id, title: frame.title, stable: key === 'alwaysInclude', text, tokens, budget: budgets[key], itemIds: [], leftOut: [] };
