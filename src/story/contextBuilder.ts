@@ -1,4 +1,5 @@
 import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage } from '../knowledge/retrieval';
+import { neutralizeMarkers, promptField } from './promptField';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';
@@ -67,15 +68,10 @@ export interface ContextRequest {
   estimator: TokenEstimator;
 }
 
-/** Keeps a passage from closing its own frame early: the ⟦ ⟧ markers are ours alone. */
-function neutralize(text: string): string {
-  return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
-}
-
 function renderPassage(p: SelectedPassage): string {
-  const where = [p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · ');
+  const where = promptField([p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · '));
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
-  return `${open}\n${neutralize(p.text.trim())}\n⟦end ${p.passageId}⟧`;
+  return `${open}\n${neutralizeMarkers(p.text.trim())}\n⟦end ${p.passageId}⟧`;
 }
 
 const KNOWLEDGE_FRAMES = {
@@ -105,7 +101,7 @@ export function renderAction(action: PlayerAction, personaName: string): string 
   const text = action.text.trim();
   switch (action.kind) {
     case 'say':
-      return `${personaName || 'The player'} says: "${text.replace(/^"|"$/g, '')}"`;
+      return `${promptField(personaName) || 'The player'} says: "${text.replace(/^"|"$/g, '')}"`;
     case 'story':
       return `The player writes what happens next; continue from it:\n${text}`;
     case 'continue':
@@ -130,7 +126,7 @@ function section(id: SectionId, title: string, stable: boolean, body: string, es
 }
 
 export function personaText(adventure: Adventure): string {
-  const { name, pronouns, description } = adventure.persona;
+  const [name, pronouns, description] = [adventure.persona.name, adventure.persona.pronouns, adventure.persona.description].map(promptField);
   if (!name) return '';
   return [`You are ${name}${pronouns ? ` (${pronouns})` : ''}.`, description].filter(Boolean).join(' ');
 }
