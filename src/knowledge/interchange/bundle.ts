@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
@@ -513,14 +513,15 @@ export interface ImportBundleSummary {
 export async function importCampaignBundle(bundleFile: string, targetDir: string, options: ImportBundleOptions = {}): Promise<ImportBundleSummary> {
   const limits = options.limits ?? DEFAULT_BUNDLE_LIMITS;
   const file = path.resolve(bundleFile);
-  let size: number;
+  let text: string;
   try {
-    size = fs.statSync(file).size;
+    text = readFileBounded(file, limits.maxBundleBytes).toString('utf8');
   } catch (error) {
-    throw new BundleError(file, `cannot read the bundle (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    if (!(error instanceof ReadRefusedError)) throw error;
+    if (error.size !== undefined) throw new BundleError(file, `bundle is ${error.size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
+    throw new BundleError(file, `cannot read the bundle: ${error.message}`);
   }
-  if (size > limits.maxBundleBytes) throw new BundleError(file, `bundle is ${size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
-  const { bundle, files } = readBundle(file, fs.readFileSync(file, 'utf8'), limits);
+  const { bundle, files } = readBundle(file, text, limits);
 
   const target = path.resolve(targetDir);
   if (fs.existsSync(target) && (!fs.statSync(target).isDirectory() || fs.readdirSync(target).length > 0)) {

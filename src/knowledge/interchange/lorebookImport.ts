@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML, { isMap, isSeq } from 'yaml';
-import { loadCampaign, DATA_DIR } from '../campaign';
+import { loadCampaign, DATA_DIR, ReadRefusedError, readFileBounded } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook, type UnmappedField } from './lorebook';
 import type { KnowledgeClass } from '../campaign';
 
@@ -49,6 +49,8 @@ export interface LorebookImportResult {
 // Names Windows refuses whatever the extension; a campaign must open on every writer's machine.
 const RESERVED_NAMES = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
 const MAX_SLUG = 60;
+/** Largest lorebook read: the biggest shared World Info files and PNG cards are a few megabytes. */
+export const MAX_LOREBOOK_BYTES = 32 * 1024 * 1024;
 
 /** A lowercase ASCII file stem that is safe on Windows, macOS and Linux. */
 export function portableSlug(title: string): string {
@@ -134,9 +136,10 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   const folder = normalizeLoreFolder(options.folder ?? DEFAULT_LORE_FOLDER);
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(file);
+    bytes = readFileBounded(file, MAX_LOREBOOK_BYTES);
   } catch (error) {
-    throw new LorebookError(file, `cannot read the file (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    if (!(error instanceof ReadRefusedError)) throw error;
+    throw new LorebookError(file, `not read: ${error.message}`);
   }
   const book = parseLorebook(file, bytes);
   if (book.entries.length === 0) throw new LorebookError(file, 'the lorebook has no entries; nothing to import');
