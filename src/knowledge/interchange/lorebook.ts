@@ -327,6 +327,12 @@ function parseJsonLorebook(file: string, data: unknown, fromPng: LorebookFormat 
   }
   if ('lorebookVersion' in record) return parseNovelAi(file, data);
   if (record.entries !== null && typeof record.entries === 'object' && !Array.isArray(record.entries)) return parseWorldInfo(file, data);
+  if (record.kind === 'memory' && Array.isArray(record.entries)) {
+    throw new LorebookError(
+      file,
+      'this is an Agnai memory book, a format this version does not import; it reads SillyTavern World Info, Character Card V2/V3 (JSON or PNG), V3 lorebooks and NovelAI lorebooks',
+    );
+  }
   if (Array.isArray(record.entries)) {
     const parsed = CharacterBookSchema.safeParse(data);
     if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'Character Card lorebook'));

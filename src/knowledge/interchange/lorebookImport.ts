@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML, { isMap, isSeq } from 'yaml';
 import { loadCampaign, DATA_DIR, ReadRefusedError, readFileBounded } from '../campaign';
-import { LOREBOOK_FORMAT_NAMES, LorebookError, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook, type UnmappedField } from './lorebook';
+import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook, type UnmappedField } from './lorebook';
 import type { KnowledgeClass } from '../campaign';
 
 /**
@@ -49,8 +49,6 @@ export interface LorebookImportResult {
 // Names Windows refuses whatever the extension; a campaign must open on every writer's machine.
 const RESERVED_NAMES = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
 const MAX_SLUG = 60;
-/** Largest lorebook read: the biggest shared World Info files and PNG cards are a few megabytes. */
-export const MAX_LOREBOOK_BYTES = 32 * 1024 * 1024;
 
 /** A lowercase ASCII file stem that is safe on Windows, macOS and Linux. */
 export function portableSlug(title: string): string {
@@ -145,6 +143,7 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   if (book.entries.length === 0) throw new LorebookError(file, 'the lorebook has no entries; nothing to import');
 
   const absFolder = path.join(campaign.root, ...folder.split('/'));
+  refuseFolderLeavingCampaign(file, campaign.root, folder, absFolder);
   const planned = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
   writeAllOrNothing(file, campaign.root, absFolder, planned);
   return {
@@ -158,6 +157,23 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
     unmapped: book.unmapped,
     notes: book.notes,
   };
+}
+
+/**
+ * Nothing is written through a link that leaves the campaign: the deepest part of the folder that exists
+ * (the parts below it are created as real folders) must resolve inside the campaign.
+ */
+function refuseFolderLeavingCampaign(file: string, root: string, folder: string, absFolder: string): void {
+  let existing = absFolder;
+  while (existing !== root && !fs.existsSync(existing)) existing = path.dirname(existing);
+  const realRoot = fs.realpathSync(root);
+  const real = fs.realpathSync(existing);
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
+    throw new LorebookError(
+      file,
+      `the folder ${folder}/ leads outside the campaign (a symbolic link to ${real}); nothing was written — replace the link with a real folder or choose another --folder`,
+    );
+  }
 }
 
 function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[]): void {
