@@ -118,9 +118,13 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
         try {
           target = await fs.promises.realpath(absPath);
           stat = await fs.promises.stat(target);
-        } catch {
+        } catch (error) {
           if (documentKind(relPath)) {
-            found.push({ relPath, absPath, refused: { severity: 'error', code: 'symlink-broken', message: 'symlink leads nowhere (its target does not exist)' } });
+            const message =
+              (error as NodeJS.ErrnoException).code === 'ELOOP'
+                ? 'symlink loops back on itself (following it leads to it again); refused'
+                : 'symlink leads nowhere (its target does not exist)';
+            found.push({ relPath, absPath, refused: { severity: 'error', code: 'symlink-broken', message } });
           }
           continue;
         }
