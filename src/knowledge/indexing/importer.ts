@@ -6,6 +6,7 @@ import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './ch
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
 import { splitFrontMatter, type FrontMatter } from '../campaign';
+import { withIndexLock } from './indexLock';
 import { inThreadParser, type Parser } from './parsePool';
 import { normalizeForIndex, type KnowledgeStore } from './store';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from '../campaign';
@@ -51,6 +52,8 @@ export interface ImportOptions {
   onProgress?: (event: ImportProgress) => void;
   /** Semantic state given to a newly indexed source; the embedding indexer moves it on. Default 'off'. */
   initialSemanticState?: SemanticState;
+  /** Called when another index run holds this index, with its process id; this run waits for it. */
+  onLockWait?: (holderPid: number) => void;
   /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
   concurrency?: number;
   now?: () => Date;
@@ -535,7 +538,12 @@ function report(campaign: Campaign, files: FileOutcome[], parsedBytes: number, s
  * ones are skipped without parsing, removed ones are deleted, and every file that cannot be indexed keeps an
  * 'error' row saying why. One file's failure never stops or disturbs the others.
  */
-export async function importCampaign(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+export function importCampaign(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+  return withIndexLock(store.db, () => importCampaignUnlocked(campaign, store, options), { onWait: options.onLockWait });
+}
+
+/** `importCampaign` for a caller that already holds the index lock. */
+export async function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
   options.onProgress?.({ phase: 'scan', done: 0, total: 0 });
@@ -590,7 +598,11 @@ function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
  * Indexes one file (the extension calls this when a file is saved, created or removed). A path that no
  * longer exists removes its source. Duplicates that depended on this file's old content are re-checked.
  */
-export async function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+export function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, relPath, options), { onWait: options.onLockWait });
+}
+
+async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
   const posix = relPath.split(path.sep).join('/');
