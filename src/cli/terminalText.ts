@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
  * return…), DEL and the C1 controls. A file or entry name holding them could retitle the window, clear the
  * screen or hide lines.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const TERMINAL_CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /**

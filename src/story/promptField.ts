@@ -6,6 +6,7 @@
 export function promptField(text: string): string {
   return neutralizeMarkers(text)
     .replace(/[\r\n\u0085\u2028\u2029]+/g, ' ')
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
     .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
 }
 
