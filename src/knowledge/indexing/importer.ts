@@ -208,6 +208,12 @@ class ImportRun {
   readonly now: () => Date;
   readonly sizeCap: number;
   parsedBytes = 0;
+  /**
+   * Sources that hold text a source earlier in path order now has too: processed again at the end, so they
+   * give it up. The first copy in path order holds repeated text, as in a clean index, whatever the order
+   * of edits was.
+   */
+  readonly displaced = new Set<string>();
 
   constructor(
     readonly campaign: Campaign,
@@ -330,7 +336,8 @@ class ImportRun {
     }
 
     const holder = claims.get(sha256) ?? this.store.findByHash(sha256, id);
-    if (holder && holder.id !== id) {
+    if (holder && holder.id !== id && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
+    else if (holder && holder.id !== id) {
       const issue: SourceIssue = {
         severity: 'warning',
         code: 'duplicate',
@@ -392,7 +399,7 @@ class ImportRun {
       index,
       class: base.class,
     }));
-    const repeated = this.repeatedPassages(base.id, all);
+    const repeated = this.repeatedPassages(base.id, relPath, all);
     const kept = all.filter((p) => !repeated.has(p.index));
     const firstHolder = [...repeated.values()][0];
     const wholeDuplicate = firstHolder !== undefined && kept.length === 0;
@@ -438,7 +445,7 @@ class ImportRun {
    * Substantial passages (at least MIN_PASSAGE_TOKENS) whose exact text another source already indexes.
    * Short ones ("Hit Points 10") are kept: the same few words under different headings are different facts.
    */
-  private repeatedPassages(sourceId: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
+  private repeatedPassages(sourceId: string, relPath: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
     // `+p.campaign_id`: the campaign index would scan every passage per lookup (quadratic over an import);
     // the content-hash index finds the handful that share the text.
     const find = this.store.statement(
@@ -449,7 +456,8 @@ class ImportRun {
     for (const p of passages) {
       if (p.tokenCount < MIN_PASSAGE_TOKENS) continue;
       const holder = find.get(p.contentHash, this.campaign.id, sourceId) as { id: string; path: string } | undefined;
-      if (holder) repeated.set(p.index, holder);
+      if (holder && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
+      else if (holder) repeated.set(p.index, holder);
     }
     return repeated;
   }
@@ -478,6 +486,21 @@ class ImportRun {
    * longer holds it (edited or removed), so the text is indexed exactly once, never zero times.
    */
   async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
+    const outcomes: FileOutcome[] = [];
+    const reprocess = async (source: SourceRecord): Promise<void> => {
+      const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
+      claims.delete(source.sha256);
+      outcomes.push(await this.processOne(file, claims, true));
+    };
+    // Displaced holders first: giving up their text may leave later duplicates pointing at nothing.
+    while (this.displaced.size > 0) {
+      const ids = [...this.displaced];
+      this.displaced.clear();
+      for (const id of ids) {
+        const source = this.store.getSource(id);
+        if (source) await reprocess(source);
+      }
+    }
     const orphaned = new Set<string>();
     for (const source of this.store.listSources()) {
       if (source.lexicalState !== 'duplicate' || !source.duplicateOf) continue;
@@ -494,12 +517,7 @@ class ImportRun {
       )
       .all() as { id: string }[];
     for (const row of partial) orphaned.add(row.id);
-    const outcomes: FileOutcome[] = [];
-    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) {
-      const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
-      claims.delete(source.sha256);
-      outcomes.push(await this.processOne(file, claims, true));
-    }
+    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) await reprocess(source);
     return outcomes;
   }
 
