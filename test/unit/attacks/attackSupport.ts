@@ -79,4 +79,5 @@ export class Tracker {
 }
 
 /** Strings a terminal would obey: escape and bell characters, raw. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 export const RAW_TERMINAL_CONTROL = /[\u001b\u0007\u009b]/;

@@ -188,7 +188,7 @@ describe('attacks: hostile input through the CLI', function () {
 
   describe('what the terminal is shown', () => {
     it('escapes control characters in file names, titles and entry names: sources, search, index, import-lorebook', async () => {
-      writeFile(campaign, `${HOSTILE_NAME}.md`, `---\ntitle: "${HOSTILE_NAME.replace(/\u001b/g, '\\e').replace(/\u0007/g, '\\a')} harbour"\n---\n# Harbour bells ${HOSTILE_NAME}\n\nThe harbour bells ring twice when a ship enters the bay at dusk, and the watch counts the masts.\n`);
+      writeFile(campaign, `${HOSTILE_NAME}.md`, `---\ntitle: "${HOSTILE_NAME.replaceAll('\u001b', '\\e').replaceAll('\u0007', '\\a')} harbour"\n---\n# Harbour bells ${HOSTILE_NAME}\n\nThe harbour bells ring twice when a ship enters the bay at dusk, and the watch counts the masts.\n`);
       const book = JSON.parse(fs.readFileSync(ELDORIA(), 'utf8')) as { entries: Record<string, { comment: string }> };
       book.entries['0']!.comment = `Eldoria ${HOSTILE_NAME}`;
       const bookFile = path.join(scratch, 'hostile.json');
