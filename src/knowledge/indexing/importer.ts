@@ -57,6 +57,8 @@ export interface ImportOptions {
   /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
   concurrency?: number;
   now?: () => Date;
+  /** Stops the run between files (it rejects with the signal's reason); each file written stays whole. */
+  signal?: AbortSignal;
 }
 
 /** A file found under the campaign, or refused before it is read (a symlink leading outside). */
@@ -557,7 +559,7 @@ function report(campaign: Campaign, files: FileOutcome[], parsedBytes: number, s
  * 'error' row saying why. One file's failure never stops or disturbs the others.
  */
 export function importCampaign(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
-  return withIndexLock(store.db, () => importCampaignUnlocked(campaign, store, options), { onWait: options.onLockWait });
+  return withIndexLock(store.db, () => importCampaignUnlocked(campaign, store, options), { onWait: options.onLockWait, signal: options.signal });
 }
 
 /** `importCampaign` for a caller that already holds the index lock. */
@@ -588,6 +590,7 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
     options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
   };
   const writeHead = async (): Promise<void> => {
+    options.signal?.throwIfAborted();
     const head = queue.shift()!;
     if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
     const outcome = await run.finish(head.prepared, head.parsing!);
@@ -596,6 +599,7 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
     settle(await run.processOne(head.file, claims));
   };
   for (const file of files) {
+    options.signal?.throwIfAborted();
     const prepared = await run.prepare(file, claims);
     queue.push({ file, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
     while (queue.filter((q) => q.parsing).length >= ahead) await writeHead();
@@ -617,7 +621,7 @@ function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
  * longer exists removes its source. Duplicates that depended on this file's old content are re-checked.
  */
 export function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
-  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, relPath, options), { onWait: options.onLockWait });
+  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, relPath, options), { onWait: options.onLockWait, signal: options.signal });
 }
 
 async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions): Promise<ImportReport> {

@@ -17,6 +17,8 @@ const inProcess = new Map<string, Promise<unknown>>();
 export interface LockWaitOptions {
   /** Called once when another process holds the lock, with its process id. */
   onWait?: (holderPid: number) => void;
+  /** Stops waiting (rejecting with the signal's reason). */
+  signal?: AbortSignal;
 }
 
 function processAlive(pid: number): boolean {
@@ -46,6 +48,7 @@ function liveHolder(lockFile: string): number | 'unknown' | undefined {
 async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<void> {
   let told = false;
   for (;;) {
+    options.signal?.throwIfAborted();
     try {
       fs.writeFileSync(lockFile, `${process.pid}\n`, { flag: 'wx' });
       return;

@@ -75,7 +75,7 @@ export function rebuildIndex(campaign: Campaign, store: KnowledgeStore, options:
         if (builder !== store) builder.close();
       }
     },
-    { onWait: options.onLockWait },
+    { onWait: options.onLockWait, signal: options.signal },
   );
 }
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EXIT } from '../../../src/cli/command';
-import { exportCampaignBundle, type CampaignBundle } from '../../../src/knowledge/interchange/bundle';
+import type { CampaignBundle } from '../../../src/knowledge/interchange/bundle';
 import { makeCampaign, removeDir, writeFile } from '../../support/campaignDirs';
 import { EXAMPLE_CAMPAIGN, corpusPath } from '../../support/corpora';
 import { listTree, runCliCaptured } from '../../support/interchange';
@@ -71,7 +71,7 @@ describe('attacks: hostile input through the CLI', function () {
 
     it('import --into a symbolic link: refused with the reason, the link and its target untouched', async () => {
       const bundle = path.join(scratch, 'c.storyteller.json');
-      await exportCampaignBundle(campaign, bundle);
+      assert.equal((await runCliCaptured(['export', campaign, '--out', bundle], scratch)).code, EXIT.ok);
       const real = path.join(scratch, 'real');
       fs.mkdirSync(real);
       const link = path.join(scratch, 'link');
@@ -119,28 +119,26 @@ describe('attacks: hostile input through the CLI', function () {
   });
 
   describe('lorebooks', () => {
-    it('an Agnai memory book is named as one, not as a broken Character Card', async () => {
+    it('an Agnai memory book is read as one, not refused as a broken Character Card', async () => {
       const book = path.join(scratch, 'memory.json');
       fs.writeFileSync(
         book,
         JSON.stringify({ kind: 'memory', name: 'Eldoria', description: '', entries: [{ name: 'Eldoria', entry: 'A forest.', keywords: ['eldoria'], priority: 0, weight: 0, enabled: true }] }),
       );
-      const before = campaignFiles(campaign);
-      const { code, stderr } = await runCliCaptured(['import-lorebook', book, '--class', 'canon', '--campaign', campaign], scratch);
-      assert.equal(code, EXIT.failure);
-      assert.match(stderr, /memory\.json: this is an Agnai memory book, a format this version does not import/);
-      assert.doesNotMatch(stderr, /Invalid input|keys/);
-      assert.deepEqual(campaignFiles(campaign), before);
+      const { code, stdout, stderr } = await runCliCaptured(['import-lorebook', book, '--class', 'canon', '--campaign', campaign], scratch);
+      assert.equal(code, EXIT.ok, stderr);
+      assert.doesNotMatch(stdout + stderr, /Invalid input|Character Card/);
+      assert.match(stdout, /Agnai memory book/);
     });
   });
 
   describe('bundles', () => {
     async function tampered(change: (bundle: CampaignBundle) => void): Promise<string> {
       const file = path.join(scratch, `b-${Math.random().toString(36).slice(2)}.storyteller.json`);
-      // Exporting indexes the campaign first: a copy, so the shipped example stays without an index.
+      // Exporting may index the campaign first: a copy, so the shipped example stays without an index.
       const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'st-attack-example-'));
       fs.cpSync(EXAMPLE_CAMPAIGN, copy, { recursive: true });
-      await exportCampaignBundle(copy, file);
+      assert.equal((await runCliCaptured(['export', copy, '--out', file], scratch)).code, EXIT.ok);
       removeDir(copy);
       const bundle = JSON.parse(fs.readFileSync(file, 'utf8')) as CampaignBundle;
       change(bundle);
