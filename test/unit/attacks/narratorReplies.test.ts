@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import type http from 'node:http';
+import { checkCanonConsistency } from '../../../src/knowledge/conflicts/conflictsModel';
 import { NarratorError, OllamaNarrator, type GenerateResult } from '../../../src/story/narrator';
+import { MAX_REPLY_BYTES } from '../../../src/story/replyLimits';
 import { FakeOllama } from '../../support/fakeOllama';
 
 /**
@@ -100,5 +102,15 @@ describe('attacks: model replies', () => {
     const result = await narrator.generate({ model: 'llama3.2', messages: [{ role: 'user', content: 'go' }] });
     assert.equal(result.text, 'The fog thickens.');
     assert.equal(result.doneReason, 'stop');
+  });
+
+  it('caps the canon consistency check’s replies too: an endless one fails that pair, named, and the next pair is checked', async () => {
+    const passage = (id: string, sourcePath: string, text: string) => ({ passageId: id, sourcePath, sourceTitle: id, headingPath: [], text, startLine: 1 });
+    const pair = { entity: 'Tantan', a: passage('a', 'a.md', 'Tantan is retired.'), b: passage('b', 'b.md', 'Tantan works every day.') };
+    fake.queue({ respond: (res) => endless(res, 'application/json', '{"conflicts": [', MAX_REPLY_BYTES * 2) }, { chunks: [JSON.stringify({ conflicts: [] })] });
+    const result = await checkCanonConsistency({ host: fake.url, model: 'llama3.2', pairs: [pair, pair] });
+    assert.equal(result.failures.length, 1);
+    assert.match(result.failures[0]!.reason, /the reply passed 4 MB, the most one reply may take; stopped reading it/);
+    assert.equal(fake.requestsTo('/api/chat').length, 2);
   });
 });
