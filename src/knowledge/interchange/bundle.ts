@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeRelativePath, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
@@ -304,19 +304,14 @@ function sourceMeta(source: SourceRecord): BundleSourceMeta {
  * drive letter, no NUL or control characters, not in the data folder. Returns the reason it is not.
  */
 export function unsafeBundlePath(p: string): string | undefined {
-  if (p === '') return 'is empty';
-  if ([...p].some((ch) => ch.charCodeAt(0) < 0x20)) return 'contains a NUL or control character';
-  if (p.includes('\\')) return 'contains a backslash';
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'is absolute';
-  const segments = p.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) return "has an empty, '.' or '..' segment";
+  const unsafe = unsafeRelativePath(p);
+  if (unsafe) return unsafe;
   // A folder anywhere on the path; a top-level entry of that name is refused even as a file.
+  const segments = p.split('/');
   const excluded = segments.find((s, i) => EXCLUDED_FOLDERS.has(s) && (i === 0 || i < segments.length - 1));
-  if (excluded !== undefined) {
-    const why = RUNS_ON_OPEN.has(excluded) ? ' (what is there can run commands when the folder is opened)' : '';
-    return `is inside ${excluded}/, which a bundle never carries${why}`;
-  }
-  return undefined;
+  if (excluded === undefined) return undefined;
+  const why = RUNS_ON_OPEN.has(excluded) ? ' (what is there can run commands when the folder is opened)' : '';
+  return `is inside ${excluded}/, which a bundle never carries${why}`;
 }
 
 // --- Export -------------------------------------------------------------------------------------------

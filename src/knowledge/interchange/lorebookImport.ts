@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, DATA_DIR, ReadRefusedError, readFileBounded } from '../campaign';
+import { loadCampaign, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, unsafeRelativePath } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
@@ -85,15 +85,7 @@ export function portableSlug(title: string): string {
 /** A campaign-relative folder, refused when it could land outside the campaign or in its data folder. */
 export function normalizeLoreFolder(folder: string): string {
   const posix = folder.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
-  const segments = posix.split('/');
-  if (
-    posix === '' ||
-    posix.includes('\0') ||
-    path.posix.isAbsolute(posix) ||
-    /^[A-Za-z]:/.test(posix) ||
-    segments.some((s) => s === '' || s === '.' || s === '..') ||
-    segments[0] === DATA_DIR
-  ) {
+  if (unsafeRelativePath(posix) || posix.split('/')[0] === DATA_DIR) {
     throw new LorebookError(folder, `folder must be a plain path inside the campaign (not absolute, no '..', not ${DATA_DIR})`);
   }
   return posix;
@@ -248,9 +240,8 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
 function refuseFolderLeavingCampaign(file: string, root: string, folder: string, absFolder: string): void {
   let existing = absFolder;
   while (existing !== root && !fs.existsSync(existing)) existing = path.dirname(existing);
-  const realRoot = fs.realpathSync(root);
   const real = fs.realpathSync(existing);
-  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
+  if (pathInside(fs.realpathSync(root), real) === undefined) {
     throw new LorebookError(
       file,
       `the folder ${folder}/ leads outside the campaign (a symbolic link to ${real}); nothing was written — replace the link with a real folder or choose another --folder`,
