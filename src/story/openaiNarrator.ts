@@ -1,11 +1,13 @@
 import { classifyOpenAIError, describeBackend, describeServerFailure, listModels, ModelServerError, openAIClient, type ModelBackend } from '../knowledge/models';
 import { NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
-import { MAX_REPLY_CHARS, replyTooLargeMessage } from './replyLimit';
+import { describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
 
 export interface OpenAICompatibleNarratorOptions {
   backend: ModelBackend;
   /** Longest wait for the next byte (first token included: a cold model load takes a while). */
   idleTimeoutMs?: number;
+  /** Most bytes one reply may take (MAX_REPLY_BYTES, as for Ollama). */
+  maxReplyBytes?: number;
 }
 
 /**
@@ -65,7 +67,7 @@ export class OpenAICompatibleNarrator implements Narrator {
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
     arm();
     try {
-      const stream = await openAIClient(this.options.backend, this.idleTimeoutMs).chat.completions.create(
+      const stream = await openAIClient(this.options.backend, this.idleTimeoutMs, this.options.maxReplyBytes ?? MAX_REPLY_BYTES).chat.completions.create(
         {
           model: request.model,
           messages: request.messages,
@@ -82,13 +84,6 @@ export class OpenAICompatibleNarrator implements Narrator {
         const choice = chunk.choices[0];
         const piece = choice?.delta?.content ?? '';
         if (piece) {
-          if (text.length + piece.length > MAX_REPLY_CHARS) {
-            const kept = piece.slice(0, MAX_REPLY_CHARS - text.length);
-            text += kept;
-            if (kept) request.onChunk?.(kept);
-            controller.abort();
-            throw new NarratorError('too-large', replyTooLargeMessage(this.server), text);
-          }
           text += piece;
           request.onChunk?.(piece);
         }
@@ -102,6 +97,10 @@ export class OpenAICompatibleNarrator implements Narrator {
     } catch (error) {
       if (error instanceof NarratorError) throw error;
       if (timedOut || controller.signal.aborted) throw this.stopped(text, timedOut);
+      const tooLarge = error instanceof ReplyTooLargeError ? error : (error as { cause?: unknown }).cause;
+      if (tooLarge instanceof ReplyTooLargeError) {
+        throw new NarratorError('too-large', `${this.server} sent more than ${describeBytes(tooLarge.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, text);
+      }
       throw this.classify(error, text, request.model);
     } finally {
       clearTimeout(timer);

@@ -8,7 +8,6 @@ import { StoryEngine } from '../../src/story/engine';
 import { NarratorError } from '../../src/story/narrator';
 import { OpenAICompatibleNarrator } from '../../src/story/openaiNarrator';
 import { PlayStore } from '../../src/story/playStore';
-import { MAX_REPLY_CHARS } from '../../src/story/replyLimit';
 import type { ChatMessage } from '../../src/story/types';
 import { FakeOpenAI } from '../support/fakeOpenAI';
 import { corpusPath } from '../support/corpora';
@@ -128,12 +127,13 @@ describe('OpenAI-compatible narrator through the official client', () => {
     assert.deepEqual(streamed, ['One. ']);
   });
 
-  it('cuts a reply that runs past the size cap and keeps it up to the cap', async () => {
+  it('stops reading a reply that runs past the size cap, keeping what arrived', async () => {
     const piece = 'x'.repeat(10_000);
-    fake.queue({ chunks: Array.from({ length: Math.ceil(MAX_REPLY_CHARS / piece.length) + 2 }, () => piece) });
-    const error = await failureOf(narrator());
+    fake.queue({ chunks: Array.from({ length: 20 }, () => piece), chunkDelayMs: 20 });
+    const error = await failureOf(new OpenAICompatibleNarrator({ backend, maxReplyBytes: 50_000 }));
     assert.equal(error.kind, 'too-large');
-    assert.equal(error.partial.length, MAX_REPLY_CHARS);
+    assert.match(error.message, /sent more than 49 KB for one reply/);
+    assert.ok(error.partial.length > 0 && error.partial.length < 50_000, `kept ${error.partial.length} characters`);
   });
 
   it('says the server is down when nothing listens', async () => {

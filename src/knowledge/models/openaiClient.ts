@@ -1,14 +1,17 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { cappedFetch, MAX_REPLY_BYTES } from '../../story/replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 
 /**
  * The official client pointed at one server. Retries are off (a retried generation would be paid and
  * streamed twice; a failure is shown at once instead), and nothing is taken from the OPENAI_* environment:
  * a key meant for api.openai.com must never be sent to another server. With no key the Authorization
- * header is left out altogether, as local servers expect.
+ * header is left out altogether, as local servers expect. Every reply is capped at `maxReplyBytes`, as
+ * Ollama's are.
  */
-export function openAIClient(backend: ModelBackend, timeoutMs: number): OpenAI {
+export function openAIClient(backend: ModelBackend, timeoutMs: number, maxReplyBytes = MAX_REPLY_BYTES): OpenAI {
   return new OpenAI({
+    fetch: cappedFetch(maxReplyBytes),
     baseURL: backend.baseUrl,
     // The client insists on some credential; the header it would make is removed below when there is none.
     apiKey: backend.apiKey || 'no-key',
