@@ -7,4 +7,5 @@ export { castFromKnowledgeStore, castFromSchema } from './cast';
 export { TokenEstimator } from './tokenEstimator';
 export { buildMemoryPrompt, buildCastBrief, MEMORY_MAX_WORDS } from './memory';
 export { parseStatSchema, renderStateSection, hasWorldState, StatSchemaError, type StatSchema, type WorldState } from './worldState';
+export { transcriptMarkdown } from './transcript';
 export type * from './types';
