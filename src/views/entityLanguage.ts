@@ -154,11 +154,14 @@ export class EntityLanguage extends Disposable {
     return undefined;
   }
 
-  /** The writer's unsaved buffers of the campaign's files: edits and answers must match what is on screen. */
+  /**
+   * The campaign's files open in the editor: edits and answers must match what is on screen, also in the
+   * moment between a save and the reindex that follows it.
+   */
   private openTexts(root: string): Map<string, string> {
     const texts = new Map<string, string>();
     for (const doc of vscode.workspace.textDocuments) {
-      if (doc.uri.scheme !== 'file' || !doc.isDirty) continue;
+      if (doc.uri.scheme !== 'file') continue;
       const rel = path.relative(root, doc.uri.fsPath);
       if (!rel.startsWith('..') && !path.isAbsolute(rel)) texts.set(rel.split(path.sep).join('/'), doc.getText());
     }

@@ -176,6 +176,7 @@ describe('the campaign as a language', () => {
     assert.match(read(NOTES), /\[\[Sister Marra\]\]/);
     assert.match(read('places/old-abbey.md'), /abbot died\. Marra holds the only key/);
     await waitFor(() => api.language.modelOf(root)?.resolveName('Marra'), 20_000, 'the renamed entity in the model');
+    await index.idle();
     const back = await vscode.commands.executeCommand<vscode.WorkspaceEdit>('vscode.executeDocumentRenameProvider', uri('places/old-abbey.md'), maraInAbbey(), 'Mara');
     assert.ok(await vscode.workspace.applyEdit(back));
     await saveEdited();
