@@ -93,7 +93,9 @@ const ATX = /^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$/;
 const FRONT_MATTER_KEY = /^([A-Za-z_][\w-]*)\s*:/;
 const DECLARING_KEYS = new Set(['title', 'entities', 'aliases']);
 const TYPE_LINE = /^(?:layout|type|kind|category)\s*:\s*["']?([\w -]+?)["']?\s*$/m;
+/** Shared by mentionsIn's loop, which resets lastIndex on every line. */
 const WORD = /[\p{L}\p{N}]+/gu;
+const NO_LINKS: readonly WikiLink[] = [];
 const WORD_CHAR = /[\p{L}\p{N}]/u;
 const LEADING_ARTICLE = /^(the|a|an)\s/i;
 
@@ -148,6 +150,8 @@ export class EntityModel {
   /** First word, lowercased → names starting with it, longest first. */
   private readonly candidates = new Map<string, Candidate[]>();
   private campaignMentions: Mention[] | undefined;
+  /** Per file, `entityKey\0line` of the lines defining an entity there (its heading or title line). */
+  private readonly declarationLines = new Map<string, Set<string>>();
 
   constructor(readonly sources: readonly EntitySource[]) {
     this.names = buildEntityNames(sources);
@@ -172,21 +176,28 @@ export class EntityModel {
         this.headingsByPath.set(source.path, [...(this.headingsByPath.get(source.path) ?? []), { key, span }]);
       }
     }
+    const groups = this.names.entities();
+    const namesByKey = new Map(groups.map((g) => [g.key, g.names]));
     const definitions = new Map<string, { source: EntitySource; definition: EntityDefinition }[]>();
     for (const source of sources) {
       for (const key of new Set([source.title, ...source.entities].map((n) => this.names.resolve(n)).filter((k): k is string => k !== undefined))) {
-        const definition = { ...this.definitionSpan(source, this.names.namesOf(key)), sourceId: source.sourceId, class: source.class };
-        definitions.set(key, [...(definitions.get(key) ?? []), { source, definition }]);
+        const definition = { ...this.definitionSpan(source, namesByKey.get(key) ?? []), sourceId: source.sourceId, class: source.class };
+        const list = definitions.get(key);
+        if (list) list.push({ source, definition });
+        else definitions.set(key, [{ source, definition }]);
+        const lines = this.declarationLines.get(source.path);
+        if (lines) lines.add(`${key}\u0000${definition.line}`);
+        else this.declarationLines.set(source.path, new Set([`${key}\u0000${definition.line}`]));
       }
     }
-    this.entities = this.names.entities().map(({ key, display, names }) => {
+    this.entities = groups.map(({ key, display, names }) => {
       const defs = (definitions.get(key) ?? []).sort((a, b) => Number(b.source.class === 'canon') - Number(a.source.class === 'canon'));
       const primary = defs[0];
       const entity: Entity = {
         key,
         display,
         names,
-        kind: primary ? entityKindOf(primary.source.tags, primary.source.path, TYPE_LINE.exec(frontMatterText(primary.source.text))?.[1]) : 'other',
+        kind: primary ? entityKindOf(primary.source.tags, primary.source.path, declaredType(primary.source.text)) : 'other',
         definitions: defs.map((d) => d.definition),
         summary: primary ? summaryAfter(primary.source.text, primary.definition.line) : '',
         canon: defs.some((d) => d.source.class === 'canon'),
@@ -248,37 +259,37 @@ export class EntityModel {
    */
   mentionsIn(path: string, text: string): Mention[] {
     const { lines, frontMatterKeys } = describeLines(text);
-    const declaringHeadings = new Set(
-      this.entities.flatMap((e) => e.definitions.filter((d) => d.path === path).map((d) => `${e.key}\u0000${d.line}`)),
-    );
+    const declaringLines = this.declarationLines.get(path);
     const mentions: Mention[] = [];
     let fence: string | null = null;
     for (let line = 0; line < lines.length; line++) {
       const lineText = lines[line]!;
-      const fenceMatch = FENCE.exec(lineText);
+      // Runs over every line of the campaign on each index change: the cheap tests come first.
+      const fenceMatch = lineText.includes('``') || lineText.includes('~~') ? FENCE.exec(lineText) : null;
       if (fence !== null || fenceMatch) {
         if (fence === null) fence = fenceMatch![1]!;
         else if (fenceMatch && fenceMatch[1]![0] === fence[0]) fence = null;
         continue;
       }
-      const declaringKey = frontMatterKeys[line] !== undefined && DECLARING_KEYS.has(frontMatterKeys[line]!);
-      const declared = (entityKey: string) => declaringKey || declaringHeadings.has(`${entityKey}\u0000${line}`);
-      const links = findWikiLinks(lineText, line);
+      const frontMatterKey = frontMatterKeys[line];
+      const declaringKey = frontMatterKey !== undefined && DECLARING_KEYS.has(frontMatterKey);
+      const links = lineText.includes('[[') ? findWikiLinks(lineText, line) : NO_LINKS;
       for (const link of links) {
         const target = this.resolveLink(link)?.entity;
         if (!target?.canon) continue;
         mentions.push({ path, line, start: link.start + 2, end: link.end - 2, entityKey: target.key, text: lineText.slice(link.start + 2, link.end - 2), via: 'link', declaration: false });
       }
-      const insideLink = (column: number) => links.some((l) => column >= l.start && column < l.end);
-      const words = new RegExp(WORD);
-      for (let word = words.exec(lineText); word !== null; word = words.exec(lineText)) {
+      WORD.lastIndex = 0;
+      for (let word = WORD.exec(lineText); word !== null; word = WORD.exec(lineText)) {
         const at = word.index;
         const candidates = this.candidates.get(word[0].toLowerCase());
-        if (!candidates || insideLink(at)) continue;
+        if (!candidates || links.some((l) => at >= l.start && at < l.end)) continue;
         const found = this.nameAt(lineText, at, candidates);
         if (!found) continue;
-        mentions.push({ path, line, start: at, end: at + found.name.length, entityKey: found.entityKey, text: lineText.slice(at, at + found.name.length), via: 'name', declaration: declared(found.entityKey) });
-        words.lastIndex = at + found.name.length;
+        const end = at + found.name.length;
+        const declaration = declaringKey || declaringLines?.has(`${found.entityKey}\u0000${line}`) === true;
+        mentions.push({ path, line, start: at, end, entityKey: found.entityKey, text: lineText.slice(at, end), via: 'name', declaration });
+        WORD.lastIndex = end;
       }
     }
     return mentions;
@@ -296,7 +307,8 @@ export class EntityModel {
 
   /** The `[[links]]` of a text that name no entity, file or heading. */
   unresolvedLinks(text: string): WikiLink[] {
-    return text.split(/\r?\n/).flatMap((lineText, line) => findWikiLinks(lineText, line).filter((link) => !this.resolveLink(link)));
+    if (!text.includes('[[')) return [];
+    return text.split(/\r?\n/).flatMap((lineText, line) => (lineText.includes('[[') ? findWikiLinks(lineText, line).filter((link) => !this.resolveLink(link)) : []));
   }
 
   /** The entity named at a position: a `[[link]]` around it, or a name it is part of. */
@@ -341,9 +353,10 @@ export class EntityModel {
   }
 }
 
-function frontMatterText(text: string): string {
-  const split = splitFrontMatter(text);
-  return split.present ? text.split(/\r?\n/).slice(1, split.bodyStartLine - 2).join('\n') : '';
+/** A front-matter `layout:`/`type:`/`kind:` value (the index keeps only the keys it knows). */
+function declaredType(text: string): string | undefined {
+  const { lines, bodyStart } = describeLines(text);
+  return TYPE_LINE.exec(lines.slice(1, Math.max(1, bodyStart - 1)).join('\n'))?.[1];
 }
 
 const SUMMARY_MAX = 400;
