@@ -1,4 +1,4 @@
-import { splitFrontMatter, type KnowledgeClass } from '../campaign';
+import { atxHeading, splitFrontMatter, type KnowledgeClass } from '../campaign';
 import { buildEntityNames, nameKey, stripInlineMarkup, type EntityNames } from '../conflicts';
 import { findWikiLinks, type WikiLink } from './links';
 
@@ -89,7 +89,6 @@ export interface LinkTarget extends TextSpan {
 }
 
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-const ATX = /^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$/;
 const FRONT_MATTER_KEY = /^([A-Za-z_][\w-]*)\s*:/;
 const DECLARING_KEYS = new Set(['title', 'entities', 'aliases']);
 const TYPE_LINE = /^(?:layout|type|kind|category)\s*:\s*["']?([\w -]+?)["']?\s*$/m;
@@ -167,11 +166,11 @@ export class EntityModel {
           else if (fenceMatch && fenceMatch[1]![0] === fence[0]) fence = null;
           continue;
         }
-        const heading = ATX.exec(text);
+        const heading = text.includes('#') ? atxHeading(text) : null;
         if (!heading) continue;
-        const key = nameKey(stripInlineMarkup(heading[1]!));
-        const start = text.indexOf(heading[1]!);
-        const span = { path: source.path, line, start, end: start + heading[1]!.length };
+        const key = nameKey(stripInlineMarkup(heading.text));
+        const start = text.indexOf(heading.text);
+        const span = { path: source.path, line, start, end: start + heading.text.length };
         this.headings.set(key, [...(this.headings.get(key) ?? []), span]);
         this.headingsByPath.set(source.path, [...(this.headingsByPath.get(source.path) ?? []), { key, span }]);
       }
@@ -372,7 +371,7 @@ function summaryAfter(text: string, line: number): string {
       fence = !fence;
       continue;
     }
-    const prose = !fence && lineText.trim() !== '' && !ATX.test(lineText) && !/^\s*([-*+|>]|\d+[.)])\s?/.test(lineText);
+    const prose = !fence && lineText.trim() !== '' && !atxHeading(lineText) && !/^\s*([-*+|>]|\d+[.)])\s?/.test(lineText);
     if (prose) paragraph.push(lineText.trim());
     else if (paragraph.length > 0) break;
   }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeRelativePath, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
@@ -31,8 +31,13 @@ export interface BundleLimits {
 /** A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. */
 export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024 };
 
-/** Folders never carried: the derived data folder is rebuilt or restored, the others are not the writer's campaign. */
-const EXCLUDED_FOLDERS = new Set([DATA_DIR, '.git', 'node_modules']);
+/**
+ * Folders never carried, at any depth: the derived data folder is rebuilt or restored, the others are not
+ * the writer's campaign — and a restored `.git/config` or `.vscode/tasks.json` could run commands when the
+ * folder is opened.
+ */
+const EXCLUDED_FOLDERS = new Set([DATA_DIR, '.git', '.vscode', 'node_modules']);
+const RUNS_ON_OPEN = new Set(['.git', '.vscode']);
 
 /** Index tables that hold embeddings; carried only on request (`--embeddings`), with their model metadata. */
 const EMBEDDING_TABLES = ['embedding_models', 'embeddings'] as const;
@@ -299,14 +304,14 @@ function sourceMeta(source: SourceRecord): BundleSourceMeta {
  * drive letter, no NUL or control characters, not in the data folder. Returns the reason it is not.
  */
 export function unsafeBundlePath(p: string): string | undefined {
-  if (p === '') return 'is empty';
-  if ([...p].some((ch) => ch.charCodeAt(0) < 0x20)) return 'contains a NUL or control character';
-  if (p.includes('\\')) return 'contains a backslash';
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'is absolute';
+  const unsafe = unsafeRelativePath(p);
+  if (unsafe) return unsafe;
+  // A folder anywhere on the path; a top-level entry of that name is refused even as a file.
   const segments = p.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) return "has an empty, '.' or '..' segment";
-  if (EXCLUDED_FOLDERS.has(segments[0]!)) return `is inside ${segments[0]}/, which a bundle never carries`;
-  return undefined;
+  const excluded = segments.find((s, i) => EXCLUDED_FOLDERS.has(s) && (i === 0 || i < segments.length - 1));
+  if (excluded === undefined) return undefined;
+  const why = RUNS_ON_OPEN.has(excluded) ? ' (what is there can run commands when the folder is opened)' : '';
+  return `is inside ${excluded}/, which a bundle never carries${why}`;
 }
 
 // --- Export -------------------------------------------------------------------------------------------
@@ -327,36 +332,30 @@ export interface ExportSummary {
   skipped: string[];
 }
 
+/** What an export reads: the campaign session's own config, index store and play database. */
+export interface ExportSource {
+  campaign: Campaign;
+  store: KnowledgeStore;
+  /** The play database, or undefined when the campaign was never played. */
+  playDb: Db | undefined;
+}
+
 /**
- * Builds the bundle of a campaign in memory. The index is first brought up to date (it is derived, and the
- * metadata must describe the files as they are); the campaign's files and play data are only read.
+ * Builds the bundle of a campaign in memory. It only reads: the index as the session keeps it (imported
+ * with the writer's settings, so an export never re-imports under other ones), the files and play data.
  */
-export async function buildBundle(campaign: Campaign, options: ExportOptions = {}): Promise<{ bundle: CampaignBundle; summary: ExportSummary }> {
-  const sources = new Map<string, SourceRecord>();
-  let embeddings: BundleDatabase | null = null;
-  const store = KnowledgeStore.open(campaign);
-  try {
-    await importCampaign(campaign, store);
-    for (const source of store.listSources()) sources.set(source.path, source);
-    if (options.embeddings) embeddings = dumpDatabase(store.db, EMBEDDING_TABLES);
-  } finally {
-    store.close();
-  }
+export function buildBundle(source: ExportSource, options: ExportOptions = {}): { bundle: CampaignBundle; summary: ExportSummary } {
+  const { campaign, store } = source;
+  const sources = new Map(store.listSources().map((s) => [s.path, s]));
+  const embeddings: BundleDatabase | null = options.embeddings ? dumpDatabase(store.db, EMBEDDING_TABLES) : null;
   const { files: paths, skipped } = walkCampaign(campaign.root);
   const files: BundleFile[] = paths.map((relPath) => {
     const bytes = fs.readFileSync(path.join(campaign.root, ...relPath.split('/')));
     const source = sources.get(relPath);
     return { path: relPath, size: bytes.length, sha256: sha256(bytes), ...encodeFile(bytes), ...(source ? { source: sourceMeta(source) } : {}) };
   });
-  let play: BundleDatabase | null = null;
-  if (fs.existsSync(campaign.playPath)) {
-    const db = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
-    try {
-      play = dumpDatabase(db, ordinaryTables(db), options.embeddings ? {} : DERIVED_PLAY_COLUMNS);
-    } finally {
-      db.close();
-    }
-  }
+  const db = source.playDb;
+  const play: BundleDatabase | null = db ? dumpDatabase(db, ordinaryTables(db), options.embeddings ? {} : DERIVED_PLAY_COLUMNS) : null;
   const bundle: CampaignBundle = {
     format: BUNDLE_FORMAT,
     version: BUNDLE_VERSION,
@@ -378,16 +377,11 @@ export async function buildBundle(campaign: Campaign, options: ExportOptions = {
   };
 }
 
-/** Writes the bundle of the campaign at `campaignRoot` to `outFile` (atomically; an existing file only with `force`). */
-export async function exportCampaignBundle(
-  campaignRoot: string,
-  outFile: string,
-  options: ExportOptions & { force?: boolean } = {},
-): Promise<ExportSummary & { file: string }> {
-  const campaign = loadCampaign(campaignRoot);
+/** Writes the campaign's bundle to `outFile` (atomically; an existing file only with `force`), only reading `source`. */
+export function exportCampaignBundle(source: ExportSource, outFile: string, options: ExportOptions & { force?: boolean } = {}): ExportSummary & { file: string } {
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new BundleError(out, 'already exists; choose another name or pass --force to replace it');
-  const { bundle, summary } = await buildBundle(campaign, options);
+  const { bundle, summary } = buildBundle(source, options);
   const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     fs.writeFileSync(temp, serializeBundle(bundle), { flag: 'wx' });
@@ -513,20 +507,28 @@ export interface ImportBundleSummary {
 export async function importCampaignBundle(bundleFile: string, targetDir: string, options: ImportBundleOptions = {}): Promise<ImportBundleSummary> {
   const limits = options.limits ?? DEFAULT_BUNDLE_LIMITS;
   const file = path.resolve(bundleFile);
-  let size: number;
+  let text: string;
   try {
-    size = fs.statSync(file).size;
+    text = readFileBounded(file, limits.maxBundleBytes).toString('utf8');
   } catch (error) {
-    throw new BundleError(file, `cannot read the bundle (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    if (!(error instanceof ReadRefusedError)) throw error;
+    if (error.size !== undefined) throw new BundleError(file, `bundle is ${error.size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
+    throw new BundleError(file, `cannot read the bundle: ${error.message}`);
   }
-  if (size > limits.maxBundleBytes) throw new BundleError(file, `bundle is ${size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
-  const { bundle, files } = readBundle(file, fs.readFileSync(file, 'utf8'), limits);
+  const { bundle, files } = readBundle(file, text, limits);
 
   const target = path.resolve(targetDir);
+  if (fs.lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    throw new BundleError(target, 'the target is a symbolic link; give a real new or empty folder to restore the campaign into');
+  }
   if (fs.existsSync(target) && (!fs.statSync(target).isDirectory() || fs.readdirSync(target).length > 0)) {
     throw new BundleError(target, 'the target must be a new or empty folder; a bundle is never restored over existing files');
   }
-  fs.mkdirSync(path.dirname(target), { recursive: true });
+  try {
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+  } catch (error) {
+    throw new BundleError(target, `cannot create the folder around it (${(error as NodeJS.ErrnoException).code === 'ENOTDIR' || (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'a part of the path is a file, not a folder' : (error as Error).message})`);
+  }
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
   let counts: ImportReport['counts'];
   try {
