@@ -182,15 +182,19 @@ describe('the campaign as a language', () => {
     await saveEdited();
     for (const [rel, text] of before) assert.equal(read(rel), text, `${rel} restored by renaming back`);
     await waitFor(() => api.language.modelOf(root)?.resolveName('Mara'), 20_000, 'Mara back in the model');
+    await index.idle();
   });
 
   it('lists the Codex: entities by kind with mentions, defining files, never mentioned and never retrieved', async () => {
-    api.codex.refresh();
-    const top = api.codex.getChildren();
+    let top: CodexNode[] = [];
     const group = (name: string) => top.find((n): n is Extract<CodexNode, { kind: 'group' }> => n.kind === 'group' && n.group === name);
     const entry = (groupName: string, display: string) => group(groupName)?.entries.find((e) => e.entity.display === display);
-    const mara = entry('character', 'Sister Mara');
-    assert.ok(mara && mara.mentions >= 3, `Sister Mara is mentioned ${mara?.mentions} times`);
+    // The Codex reads the index, which settles a moment after the rename before this test was saved.
+    const mara = await waitFor(() => {
+      top = api.codex.getChildren();
+      const found = entry('character', 'Sister Mara');
+      return found && found.mentions >= 3 && found;
+    }, 20_000, 'Sister Mara mentioned in the Codex');
     assert.deepEqual(mara.mentioningFiles.sort(), [NOTES, 'places/old-abbey.md']);
     assert.equal(entry('place', 'The Old Abbey')?.retrieved, true, 'a turn retrieved the Abbey');
     assert.ok(group('never-mentioned')?.entries.some((e) => e.entity.display === 'Harbour Notes'), 'nothing names the notes');
