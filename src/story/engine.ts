@@ -1,4 +1,5 @@
 import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBuilder';
+import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
 import { NarratorError, type Narrator } from './narrator';
@@ -155,6 +156,16 @@ export class StoryEngine {
     const turn = this.turnOf(adventure, turnId);
     this.store.setHead(adventureId, turnId);
     return turn;
+  }
+
+  /** Shows another reply to the same moment (a swipe): the head moves to the newest story told after it. */
+  switchTo(adventureId: string, turnId: string): Turn {
+    const adventure = this.store.adventure(adventureId);
+    this.refuseWhileInFlight(adventure);
+    this.turnOf(adventure, turnId);
+    const leaf = latestLeaf(this.store.allTurns(adventureId), turnId);
+    this.store.setHead(adventureId, leaf.id);
+    return leaf;
   }
 
   private refuseWhileInFlight(adventure: Adventure): void {

@@ -6,8 +6,8 @@ import { LorebookError } from '../knowledge/interchange';
 import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/interchange';
 import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
-import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
-import { renderContextMarkdown } from '../story/contextReport';
+import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
+import { fenced, renderContextMarkdown } from '../story/contextReport';
 import { campaignAdventure, PlayStore } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
@@ -164,7 +164,7 @@ export class InterchangeCommands extends Disposable {
       const text = action.trim();
       const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
       const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
-      return await this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
+      return await this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
     } finally {
       dispose();
       store.close();
@@ -200,9 +200,7 @@ export class InterchangeCommands extends Disposable {
       const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, () =>
         exportCampaignBundle(root, out.fsPath, { embeddings, force: true }),
       );
-      const rows = Object.entries(summary.playRows).filter(([, count]) => count > 0);
-      const play = rows.length > 0 ? `play data (${rows.map(([table, count]) => `${table} ${count}`).join(', ')})` : 'no play data';
-      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${play}.`);
+      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${describePlayData(summary.playRows)}.`);
       return summary;
     } catch (error) {
       if (!isRefusal(error)) throw error;
@@ -270,7 +268,8 @@ export class InterchangeCommands extends Disposable {
       return undefined;
     }
     const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
-    await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}.txt`, `${report}\n`);
+    // Its lines are aligned in columns and quote imported text: shown as a block of plain text, never as markup.
+    await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}`, `# Lorebook import: ${path.basename(file.fsPath)}\n\n${fenced(report)}\n`);
     const unmapped = result.unmapped.length === 0 ? 'every field had an equivalent' : `${result.unmapped.length} fields have no equivalent (see the report)`;
     void vscode.window.showInformationMessage(
       `Imported ${result.written.length} entries from ${result.formatName} into ${result.folder}/ as ${CLASS_LABEL[cls]}; ${unmapped}.`,

@@ -52,6 +52,12 @@ export class PlayPanels extends Disposable {
       void vscode.window.showInformationMessage('No campaign to play: a campaign is a folder with a campaign.yaml.');
       return undefined;
     }
+    // One panel per adventure: a second would run a second engine whose turns race the first's for the head.
+    const open = this.list().find((p) => p.campaign.root === index.campaign.root && (options.adventureId === undefined || p.adventureId === options.adventureId));
+    if (open) {
+      open.panel.reveal();
+      return open;
+    }
     const panel = vscode.window.createWebviewPanel(PLAY_VIEW_TYPE, 'Play', vscode.ViewColumn.Beside, { enableScripts: true });
     return this.adopt(panel, index.campaign.root, options.adventureId);
   }

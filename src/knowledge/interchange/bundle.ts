@@ -317,6 +317,25 @@ export interface ExportOptions {
   now?: () => Date;
 }
 
+/** What the writer calls each play table's rows; the others (passage links, calibration) are details of these. */
+const PLAY_DATA_WORDS: Record<string, [one: string, many: string]> = {
+  adventures: ['adventure', 'adventures'],
+  turns: ['turn', 'turns'],
+  prompt_snapshots: ['saved turn context', 'saved turn contexts'],
+  memories: ['memory', 'memories'],
+  story_summaries: ['story summary', 'story summaries'],
+  conflict_decisions: ['conflict decision', 'conflict decisions'],
+};
+
+/** A bundle's play data in words ("2 adventures, 14 turns, 3 memories"), or "no play data". */
+export function describePlayData(playRows: Record<string, number>): string {
+  const parts = Object.entries(PLAY_DATA_WORDS)
+    .map(([table, [one, many]]) => [playRows[table] ?? 0, one, many] as const)
+    .filter(([count]) => count > 0)
+    .map(([count, one, many]) => `${count} ${count === 1 ? one : many}`);
+  return parts.length > 0 ? parts.join(', ') : 'no play data';
+}
+
 export interface ExportSummary {
   files: number;
   sources: number;

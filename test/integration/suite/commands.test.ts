@@ -21,6 +21,12 @@ import { EXTENSION_ID, activatedExtension, capture, harnessConfig, waitFor } fro
 /** The workbench text as read on screen: the editor renders spaces as no-break spaces. */
 const screenText = (reply: ScreenshotReply): string => reply.workbenchText.replace(/\u00a0/g, ' ');
 
+/** The rendered report as the markdown preview shows it (a webview frame). */
+const reportText = (reply: ScreenshotReply): string => reply.frames.map((f) => f.text).join('\n');
+
+/** Open tabs showing the report, in any editor group. */
+const reportTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.label.includes('Storyteller Report'));
+
 let api: StorytellerApi;
 let index: CampaignIndex;
 let root: string;
@@ -149,19 +155,30 @@ describe('campaign commands in the workbench', () => {
       assert.match(text, /^- \*\*Sister Mara\*\* — canon · characters\/mara\.md · matched/m, 'a used passage, by its title');
       assert.match(text, /Resurrection is impossible/, 'the always-include canon as sent');
       assert.match(text, /## Retrieval decisions \(\d+ candidates/);
+      assert.doesNotMatch(text, /\\n/, 'no literal \\n in the report');
+
+      const rendered = await waitFor(async () => {
+        const seen = await capture('preview-context');
+        return /1\. Narrator — \d+ tokens \(required\)/.test(reportText(seen)) && seen;
+      }, 15_000, 'the preview rendered in the report tab');
+      assert.doesNotMatch(reportText(rendered), /^## /m, 'rendered headings, not raw markdown');
+      assert.match(reportText(rendered), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
+      assert.equal(reportTabs().length, 1);
+
+      const again = await vscode.commands.executeCommand<vscode.TextDocument>('storyteller.previewContext', { action: 'ask Brother Aldric about the bells' });
+      assert.equal(again.uri.toString(), document.uri.toString(), 'the same report document');
+      await waitFor(async () => reportText(await capture('preview-context-again')).includes('ask Brother Aldric about the bells'), 15_000, 'the second preview in the same tab');
+      assert.equal(reportTabs().length, 1, 'a second report reuses the tab');
+      assert.equal(api.reports.current?.title, 'Context Preview — The Westhaven Campaign');
 
       const adventures = api.adventures.getChildren();
       assert.equal(adventures.length, 1, 'the preview is for the campaign’s current (here: first) adventure');
       assert.deepEqual(api.adventures.getChildren(adventures[0]), [], 'a preview plays no turn');
-      // Typing into the preview changes nothing: it is read-only.
-      await vscode.window.showTextDocument(document);
+      // Typing into the report's source changes nothing: it is read-only.
+      const before = again.getText();
+      await vscode.window.showTextDocument(again);
       await vscode.commands.executeCommand('type', { text: 'x' });
-      assert.equal(document.getText(), text);
-
-      const reply = await capture('preview-context');
-      assert.match(reply.workbenchText, /Context Preview — The Westhaven Campaign/, 'the preview’s tab');
-      assert.match(screenText(reply), /## 1\. Narrator — \d+ tokens \(required\)/, 'the preview on screen');
-      assert.match(screenText(reply), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
+      assert.equal(again.getText(), before);
     });
   });
 
@@ -234,18 +251,19 @@ describe('campaign commands in the workbench', () => {
       const listed = await treeSources('reference');
       assert.ok(paths.every((p) => listed.includes(p)), 'the entries are listed under Reference');
 
-      const report = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === REPORT_SCHEME)?.document;
-      assert.ok(report, 'the import report is open');
+      const report = api.reports.current?.document;
+      assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the import report is open');
+      assert.ok(report);
       assert.match(report.getText(), /^Imported 4 entries from SillyTavern World Info .* into lore\/ as reference:$/m);
       assert.match(report.getText(), /^No equivalent in campaign markdown/m);
       for (const field of result.unmapped) assert.ok(report.getText().includes(field.field), `the report names ${field.field}`);
 
       await vscode.commands.executeCommand('workbench.view.extension.storyteller');
-      const reply = await waitFor(async () => {
+      await waitFor(async () => {
         const seen = await capture('import-lorebook');
-        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference') && seen;
-      }, 10_000, 'the summary message');
-      assert.match(screenText(reply), /No equivalent in campaign markdown/, 'the report on screen');
+        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference') && /No equivalent in campaign markdown/.test(reportText(seen));
+      }, 10_000, 'the summary message and the report');
+      assert.ok(reportTabs().length <= 1, 'in the one report tab');
     });
 
     it('writes the campaign’s canon as a SillyTavern World Info file', async () => {
