@@ -234,7 +234,8 @@ export class Commands extends Disposable {
       }
       pick.busy = true;
       const items: SearchItem[] = [];
-      for (const index of this.knowledge.list()) {
+      const campaigns = this.knowledge.list();
+      for (const index of campaigns) {
         const store = index.store;
         if (!store) continue;
         const embedder = embedderFor(this.settings.current);
@@ -245,7 +246,8 @@ export class Commands extends Disposable {
           if (!source || !passage) continue;
           items.push({
             label: hit.headingPath.at(-1) ?? hit.sourceTitle,
-            description: `${CLASS_LABEL[hit.class]} · ${hit.sourcePath}:${hit.startLine}${hit.hidden ? ' · hidden' : ''}`,
+            // With several campaigns open, each result names the one it comes from.
+            description: `${campaigns.length > 1 ? `${index.campaign.title} · ` : ''}${CLASS_LABEL[hit.class]} · ${hit.sourcePath}:${hit.startLine}${hit.hidden ? ' · hidden' : ''}`,
             detail: snippetAround(hit.text, text),
             // Quick pick filters by the typed text; results already come from search, keep them all.
             alwaysShow: true,

@@ -227,15 +227,23 @@ export class InterchangeCommands extends Disposable {
     if (!target) return undefined;
     let summary: ImportBundleSummary;
     try {
+      // A copy restored beside a campaign of the workspace with the same id gets its own id and title.
+      const taken = new Set(this.knowledge.list().map((index) => index.campaign.id));
+      const renameAs = ({ id, title }: { id: string; title: string }) => {
+        if (!taken.has(id)) return undefined;
+        let n = 1;
+        while (taken.has(n === 1 ? `${id}-restored` : `${id}-restored-${n}`)) n++;
+        return { id: n === 1 ? `${id}-restored` : `${id}-restored-${n}`, title: n === 1 ? `${title} (restored)` : `${title} (restored ${n})` };
+      };
       summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, () =>
-        importCampaignBundle(bundle.fsPath, target.fsPath),
+        importCampaignBundle(bundle.fsPath, target.fsPath, { renameAs }),
       );
     } catch (error) {
       if (!isRefusal(error)) throw error;
       void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
       return undefined;
     }
-    const restored = `Restored ${summary.campaignId} into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed.`;
+    const restored = `Restored "${summary.campaignTitle}" into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed, ${describePlayData(summary.playRows)}.`;
     const add = (): void => {
       vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: vscode.Uri.file(summary.target) });
     };

@@ -33,18 +33,35 @@ export class ReportDocuments extends Disposable implements vscode.TextDocumentCo
     return this.title !== undefined && document ? { title: this.title, document } : undefined;
   }
 
-  /** Shows `markdown` in the report tab, rendered, opening the tab beside the editor only if it is not open yet. */
+  /** Shows `markdown` in the report tab, rendered: the tab opens beside the editor, or is replaced in place. */
   async show(title: string, markdown: string): Promise<vscode.TextDocument> {
     this.title = title;
     this.text = markdown;
-    this._onDidChange.fire(REPORT_URI);
-    const document = await vscode.workspace.openTextDocument(REPORT_URI);
+    const document = await this.documentWith(markdown);
+    // The preview is opened afresh on the new text (a virtual document's preview does not always follow
+    // a change); the old one goes first, so there is still only one report tab.
     const open = this.previewTab();
-    if (open?.isActive) return document;
-    // Behind other tabs it is closed and opened again in front: still one report tab, never a second.
     if (open) await vscode.window.tabGroups.close(open, true);
     await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', REPORT_URI);
     return document;
+  }
+
+  /** The report document once it holds `markdown`: an open one is updated by VS Code a moment after the change event. */
+  private async documentWith(markdown: string): Promise<vscode.TextDocument> {
+    let subscription: vscode.Disposable | undefined;
+    const updated = new Promise<void>((resolve) => {
+      subscription = vscode.workspace.onDidChangeTextDocument((event) => {
+        if (event.document.uri.toString() === REPORT_URI.toString() && event.document.getText() === markdown) resolve();
+      });
+    });
+    try {
+      this._onDidChange.fire(REPORT_URI);
+      const document = await vscode.workspace.openTextDocument(REPORT_URI);
+      if (document.getText() !== markdown) await updated;
+      return document;
+    } finally {
+      subscription?.dispose();
+    }
   }
 
   /** The markdown preview tab of the report, when one is open in any group. */

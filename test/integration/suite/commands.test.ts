@@ -161,7 +161,7 @@ describe('campaign commands in the workbench', () => {
         const seen = await capture('preview-context');
         return /1\. Narrator — \d+ tokens \(required\)/.test(reportText(seen)) && seen;
       }, 15_000, 'the preview rendered in the report tab');
-      assert.doesNotMatch(reportText(rendered), /^## /m, 'rendered headings, not raw markdown');
+      assert.doesNotMatch(reportText(rendered), /^## 1\. Narrator/m, 'rendered headings, not raw markdown');
       assert.match(reportText(rendered), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
       assert.equal(reportTabs().length, 1);
 
@@ -201,11 +201,19 @@ describe('campaign commands in the workbench', () => {
         addToWorkspace: false,
       });
       assert.equal(restored.target, target);
-      assert.deepEqual(campaignFiles(target), campaignFiles(root), 'every file comes back byte for byte');
+      const [copied, original] = [campaignFiles(target), campaignFiles(root)];
+      // Restored beside the original, the copy gets its own id and title so the two are told apart.
+      assert.equal(restored.campaignId, 'westhaven-restored');
+      assert.equal(restored.campaignTitle, 'The Westhaven Campaign (restored)');
+      assert.equal(loadCampaign(target).title, 'The Westhaven Campaign (restored)');
+      assert.equal(copied.get('campaign.yaml'), original.get('campaign.yaml')!.replace('id: westhaven', 'id: westhaven-restored').replace('title: The Westhaven Campaign', 'title: The Westhaven Campaign (restored)'), 'only id and title change in campaign.yaml');
+      copied.delete('campaign.yaml');
+      original.delete('campaign.yaml');
+      assert.deepEqual(copied, original, 'every other file comes back byte for byte');
       assert.deepEqual(restoredSources(target), describeSources(index.store!), 'and indexes into the same sources');
       const reply = await waitFor(async () => {
         const seen = await capture('import-campaign-restored');
-        return seen.workbenchText.includes('Restored westhaven into') && seen;
+        return seen.workbenchText.includes('Restored "The Westhaven Campaign (restored)" into') && seen;
       }, 10_000, 'the restore message');
       assert.equal(restored.index.indexed, exported.sources);
       assert.match(reply.workbenchText, new RegExp(`\\d+ files, ${exported.sources} indexed`));

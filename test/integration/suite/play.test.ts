@@ -208,7 +208,7 @@ describe('the play panel', () => {
   });
 
   it('while a turn runs: waits on every other action, keeps what the writer types, and Stop stops it', async () => {
-    fake.queue({ chunks: ['The tide ', 'creeps ', 'up ', 'the ', 'steps, ', 'slowly, ', 'slowly.'], chunkDelayMs: 1500 });
+    fake.queue({ chunks: ['The tide ', 'creeps ', 'up ', 'the ', 'old ', 'harbour ', 'steps, ', 'slowly, ', 'slowly, ', 'slowly.'], chunkDelayMs: 2500 });
     const controls = ['#do', '#retry', '#undo', '#stop', '#transcript article:last-child .fork', '#action'];
     await panelReply('turn-running', (t) => t.includes('generating…') && t.includes('The tide'), [
       { action: 'fill', selector: '#action textarea', text: 'I watch the tide' },
