@@ -4,7 +4,7 @@ import { CampaignError } from '../knowledge/campaign';
 import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
 import { LorebookError } from '../knowledge/interchange';
 import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/interchange';
-import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
+import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { fenced, renderContextMarkdown } from '../story/contextReport';
@@ -75,7 +75,7 @@ export class InterchangeCommands extends Disposable {
       this._register(vscode.commands.registerCommand(id, run));
     };
     // From the explorer: the clicked file and the whole selection; from the Sources view: the campaign node.
-    register('storyteller.importFile', (clicked?: vscode.Uri | SourcesNode, selected?: vscode.Uri[], options?: { campaignRoot?: string; class?: KnowledgeClass }) =>
+    register('storyteller.importFile', (clicked?: vscode.Uri | SourcesNode, selected?: vscode.Uri[], options?: { campaignRoot?: string; class?: KnowledgeClass; folder?: string }) =>
       clicked instanceof vscode.Uri || clicked === undefined
         ? this.importFile(selected?.length ? selected : clicked ? [clicked] : undefined, options)
         : this.importFile(undefined, { campaignRoot: nodeRoot(clicked) }),
@@ -83,7 +83,7 @@ export class InterchangeCommands extends Disposable {
     register('storyteller.previewContext', (options?: { campaignRoot?: string; action?: string }) => this.previewContext(options));
     register('storyteller.exportCampaign', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri; embeddings?: boolean }) => this.exportCampaign(arg, options));
     register('storyteller.importCampaign', (options?: { bundle?: vscode.Uri; target?: vscode.Uri; addToWorkspace?: boolean }) => this.importCampaign(options));
-    register('storyteller.importLorebook', (clicked?: vscode.Uri | SourcesNode, options?: { campaignRoot?: string; class?: KnowledgeClass }) =>
+    register('storyteller.importLorebook', (clicked?: vscode.Uri | SourcesNode, options?: { campaignRoot?: string; class?: KnowledgeClass; folder?: string }) =>
       clicked instanceof vscode.Uri || clicked === undefined ? this.importLorebook(clicked, options) : this.importLorebook(undefined, { campaignRoot: nodeRoot(clicked) }),
     );
     // Menus and commands that need a campaign show only when the workspace has one.
@@ -102,6 +102,31 @@ export class InterchangeCommands extends Disposable {
     return index;
   }
 
+  /**
+   * The campaign folder new files go to, as a campaign-relative path ('' for the campaign folder itself):
+   * the one given, else the writer's choice in a folder dialog that starts at `suggested`.
+   */
+  private async pickFolder(index: CampaignIndex, suggested: string, given?: string): Promise<string | undefined> {
+    if (given !== undefined) return given;
+    const root = vscode.Uri.file(index.campaign.root);
+    const chosen = (
+      await vscode.window.showOpenDialog({
+        canSelectFiles: false,
+        canSelectFolders: true,
+        defaultUri: suggested ? vscode.Uri.joinPath(root, suggested) : root,
+        openLabel: 'Import Here',
+        title: `Into which folder of ${index.campaign.title}?`,
+      })
+    )?.[0];
+    if (!chosen) return undefined;
+    const rel = path.relative(index.campaign.root, chosen.fsPath);
+    if (rel.startsWith('..') || path.isAbsolute(rel)) {
+      void vscode.window.showErrorMessage(`${chosen.fsPath} is outside ${index.campaign.title}; choose a folder inside ${index.campaign.root}.`);
+      return undefined;
+    }
+    return rel.split(path.sep).join('/');
+  }
+
   private async pickClass(placeHolder: string): Promise<KnowledgeClass | undefined> {
     const picked = await vscode.window.showQuickPick(
       KNOWLEDGE_CLASSES.map((c) => ({ label: CLASS_LABEL[c], description: CLASS_MEANING[c], value: c })),
@@ -110,7 +135,7 @@ export class InterchangeCommands extends Disposable {
     return picked?.value;
   }
 
-  private async importFile(files: vscode.Uri[] | undefined, options: { campaignRoot?: string; class?: KnowledgeClass } = {}): Promise<FileImportResult | undefined> {
+  private async importFile(files: vscode.Uri[] | undefined, options: { campaignRoot?: string; class?: KnowledgeClass; folder?: string } = {}): Promise<FileImportResult | undefined> {
     const chosen =
       files ??
       (await vscode.window.showOpenDialog({
@@ -123,10 +148,19 @@ export class InterchangeCommands extends Disposable {
     if (!index) return undefined;
     const cls = options.class ?? (await this.pickClass(`Import ${chosen.length === 1 ? path.basename(chosen[0]!.fsPath) : `${chosen.length} files`} into ${index.campaign.title} as…`));
     if (!cls) return undefined;
-    const result = importFilesIntoCampaign(
-      chosen.map((uri) => uri.fsPath),
-      { campaignRoot: index.campaign.root, class: cls, sizeCapBytes: index.campaign.sizeCapBytes },
-    );
+    const folder = await this.pickFolder(index, '', options.folder);
+    if (folder === undefined) return undefined;
+    let result: FileImportResult;
+    try {
+      result = importFilesIntoCampaign(
+        chosen.map((uri) => uri.fsPath),
+        { campaignRoot: index.campaign.root, class: cls, sizeCapBytes: index.campaign.sizeCapBytes, ...(folder ? { folder } : {}) },
+      );
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
+      return undefined;
+    }
     if (result.written.length > 0) {
       const names = result.written.map((w) => (w.renamed ? `${w.path} (from ${path.basename(w.file)}, whose name was taken)` : w.path));
       void vscode.window.showInformationMessage(`Imported into ${index.campaign.title} as ${CLASS_LABEL[cls]}: ${names.join(', ')}.`);
@@ -253,7 +287,7 @@ export class InterchangeCommands extends Disposable {
     return summary;
   }
 
-  private async importLorebook(clicked?: vscode.Uri, options: { campaignRoot?: string; class?: KnowledgeClass } = {}): Promise<LorebookImportResult | undefined> {
+  private async importLorebook(clicked?: vscode.Uri, options: { campaignRoot?: string; class?: KnowledgeClass; folder?: string } = {}): Promise<LorebookImportResult | undefined> {
     const file =
       clicked ??
       (
@@ -267,9 +301,11 @@ export class InterchangeCommands extends Disposable {
     if (!index) return undefined;
     const cls = options.class ?? (await this.pickClass(`Import the entries of ${path.basename(file.fsPath)} as…`));
     if (!cls) return undefined;
+    const folder = await this.pickFolder(index, DEFAULT_LORE_FOLDER, options.folder);
+    if (folder === undefined) return undefined;
     let result: LorebookImportResult;
     try {
-      result = importLorebookFile(file.fsPath, { campaignRoot: index.campaign.root, class: cls });
+      result = importLorebookFile(file.fsPath, { campaignRoot: index.campaign.root, class: cls, ...(folder ? { folder } : {}) });
     } catch (error) {
       if (!isRefusal(error)) throw error;
       void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);

@@ -64,7 +64,7 @@ export function portableSlug(title: string): string {
 }
 
 /** A campaign-relative folder, refused when it could land outside the campaign or in its data folder. */
-export function normalizeLoreFolder(folder: string): string {
+export function normalizeCampaignFolder(folder: string): string {
   const posix = folder.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
   const segments = posix.split('/');
   if (
@@ -131,7 +131,7 @@ function existingNames(dir: string): Set<string> {
  */
 export function importLorebookFile(file: string, options: LorebookImportOptions): LorebookImportResult {
   const campaign = loadCampaign(options.campaignRoot);
-  const folder = normalizeLoreFolder(options.folder ?? DEFAULT_LORE_FOLDER);
+  const folder = normalizeCampaignFolder(options.folder ?? DEFAULT_LORE_FOLDER);
   let bytes: Buffer;
   try {
     bytes = fs.readFileSync(file);

@@ -108,7 +108,7 @@ describe('campaign commands in the workbench', () => {
       const latin1 = put('old-notes.txt', Buffer.from('Caf\xe9 by the river gate.\n', 'latin1'));
       const canonBefore = fs.readFileSync(path.join(root, 'canon.md'), 'utf8');
 
-      const result = await vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', harbour, [harbour, clash, binary, latin1], { class: 'inspiration' });
+      const result = await vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', harbour, [harbour, clash, binary, latin1], { class: 'inspiration', folder: '' });
       imported.push(...result.written.map((w) => w.path));
       assert.deepEqual(result.written.map((w) => w.path), ['harbour-songs.md', 'canon-2.md']);
       assert.equal(fs.readFileSync(path.join(root, 'canon.md'), 'utf8'), canonBefore, 'the campaign’s own canon.md is untouched');
@@ -243,15 +243,15 @@ describe('campaign commands in the workbench', () => {
 
   describe('Import Lorebook and Export Canon as World Info', () => {
     after(async () => {
-      fs.rmSync(path.join(root, 'lore'), { recursive: true, force: true });
-      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('lore/')), 20_000, 'the lore files to leave the index');
+      fs.rmSync(path.join(root, 'worlds'), { recursive: true, force: true });
+      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('worlds/')), 20_000, 'the lore files to leave the index');
       await index.idle();
     });
 
     it('turns a SillyTavern World Info file into sources of the chosen class and shows the fields with no equivalent', async () => {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       const worldInfo = vscode.Uri.file(corpusPath('lorebooks', 'Eldoria.worldinfo.st-current.json'));
-      const result = await vscode.commands.executeCommand<LorebookImportResult>('storyteller.importLorebook', worldInfo, { class: 'reference' });
+      const result = await vscode.commands.executeCommand<LorebookImportResult>('storyteller.importLorebook', worldInfo, { class: 'reference', folder: 'worlds/eldoria' });
       assert.equal(result.written.length, 4);
       assert.ok(result.unmapped.length > 0);
       const paths = result.written.map((w) => w.path);
@@ -262,14 +262,14 @@ describe('campaign commands in the workbench', () => {
       const report = api.reports.current?.document;
       assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the import report is open');
       assert.ok(report);
-      assert.match(report.getText(), /^Imported 4 entries from SillyTavern World Info .* into lore\/ as reference:$/m);
+      assert.match(report.getText(), /^Imported 4 entries from SillyTavern World Info .* into worlds\/eldoria\/ as reference:$/m);
       assert.match(report.getText(), /^No equivalent in campaign markdown/m);
       for (const field of result.unmapped) assert.ok(report.getText().includes(field.field), `the report names ${field.field}`);
 
       await vscode.commands.executeCommand('workbench.view.extension.storyteller');
       await waitFor(async () => {
         const seen = await capture('import-lorebook');
-        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference') && /No equivalent in campaign markdown/.test(reportText(seen));
+        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into worlds/eldoria/ as Reference') && /No equivalent in campaign markdown/.test(reportText(seen));
       }, 10_000, 'the summary message and the report');
       assert.ok(reportTabs().length <= 1, 'in the one report tab');
     });
