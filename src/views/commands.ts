@@ -12,6 +12,7 @@ import { openPassage, type PassageNode, type PassagesTree } from './passagesTree
 import type { Settings } from './settings';
 import { CLASS_LABEL, describeOrigin, sourceUri, type SourcesNode } from './sourcesTree';
 import { embedderFor } from './storyEngine';
+import { walkthroughDone } from './walkthrough';
 
 const SEARCH_DEBOUNCE_MS = 150;
 const SEARCH_LIMIT = 20;
@@ -256,6 +257,7 @@ export class Commands extends Disposable {
         }
       }
       if (mine !== generation) return;
+      walkthroughDone('searched');
       pick.items = items;
       pick.busy = false;
     };

@@ -17,6 +17,7 @@ import type { KnowledgeService } from './knowledgeService';
 import type { PlayPanels } from './playPanels';
 import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
+import { walkthroughDone } from './walkthrough';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
 import { storyEngine } from './storyEngine';
 
@@ -87,7 +88,10 @@ export class InterchangeCommands extends Disposable {
       clicked instanceof vscode.Uri || clicked === undefined ? this.importLorebook(clicked, options) : this.importLorebook(undefined, { campaignRoot: nodeRoot(clicked) }),
     );
     // Menus and commands that need a campaign show only when the workspace has one.
-    const updateContext = (): void => void vscode.commands.executeCommand('setContext', 'storyteller.hasCampaign', knowledge.list().length > 0);
+    const updateContext = (): void => {
+      void vscode.commands.executeCommand('setContext', 'storyteller.hasCampaign', knowledge.list().length > 0);
+      if (knowledge.list().some((index) => (index.store?.counts().sources ?? 0) > 0)) walkthroughDone('indexed');
+    };
     this._register(knowledge.onDidChangeState(updateContext));
     updateContext();
     register('storyteller.exportWorldInfo', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri }) => this.exportWorldInfo(arg, options));
@@ -198,6 +202,7 @@ export class InterchangeCommands extends Disposable {
       const text = action.trim();
       const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
       const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
+      walkthroughDone('previewed');
       return await this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
     } finally {
       dispose();
@@ -345,18 +350,27 @@ export class InterchangeCommands extends Disposable {
    * own folder is read-only and replaced on update), then opens it.
    */
   private async openExampleCampaign(options: { parent?: vscode.Uri; then?: 'ask' | 'none' } = {}): Promise<vscode.Uri | undefined> {
+    await this.campaigns.ready();
+    // Campaigns do not nest: the dialog starts beside the open campaign, never inside it.
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const open = folder && this.campaigns.campaignOf(folder.fsPath);
     const parent =
       options.parent ??
       (
         await vscode.window.showOpenDialog({
           canSelectFiles: false,
           canSelectFolders: true,
-          defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+          defaultUri: open ? vscode.Uri.file(path.dirname(open.root)) : folder,
           openLabel: 'Copy the Example Here',
-          title: 'Where should the example campaign be copied?',
+          title: 'Where should the example campaign be copied? (outside any campaign)',
         })
       )?.[0];
     if (!parent) return undefined;
+    const enclosing = this.campaigns.campaignOf(parent.fsPath);
+    if (enclosing) {
+      void vscode.window.showErrorMessage(`${parent.fsPath} is inside the campaign "${enclosing.title}"; campaigns do not nest. Choose a folder outside it.`);
+      return undefined;
+    }
     const target = await freeFolder(parent, EXAMPLE_FOLDER);
     await vscode.workspace.fs.copy(vscode.Uri.joinPath(this.extensionUri, 'fixtures', EXAMPLE_FOLDER), target, { overwrite: false });
     if (options.then === 'none') return target;

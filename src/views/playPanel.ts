@@ -12,6 +12,7 @@ import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
 import { storyEngine } from './storyEngine';
+import { walkthroughDone } from './walkthrough';
 
 export const PLAY_VIEW_TYPE = 'storyteller.play';
 
@@ -252,6 +253,7 @@ export class PlayPanel extends Disposable {
           this.postHeadContext();
           return;
         case 'preview':
+          walkthroughDone('previewed');
           this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text }))));
           return;
         case 'saveSetup':

@@ -5,6 +5,7 @@ import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
 import type { Settings } from './settings';
+import { walkthroughDone } from './walkthrough';
 import { campaignAdventure } from '../story/playStore';
 
 /** Opens play panels, and brings them back after a reload from the state each webview saved. */
@@ -75,6 +76,7 @@ export class PlayPanels extends Disposable {
       return undefined;
     }
     const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
+    walkthroughDone('played');
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));
     panel.onDidDispose(() => this.open.delete(play));
