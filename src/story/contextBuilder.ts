@@ -72,10 +72,19 @@ function neutralize(text: string): string {
   return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
 }
 
-function renderPassage(p: SelectedPassage): string {
+/**
+ * Lorebook macros in imported canon, rendered for this adventure (the files keep them, so an export gives
+ * SillyTavern its own text back): `{{user}}` is the player character, by the persona's name; `{{char}}`,
+ * SillyTavern's AI character, is the narrator here, who voices everyone else.
+ */
+export function renderLorebookMacros(text: string, personaName: string): string {
+  return text.replace(/\{\{\s*(user|char)\s*\}\}/gi, (_macro, who: string) => (who.toLowerCase() === 'user' ? personaName || 'the player character' : 'the narrator'));
+}
+
+function renderPassage(p: SelectedPassage, personaName: string): string {
   const where = [p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · ');
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
-  return `${open}\n${neutralize(p.text.trim())}\n⟦end ${p.passageId}⟧`;
+  return `${open}\n${neutralize(renderLorebookMacros(p.text.trim(), personaName))}\n⟦end ${p.passageId}⟧`;
 }
 
 const KNOWLEDGE_FRAMES = {
@@ -187,7 +196,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   const knowledge = (key: KnowledgeSection): ContextSection => {
     const frame = KNOWLEDGE_FRAMES[key];
     const passages = retrieval.sections[key];
-    const body = passages.length > 0 ? `${frame.use}\n${passages.map(renderPassage).join('\n')}` : '';
+    const body = passages.length > 0 ? `${frame.use}\n${passages.map((p) => renderPassage(p, personaName)).join('\n')}` : '';
     const s = section(frame.id, frame.title, key === 'alwaysInclude', body, estimator, budgets[key]);
     s.itemIds = passages.map((p) => p.passageId);
     const superseded = (retrieval.record.superseded ?? []).filter((line) => s.itemIds.includes(line.passageId));

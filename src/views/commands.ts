@@ -11,7 +11,7 @@ import type { KnowledgeService } from './knowledgeService';
 import { openPassage, type PassageNode, type PassagesTree } from './passagesTree';
 import type { Settings } from './settings';
 import { CLASS_LABEL, describeOrigin, sourceUri, type SourcesNode } from './sourcesTree';
-import { embedderFor } from './storyEngine';
+import { embedderFor } from '../session';
 import { walkthroughDone } from './walkthrough';
 
 const SEARCH_DEBOUNCE_MS = 150;

@@ -11,9 +11,8 @@ import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, t
 import type { FactStatement } from '../knowledge/conflicts';
 import { stripInlineMarkup } from '../knowledge/conflicts';
 import { passageRetrievalCounts } from '../knowledge/health';
-import { openDatabase, type Db } from '../knowledge/indexing';
+import type { Db } from '../knowledge/indexing';
 import type { KnowledgeStore } from '../knowledge/indexing';
-import { PLAY_MIGRATIONS } from '../story/playSchema';
 import { currentAdventureStates } from '../story/playStore';
 import { stateWorldFacts } from '../story/worldState';
 
@@ -38,8 +37,11 @@ export interface ConflictFeatureDeps {
   onDidChangeIndex: vscode.Event<unknown>;
   /** Ollama host and narrator model for Check Canon Consistency; undefined when not configured. */
   ollama(): { host: string; model: string } | undefined;
-  /** The campaign's play.db when the story engine already holds it open; else it is opened here on demand. */
-  playDb?(campaignRoot: string): Db | undefined;
+  /**
+   * The campaign session's play.db, where decisions live. Without `create`, only one that exists already:
+   * reading counts must not create a database.
+   */
+  playDb(campaignRoot: string, create: boolean): Db | undefined;
 }
 
 export const CONFLICT_COMMANDS = {
@@ -84,7 +86,6 @@ export class ConflictFeatures implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('storyteller-conflicts');
   private readonly states = new Map<string, CampaignState>();
-  private readonly ownedPlayDbs = new Map<string, Db>();
   private readonly factCaches = new Map<string, FactCache>();
   private readonly _onDidRefresh = new vscode.EventEmitter<void>();
   /** Fires after conflicts were recomputed and diagnostics published (tests wait on it). */
@@ -113,8 +114,6 @@ export class ConflictFeatures implements vscode.Disposable {
 
   dispose(): void {
     this.disposables.forEach((d) => d.dispose());
-    for (const db of this.ownedPlayDbs.values()) db.close();
-    this.ownedPlayDbs.clear();
   }
 
   /** The current analysis of the campaign at `root` (for the Sources tree and the source inspector). */
@@ -122,17 +121,8 @@ export class ConflictFeatures implements vscode.Disposable {
     return this.states.get(root)?.analysis;
   }
 
-  /** Opens play.db only when it exists or `create` is set: reading counts must not create a database. */
   private playDb(root: string, create: boolean): Db | undefined {
-    const provided = this.deps.playDb?.(root);
-    if (provided) return provided;
-    const existing = this.ownedPlayDbs.get(root);
-    if (existing) return existing;
-    const entry = this.deps.campaigns().find((c) => c.campaign.root === root);
-    if (!entry || (!create && !fs.existsSync(entry.campaign.playPath))) return undefined;
-    const db = openDatabase(entry.campaign.playPath, PLAY_MIGRATIONS);
-    this.ownedPlayDbs.set(root, db);
-    return db;
+    return this.deps.playDb(root, create);
   }
 
   refresh(): void {

@@ -3,12 +3,12 @@ import * as vscode from 'vscode';
 import { CampaignError } from '../knowledge/campaign';
 import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
 import { LorebookError } from '../knowledge/interchange';
-import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/interchange';
+import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult } from '../knowledge/interchange';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { fenced, renderContextMarkdown } from '../story/contextReport';
-import { campaignAdventure, PlayStore } from '../story/playStore';
+import { campaignAdventure } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
@@ -19,7 +19,6 @@ import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
 import { walkthroughDone } from './walkthrough';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
-import { storyEngine } from './storyEngine';
 
 const CLASS_MEANING: Record<KnowledgeClass, string> = {
   canon: 'campaign truth',
@@ -176,7 +175,7 @@ export class InterchangeCommands extends Disposable {
     return result;
   }
 
-  /** Opens the campaign's play store just long enough to assemble the next turn's context; nothing is generated or stored. */
+  /** Assembles the next turn's context through the campaign session's engine; nothing is generated or stored. */
   private async previewContext(options: { campaignRoot?: string; action?: string } = {}): Promise<vscode.TextDocument | undefined> {
     const index = await this.campaign(options.campaignRoot);
     if (!index) return undefined;
@@ -189,25 +188,19 @@ export class InterchangeCommands extends Disposable {
       }));
     if (action === undefined) return undefined;
     await index.idle();
-    const store = new PlayStore(index.campaign.playPath);
-    const { engine, dispose } = storyEngine(store, index, this.settings);
-    try {
-      const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
-      let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
-      if (!adventure) {
-        // The same first adventure the play panel would start: a preview is always of a real adventure.
-        adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
-        this.onDidCreateAdventure();
-      }
-      const text = action.trim();
-      const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
-      const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
-      walkthroughDone('previewed');
-      return await this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
-    } finally {
-      dispose();
-      store.close();
+    const { play: store, engine } = index.session;
+    const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
+    let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
+    if (!adventure) {
+      // The same first adventure the play panel would start: a preview is always of a real adventure.
+      adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
+      this.onDidCreateAdventure();
     }
+    const text = action.trim();
+    const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
+    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
+    walkthroughDone('previewed');
+    return this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
   }
 
   private async exportCampaign(arg?: SourcesNode | vscode.Uri, options: { out?: vscode.Uri; embeddings?: boolean } = {}): Promise<(ExportSummary & { file: string }) | undefined> {
@@ -236,8 +229,9 @@ export class InterchangeCommands extends Disposable {
     await index.idle();
     try {
       // The save dialog already asked before replacing an existing file.
-      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, () =>
-        exportCampaignBundle(root, out.fsPath, { embeddings, force: true }),
+      // Read from the session's index and play store as they are: an export never re-imports.
+      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, async () =>
+        exportCampaignBundle(index.session.exportSource, out.fsPath, { embeddings, force: true }),
       );
       void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${describePlayData(summary.playRows)}.`);
       return summary;
@@ -297,7 +291,7 @@ export class InterchangeCommands extends Disposable {
       clicked ??
       (
         await vscode.window.showOpenDialog({
-          filters: { 'World Info, character cards, NovelAI lorebooks': ['json', 'png', 'lorebook'] },
+          filters: { 'Lorebooks and character cards': ['json', 'png', 'charx', 'lorebook'] },
           openLabel: 'Import Lorebook',
         })
       )?.[0];
@@ -319,7 +313,8 @@ export class InterchangeCommands extends Disposable {
     const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
     // Its lines are aligned in columns and quote imported text: shown as a block of plain text, never as markup.
     await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}`, `# Lorebook import: ${path.basename(file.fsPath)}\n\n${fenced(report)}\n`);
-    const unmapped = result.unmapped.length === 0 ? 'every field had an equivalent' : `${result.unmapped.length} fields have no equivalent (see the report)`;
+    const dropped = result.notCarried.length;
+    const unmapped = dropped === 0 ? 'every field was carried' : `${dropped} ${dropped === 1 ? 'entry has' : 'entries have'} fields nothing holds (see the report)`;
     void vscode.window.showInformationMessage(
       `Imported ${result.written.length} entries from ${result.formatName} into ${result.folder}/ as ${CLASS_LABEL[cls]}; ${unmapped}.`,
     );
@@ -334,8 +329,10 @@ export class InterchangeCommands extends Disposable {
     if (!out) return undefined;
     await index.idle();
     try {
-      const result = await exportCampaignWorldInfo(root, out.fsPath, { force: true });
-      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (${result.skipped.map((s) => `${s.path}: ${s.reason}`).join('; ')})` : '';
+      // Read from the session's index as the writer's settings built it: an export never re-imports.
+      const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true });
+      await this.reports.show(`World Info Export — ${path.basename(out.fsPath)}`, `# World Info export: ${path.basename(out.fsPath)}\n\n${fenced(worldInfoExportReport(result, result.file).join('\n'))}\n`);
+      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (see the report)` : '';
       void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);
       return result;
     } catch (error) {

@@ -4,7 +4,6 @@ import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
-import type { Settings } from './settings';
 import { walkthroughDone } from './walkthrough';
 import { campaignAdventure } from '../story/playStore';
 
@@ -19,7 +18,6 @@ export class PlayPanels extends Disposable {
     private readonly extensionUri: vscode.Uri,
     private readonly campaigns: CampaignRegistry,
     private readonly knowledge: KnowledgeService,
-    private readonly settings: Settings,
   ) {
     super();
     this._register(
@@ -75,7 +73,7 @@ export class PlayPanels extends Disposable {
       void vscode.window.showErrorMessage((error as Error).message);
       return undefined;
     }
-    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
+    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, adventureId);
     walkthroughDone('played');
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));

@@ -112,6 +112,20 @@ describe('story context builder', () => {
     assert.ok(context.warnings.some((w) => w.includes(memory.id) && /kept because it is pinned/.test(w)));
   });
 
+  it('renders lorebook macros in imported canon with the persona name, and leaves the file as it was', async () => {
+    const entry = '---\ntitle: The glade\nclass: canon\nalways_include: true\n---\n{{user}}: "What is this place?"\n{{char}}: *The guardian smiles at {{User}}.*\n';
+    await knowledge.edit('glade.md', entry);
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'look around' });
+    const always = context.sections.find((s) => s.id === 'always-include')!.text;
+    assert.match(always, /Kaelen: "What is this place\?"\nthe narrator: The guardian smiles at Kaelen\./);
+    assert.doesNotMatch(always, /\{\{/);
+    assert.equal(fs.readFileSync(path.join(knowledge.campaign.root, 'glade.md'), 'utf8'), entry, 'the campaign file keeps the macros for export');
+
+    const nameless = store.createAdventure({ campaignId: 'westhaven', title: 'Nameless' });
+    const plain = await engine.previewContext(nameless.id, { kind: 'do', text: 'look around' });
+    assert.match(plain.sections.find((s) => s.id === 'always-include')!.text, /the player character: "What is this place\?"/);
+  });
+
   it('renders without a persona or stat schema, and preview makes no write', async () => {
     const plain = store.createAdventure({ campaignId: 'westhaven', title: 'Plain' });
     const context = await engine.previewContext(plain.id, { kind: 'say', text: 'Hello?' });

@@ -48,7 +48,7 @@ export const searchCommand: Command = {
       });
       return EXIT.ok;
     } finally {
-      store.close();
+      await opened.session.close();
     }
   },
 };

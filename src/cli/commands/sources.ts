@@ -45,7 +45,7 @@ export const sourcesCommand: Command = {
       });
       return EXIT.ok;
     } finally {
-      store.close();
+      await opened.session.close();
     }
   },
 };

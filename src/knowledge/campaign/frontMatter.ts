@@ -240,3 +240,15 @@ export function withFrontMatterField(text: string, key: keyof FrontMatter, value
 function renderScalar(value: string): string {
   return YAML.stringify(value).replace(/\n$/, '');
 }
+
+/**
+ * Every field of a source's front matter as data, including keys this product does not read (other tools'
+ * fields, such as a lorebook's `sillytavern:` map). Empty when there is no front matter or it is not a valid map.
+ */
+export function frontMatterData(text: string): Record<string, unknown> {
+  const fences = locateFences(text);
+  if (fences === undefined || fences === 'unclosed') return {};
+  const { doc } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
+  if (doc.errors.length > 0 || !isMap(doc.contents)) return {};
+  return doc.toJSON() as Record<string, unknown>;
+}

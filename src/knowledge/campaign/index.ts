@@ -4,7 +4,7 @@ export type { Campaign } from './campaign';
 export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
-export { splitFrontMatter, withFrontMatterField } from './frontMatter';
+export { frontMatterData, splitFrontMatter, withFrontMatterField } from './frontMatter';
 export type { FrontMatter, FrontMatterSplit } from './frontMatter';
 export { estimateTokens } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, VISIBILITIES } from './types';

@@ -54,6 +54,8 @@ export interface ImportOptions {
   /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
   concurrency?: number;
   now?: () => Date;
+  /** Stops the run between files (it rejects with the signal's reason); each file written stays whole. */
+  signal?: AbortSignal;
 }
 
 /** A file found under the campaign, or refused before it is read (a symlink leading outside). */
@@ -558,6 +560,7 @@ export async function importCampaign(campaign: Campaign, store: KnowledgeStore, 
     options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
   };
   const writeHead = async (): Promise<void> => {
+    options.signal?.throwIfAborted();
     const head = queue.shift()!;
     if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
     const outcome = await run.finish(head.prepared, head.parsing!);
@@ -566,6 +569,7 @@ export async function importCampaign(campaign: Campaign, store: KnowledgeStore, 
     settle(await run.processOne(head.file, claims));
   };
   for (const file of files) {
+    options.signal?.throwIfAborted();
     const prepared = await run.prepare(file, claims);
     queue.push({ file, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
     while (queue.filter((q) => q.parsing).length >= ahead) await writeHead();
