@@ -132,8 +132,11 @@ async function frameWith(page: Page, selector: string): Promise<Frame> {
 async function typeTimed(frame: Frame, selector: string, text: string): Promise<number[]> {
   await frame.focus(selector);
   await frame.evaluate(() => {
-    const w = window as unknown as { typingLatencies: number[] };
+    const w = window as unknown as { typingLatencies: number[]; typingTimed?: boolean };
     w.typingLatencies = [];
+    // One listener per page, however many times keys are timed in it.
+    if (w.typingTimed) return;
+    w.typingTimed = true;
     document.addEventListener(
       'keydown',
       () => {

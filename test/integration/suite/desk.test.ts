@@ -90,16 +90,19 @@ describe("the writer's desk", () => {
    * same typing with the index idle. The numbers go to artifacts/typing-latency.json and the log; speed is
    * not asserted as wall time here, only that the typing really happened while indexing ran.
    */
-  it('measures typing lag in the play panel and an editor while a large campaign indexes', async () => {
+  it('measures typing lag in the play panel and an editor while a large campaign indexes', async function () {
+    // Each key is typed and timed on its own round trip, on a loaded machine: minutes, not seconds.
+    this.timeout(10 * 60_000);
     const { root, index } = workspace;
     const note = path.join(root, 'desk-typing.md');
     fs.writeFileSync(note, '# Typing\n\n');
-    const sentence = 'the fog rolls in over the harbour wall';
+    const sentence = 'fog over the harbour';
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!;
     const typeIn = async (name: string) => {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       await vscode.commands.executeCommand('storyteller.openPlayPanel', { campaignRoot: root });
+      await waitFor(async () => (await capture(`${name}-panel-ready`, 300, [], ['#action textarea'])).located['#action textarea'], 20_000, 'the play panel to load');
       const panel = await capture(`${name}-panel`, 300, [{ action: 'typeTimed', selector: '#action textarea', text: sentence }]);
       await vscode.window.showTextDocument(vscode.Uri.file(note), { viewColumn: vscode.ViewColumn.One });
       const editor = await capture(`${name}-editor`, 300, [{ action: 'typeTimed', selector: '.monaco-editor textarea', text: sentence }]);
@@ -110,14 +113,17 @@ describe("the writer's desk", () => {
       await index.idle();
       const idle = await typeIn('typing-idle');
       fs.cpSync(corpusPath('dnd-srd-5.1'), srd, { recursive: true });
-      await waitFor(() => index.state.kind === 'indexing', 60_000, 'the SRD to start indexing');
+      const copied = (fs.readdirSync(srd, { recursive: true }) as string[]).filter((f) => f.endsWith('.md')).length;
+      const srdIndexed = () => index.store?.listSources().filter((s) => s.path.startsWith('srd/')).length ?? 0;
+      await waitFor(() => srdIndexed() > 0, 120_000, 'the SRD to start indexing');
       const busy = await typeIn('typing-while-indexing');
-      const stillIndexing = index.state.kind === 'indexing';
+      const indexedAfter = srdIndexed();
+      const stillIndexing = indexedAfter < copied;
       const summary = {
         anchor: 'keydown to the second animation frame after it, in the page, ms',
         idle: { panel: { median: median(idle.panel), p95: p95(idle.panel) }, editor: { median: median(idle.editor), p95: p95(idle.editor) } },
         indexing: { panel: { median: median(busy.panel), p95: p95(busy.panel) }, editor: { median: median(busy.editor), p95: p95(busy.editor) } },
-        stillIndexingAfterTyping: stillIndexing,
+        srdFilesIndexedWhenTypingEnded: `${indexedAfter} of ${copied}`,
         keys: sentence.length,
       };
       fs.writeFileSync(path.join(harnessConfig().artifactsDir, 'typing-latency.json'), JSON.stringify({ summary, idle, busy }, null, 2));
@@ -128,7 +134,7 @@ describe("the writer's desk", () => {
     } finally {
       fs.rmSync(srd, { recursive: true, force: true });
       fs.rmSync(note, { force: true });
-      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('srd/')), 120_000, 'the SRD to leave the index');
+      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('srd/')), 300_000, 'the SRD to leave the index');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     }
   });
