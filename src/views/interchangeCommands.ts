@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { CampaignError } from '../knowledge/campaign';
+import { CampaignError, pathInside } from '../knowledge/campaign';
 import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
 import { LorebookError } from '../knowledge/interchange';
 import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult } from '../knowledge/interchange';
@@ -209,8 +209,7 @@ export class InterchangeCommands extends Disposable {
     const { root, id, title } = index.campaign;
     const out = options.out ?? (await saveBeside(root, `Export ${title}`, `${id}${BUNDLE_EXTENSION}`, 'Campaign bundle', 'Export Campaign'));
     if (!out) return undefined;
-    const rel = path.relative(root, out.fsPath);
-    if (!rel.startsWith('..') && !path.isAbsolute(rel)) {
+    if (pathInside(root, out.fsPath) !== undefined) {
       void vscode.window.showErrorMessage(`${out.fsPath}: a bundle saved inside the campaign would be carried by its next export; choose a place outside ${root}.`);
       return undefined;
     }
