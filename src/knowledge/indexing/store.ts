@@ -2,12 +2,8 @@ import type { Campaign } from '../campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
 import { assertFts5, openDatabase, type Db } from './sqlite';
+import { ftsText } from './indexText';
 import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from '../campaign';
-
-/** Passage text as it is matched: NFC so that composed and decomposed spellings meet. */
-export function normalizeForIndex(text: string): string {
-  return text.normalize('NFC');
-}
 
 interface SourceRow {
   id: string;
@@ -215,7 +211,7 @@ export class KnowledgeStore {
           p.startLine,
           p.endLine,
         );
-        insertFts.run(lastInsertRowid, normalizeForIndex(p.headingPath.join(' › ')), normalizeForIndex(p.text));
+        insertFts.run(lastInsertRowid, ftsText(p.headingPath.join(' › ')), ftsText(p.text));
       }
     })();
   }
