@@ -20,7 +20,9 @@ const STOP_WORDS = new Set(
     'rather really same shall she should since so some such than that the their theirs them themselves then ' +
     'there these they this those though through thus to too toward towards under until up upon us very via was ' +
     'we well were what whatever when where whether which while who whom whose why will with within without ' +
-    'would yet you your yours yourself yourselves'
+    'would yet you your yours yourself yourselves ' +
+    // Words that frame a question rather than name its topic: "How does grappling work?" is about grappling.
+    'work works happen happens happened mean means'
   ).split(' '),
 );
 
