@@ -47,9 +47,9 @@ export default tseslint.config(
     rules: { 'storyteller/room-entries': 'error' },
   },
   {
-    files: ['src/knowledge/**/*.ts', 'src/story/**/*.ts'],
+    files: ['src/knowledge/**/*.ts', 'src/story/**/*.ts', 'src/session/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { paths: [{ name: 'vscode', message: 'src/knowledge and src/story stay vscode-free.' }] }],
+      'no-restricted-imports': ['error', { paths: [{ name: 'vscode', message: 'src/knowledge, src/story and src/session stay vscode-free.' }] }],
     },
   },
 );

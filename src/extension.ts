@@ -68,8 +68,8 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
 
   constructor(extensionUri: vscode.Uri) {
     super();
-    this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.settings));
-    const readers = this._register(new PlayReaders());
+    this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge));
+    const readers = new PlayReaders(this.knowledge);
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
     this.provenance = this._register(new ProvenanceTree(readers));
     this._register(this.play.onDidPlay(({ playPath, turnId }) => turnId && this.provenance.show(playPath, turnId)));
@@ -81,6 +81,10 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
         campaigns: () => this.knowledge.list(),
         onDidChangeIndex: this.knowledge.onDidChange,
         ollama: () => (this.settings.current.narratorModel ? { host: this.settings.current.ollamaHost, model: this.settings.current.narratorModel } : undefined),
+        playDb: (root, create) => {
+          const session = this.knowledge.get(root)?.session;
+          return (create ? session?.play : session?.playIfAny)?.db;
+        },
       }),
     );
     this.sources = this._register(new SourcesTree(this.campaigns, this.knowledge, this.conflicts));

@@ -1,10 +1,10 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { CampaignError, findCampaignRoot, loadCampaign, type Campaign } from '../knowledge/campaign';
+import { CampaignError, findCampaignRoot, type Campaign } from '../knowledge/campaign';
 import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../knowledge/retrieval';
 import { resolveOllamaHost } from '../knowledge/models';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
-import { KnowledgeStore } from '../knowledge/indexing';
+import type { KnowledgeStore } from '../knowledge/indexing';
+import { defaultSettings, openSession, type CampaignSession, type StorytellerSettings } from '../session';
 import { UsageError, stringOption, type CliIo, type ParsedArgs } from './command';
 
 /** Options of every command that reads the knowledge index. */
@@ -17,32 +17,43 @@ export const KNOWLEDGE_READ_OPTIONS = {
 
 export class IndexMissingError extends Error {}
 
-/** The campaign named by --campaign (or containing the working folder) and its existing index. */
-export function openCampaignIndex(args: ParsedArgs, io: CliIo): { campaign: Campaign; store: KnowledgeStore } {
-  const start = path.resolve(io.cwd, stringOption(args, 'campaign') ?? '.');
-  const root = findCampaignRoot(start);
-  if (!root) throw new UsageError(`no campaign.yaml in ${start} or any folder above it (pass --campaign <folder>)`);
-  let campaign: Campaign;
+/**
+ * The campaign's session for one command: the shared defaults with the command's flags over them. A
+ * CampaignError (no or a wrong campaign.yaml) becomes a usage error naming the file.
+ */
+export function openCliSession(root: string, overrides: Partial<StorytellerSettings> = {}): CampaignSession {
+  const settings = defaultSettings(overrides);
   try {
-    campaign = loadCampaign(root);
+    return openSession(root, { settings: () => settings });
   } catch (error) {
     if (error instanceof CampaignError) throw new UsageError(error.message);
     throw error;
   }
-  // Reading must not create an empty index that would then look like an empty library.
-  if (!fs.existsSync(campaign.indexPath)) {
-    throw new IndexMissingError(`${campaign.indexPath}: no index yet for campaign '${campaign.id}'; run 'storyteller index' first`);
-  }
-  return { campaign, store: KnowledgeStore.open(campaign) };
 }
 
-/**
- * Semantic search for a read command: the model named by --embed-model, else the model most recently
- * calibrated in this index; none with --lexical-only or when no model was ever calibrated.
- */
+/** The campaign named by --campaign (or containing the working folder), its session and its existing index. */
+export function openCampaignIndex(args: ParsedArgs, io: CliIo, overrides: Partial<StorytellerSettings> = {}): { campaign: Campaign; store: KnowledgeStore; session: CampaignSession } {
+  const start = path.resolve(io.cwd, stringOption(args, 'campaign') ?? '.');
+  const root = findCampaignRoot(start);
+  if (!root) throw new UsageError(`no campaign.yaml in ${start} or any folder above it (pass --campaign <folder>)`);
+  const session = openCliSession(root, overrides);
+  // Reading must not create an empty index that would then look like an empty library.
+  if (!session.hasIndex) {
+    void session.close();
+    throw new IndexMissingError(`${session.campaign.indexPath}: no index yet for campaign '${session.campaign.id}'; run 'storyteller index' first`);
+  }
+  return { campaign: session.campaign, store: session.store, session };
+}
+
+/** The embedding model a read command uses: --embed-model, else the one most recently calibrated in this index; none with --lexical-only. */
+function embeddingModelFromArgs(args: ParsedArgs, store: KnowledgeStore): string | undefined {
+  if (args.values['lexical-only'] === true) return undefined;
+  return stringOption(args, 'embed-model') ?? calibratedModels(store)[0]?.model;
+}
+
+/** Semantic search for a read command, with the model `embeddingModelFromArgs` picks. */
 export function semanticFromArgs(args: ParsedArgs, store: KnowledgeStore): SemanticSearchOptions | null {
-  if (args.values['lexical-only'] === true) return null;
-  const model = stringOption(args, 'embed-model') ?? calibratedModels(store)[0]?.model;
+  const model = embeddingModelFromArgs(args, store);
   if (!model) return null;
   const host = resolveOllamaHost(stringOption(args, 'ollama-host'));
   return { embedder: new OllamaEmbedder(host, model, DEFAULT_EMBED_TIMEOUT_MS) };

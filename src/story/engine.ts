@@ -6,6 +6,7 @@ import type { KnowledgeBudgets } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
 import { TokenEstimator } from './tokenEstimator';
+import { DEFAULTS } from '../session/defaults';
 import type { Adventure, AssembledContext, ChatMessage, Memory, PlayerAction, Turn } from './types';
 import { applyDelta, extractStateBlock, NarrationStream, initialState, normalizeState, parseStateBlock, type StateValue, type WorldState } from './worldState';
 
@@ -28,9 +29,9 @@ export interface EngineSettings {
 }
 
 export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
-  contextLength: 8192,
+  contextLength: DEFAULTS.contextLength,
   replyReserve: 1024,
-  memoryEvery: 6,
+  memoryEvery: DEFAULTS.memoryCadence,
   memoryTopK: 5,
   shares: DEFAULT_SHARES,
   autoMemories: true,

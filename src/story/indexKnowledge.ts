@@ -13,7 +13,7 @@ import type { KnowledgePort } from './ports';
  */
 export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOptions | null = null, canon = new StoreCanonFacts(index)): KnowledgePort {
   return {
-    retrieve: async (query) => supersedeRetrievedCanon(await retrieveKnowledge(index, query, { semantic }), query.currentState ?? [], canon),
+    retrieve: async (query) => supersedeRetrievedCanon(await retrieveKnowledge(index, query, { semantic }), query.currentState ?? [], canon, query.measure),
     cast: () => Promise.resolve(castFromKnowledgeStore(index)),
   };
 }

@@ -200,23 +200,26 @@ function mustExist<T>(found: T | undefined, what: string): T {
 export class PlayStore {
   readonly db: Db;
 
+  /** Opens (and migrates) play.db. Crash recovery is the campaign session's to run, once, when it opens the store. */
   constructor(file: string) {
     this.db = openDatabase(file, PLAY_MIGRATIONS);
-    this.recoverInterrupted();
   }
 
   close(): void {
     this.db.close();
   }
 
-  /** A turn still pending or streaming when the store opens was cut off by a crash: say so on the turn. */
-  private recoverInterrupted(): void {
-    this.db
+  /**
+   * Marks every turn still pending or streaming as cut off by a crash; returns how many. Only right for the
+   * first opener in the process: run later, it would cut off a turn that is streaming right now.
+   */
+  recoverInterrupted(): number {
+    return this.db
       .prepare(
         `UPDATE turns SET status = CASE WHEN narration <> '' THEN 'incomplete' ELSE 'error' END, error = ?, updated_at = ?
          WHERE status IN ('pending', 'streaming')`,
       )
-      .run(INTERRUPTED_MESSAGE, now());
+      .run(INTERRUPTED_MESSAGE, now()).changes;
   }
 
   // ── adventures ──────────────────────────────────────────────────────────────────────────────────

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import { campaignAdventure, PlayStore } from '../story/playStore';
+import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure } from '../story/types';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
@@ -35,7 +35,7 @@ export class AdventureCommands extends Disposable {
     if (!campaign) return undefined;
     const title = options.title ?? (await vscode.window.showInputBox({ prompt: `A title for the new adventure in ${campaign.title}`, value: `${campaign.title} — new adventure`, validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
     if (!title?.trim()) return undefined;
-    const adventure = this.withStore(campaign.playPath, (store) => store.createAdventure(campaignAdventure(campaign, title)));
+    const adventure = this.playStore(campaign.playPath).createAdventure(campaignAdventure(campaign, title));
     this.tree.refresh();
     return vscode.commands.executeCommand<PlayPanel | undefined>('storyteller.openPlayPanel', { campaignRoot: campaign.root, adventureId: adventure.id });
   }
@@ -53,14 +53,14 @@ export class AdventureCommands extends Disposable {
   private async rename(node: AdventureNode, given?: string): Promise<Adventure | undefined> {
     const title = given ?? (await vscode.window.showInputBox({ prompt: 'Rename the adventure', value: node.adventure.title, validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
     if (!title?.trim()) return undefined;
-    const renamed = this.withStore(node.playPath, (store) => store.updateAdventure(node.adventure.id, { title }));
+    const renamed = this.playStore(node.playPath).updateAdventure(node.adventure.id, { title });
     for (const panel of this.panelsOn(renamed)) panel.panel.title = `Play: ${renamed.title}`;
     this.tree.refresh();
     return renamed;
   }
 
   private async delete(node: AdventureNode): Promise<boolean> {
-    const turns = this.withStore(node.playPath, (store) => store.allTurns(node.adventure.id).length);
+    const turns = this.playStore(node.playPath).allTurns(node.adventure.id).length;
     const choice = await vscode.window.showWarningMessage(
       `Delete the adventure '${node.adventure.title}'?`,
       { modal: true, detail: `Its ${turns} turn${turns === 1 ? '' : 's'}, memories and prompt snapshots are deleted from play.db and cannot be recovered. Export the campaign first to keep a copy.` },
@@ -68,7 +68,7 @@ export class AdventureCommands extends Disposable {
     );
     if (choice !== 'Delete Adventure') return false;
     for (const panel of this.panelsOn(node.adventure)) panel.dispose();
-    this.withStore(node.playPath, (store) => store.deleteAdventure(node.adventure.id));
+    this.playStore(node.playPath).deleteAdventure(node.adventure.id);
     this.tree.refresh();
     return true;
   }
@@ -89,13 +89,10 @@ export class AdventureCommands extends Disposable {
     return picked?.campaign;
   }
 
-  /** A short-lived connection: the panels and trees keep their own, and SQLite serializes the writes. */
-  private withStore<T>(playPath: string, run: (store: PlayStore) => T): T {
-    const store = new PlayStore(playPath);
-    try {
-      return run(store);
-    } finally {
-      store.close();
-    }
+  /** The play store of the campaign's session: the one connection every surface shares. */
+  private playStore(playPath: string): PlayStore {
+    const index = this.knowledge.list().find((i) => i.campaign.playPath === playPath);
+    if (!index) throw new Error(`${playPath}: its campaign is no longer open in this workspace`);
+    return index.session.play;
   }
 }

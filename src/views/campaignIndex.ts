@@ -1,22 +1,11 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import * as vscode from 'vscode';
-import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../knowledge/retrieval';
 import type { Campaign } from '../knowledge/campaign';
-import type { Embedder } from '../knowledge/retrieval';
-import { importCampaign, indexFile, isCandidateSource, type ImportOptions, type ImportReport } from '../knowledge/indexing';
-import type { Parser } from '../knowledge/indexing';
-import { KnowledgeStore } from '../knowledge/indexing';
+import type { KnowledgeStore, ImportReport } from '../knowledge/indexing';
+import type { SemanticIndexReport } from '../knowledge/retrieval';
+import { DiskWorkspace, FILE_DEBOUNCE_MS, type CampaignSession, type IndexState } from '../session';
 import { Disposable } from './disposable';
 
-/** How long a file must stay quiet before it is reindexed: an editor's save burst becomes one parse. */
-export const FILE_DEBOUNCE_MS = 300;
-
-export type IndexState =
-  | { kind: 'waiting' }
-  | { kind: 'indexing'; done: number; total: number; path?: string }
-  | { kind: 'ready' }
-  | { kind: 'error'; message: string };
+export { FILE_DEBOUNCE_MS, type IndexState };
 
 /** What changed in a campaign's index: the paths written or removed, or everything after a full run. */
 export interface IndexChange {
@@ -24,10 +13,12 @@ export interface IndexChange {
   paths: readonly string[] | 'all';
 }
 
+type Progress = vscode.Progress<{ message?: string; increment?: number }>;
+
 /**
- * One campaign's derived index kept in line with its folder: a full import in the background when it is
- * opened, then one watcher over the folder, debounced per file, feeding single-file reindexing. Work runs
- * one task at a time, so a full reindex and a save never write the same source at once.
+ * A campaign session as VS Code sees it: the editor's watcher and saves are forwarded into the session's
+ * workspace (the debounce, queue and cancellation are the session's), its events become VS Code events,
+ * and a full run reports progress. Disposing closes the session.
  */
 export class CampaignIndex extends Disposable {
   private readonly _onDidChange = this._register(new vscode.EventEmitter<IndexChange>());
@@ -35,205 +26,91 @@ export class CampaignIndex extends Disposable {
   private readonly _onDidChangeState = this._register(new vscode.EventEmitter<IndexState>());
   readonly onDidChangeState = this._onDidChangeState.event;
 
-  private storeInstance: KnowledgeStore | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly dirty = new Set<string>();
-  private _state: IndexState = { kind: 'waiting' };
-  /** The last full run's report, for the status bar and tests. */
-  lastReport: ImportReport | undefined;
-  /** The last semantic pass, or undefined while no embedding model is set. */
-  lastSemantic: SemanticIndexReport | undefined;
-
   constructor(
-    readonly campaign: Campaign,
-    private readonly parser: Parser,
-    private readonly log: vscode.LogOutputChannel,
-    /** The embedder the settings name now; undefined keeps the index lexical only. */
-    private readonly embedder: () => Embedder | undefined = () => undefined,
+    readonly session: CampaignSession,
+    workspace: DiskWorkspace,
   ) {
     super();
-    const watcher = this._register(vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(campaign.root, '**/*')));
-    this._register(watcher.onDidCreate((uri) => this.fileChanged(uri.fsPath)));
-    this._register(watcher.onDidChange((uri) => this.fileChanged(uri.fsPath)));
-    this._register(watcher.onDidDelete((uri) => this.pathDeleted(uri.fsPath)));
+    const root = session.root;
+    const watcher = this._register(vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(root, '**/*')));
+    this._register(watcher.onDidCreate((uri) => workspace.fire({ kind: 'created', path: uri.fsPath })));
+    this._register(watcher.onDidChange((uri) => workspace.fire({ kind: 'changed', path: uri.fsPath })));
+    this._register(watcher.onDidDelete((uri) => workspace.fire({ kind: 'deleted', path: uri.fsPath })));
     // Saves normally reach the watcher too; a save of an unchanged-on-disk buffer (e.g. a remote FS) may not.
-    this._register(vscode.workspace.onDidSaveTextDocument((doc) => doc.uri.scheme === 'file' && this.fileChanged(doc.uri.fsPath)));
-    this._register({ dispose: () => this.timers.forEach((timer) => clearTimeout(timer)) });
-    this._register({ dispose: () => void this.queue.finally(() => this.storeInstance?.close()) });
+    this._register(vscode.workspace.onDidSaveTextDocument((doc) => doc.uri.scheme === 'file' && workspace.fire({ kind: 'changed', path: doc.uri.fsPath })));
+    const changes = session.indexing.onDidChange((change) => this._onDidChange.fire({ campaign: session.campaign, paths: change.paths }));
+    const states = session.indexing.onDidChangeState((state) => this._onDidChangeState.fire(state));
+    this._register({
+      dispose: () => {
+        changes.dispose();
+        states.dispose();
+        void session.close();
+      },
+    });
+  }
+
+  get campaign(): Campaign {
+    return this.session.campaign;
   }
 
   get state(): IndexState {
-    return this._state;
+    return this.session.indexing.state;
   }
 
-  /** The open store, or undefined before the first task has opened it (or when it could not be opened). */
+  /** The open store, or undefined before the first task has opened it. */
   get store(): KnowledgeStore | undefined {
-    return this.storeInstance;
+    return this.session.isClosed ? undefined : this.session.openStore;
+  }
+
+  /** The last full run's report, for the status bar and tests. */
+  get lastReport(): ImportReport | undefined {
+    return this.session.lastReport;
+  }
+
+  /** The last semantic pass, or undefined while no embedding model is set. */
+  get lastSemantic(): SemanticIndexReport | undefined {
+    return this.session.lastSemantic;
   }
 
   /** Resolves when every task queued so far has finished. */
   idle(): Promise<void> {
-    return this.queue.then(() => undefined);
+    return this.session.indexing.idle();
   }
 
   /** Brings the whole index in line with the folder; unchanged files are skipped without parsing. */
-  reindex(progress?: vscode.Progress<{ message?: string; increment?: number }>): Promise<ImportReport | undefined> {
-    return this.enqueue(async () => {
-      const store = this.openStore();
-      let reported = 0;
-      const report = await importCampaign(this.campaign, store, {
-        ...this.importOptions(),
-        onProgress: (event) => {
-          if (event.phase !== 'index') return;
-          this.setState({ kind: 'indexing', done: event.done, total: event.total, path: event.path });
-          const percent = event.total === 0 ? 100 : (event.done / event.total) * 100;
-          progress?.report({ message: `${event.done}/${event.total} ${event.path ?? ''}`, increment: percent - reported });
-          reported = percent;
-        },
-      });
-      this.lastReport = report;
-      this.log.info(
-        `${this.campaign.id}: ${report.files.length} files (${Object.entries(report.counts).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(', ')}), ` +
-          `${report.passages} passages written in ${Math.round(report.durationMs)} ms`,
-      );
-      this._onDidChange.fire({ campaign: this.campaign, paths: 'all' });
-      this.embed();
-      return report;
-    });
+  reindex(progress?: Progress): Promise<ImportReport | undefined> {
+    return this.withProgress(progress, () => this.session.reindex());
   }
 
-  /**
-   * Embeds new passages and recalibrates, queued after the lexical work it follows: search is complete
-   * before it starts and stays usable if it fails. Called after each indexing task and when the model changes.
-   */
-  embed(): void {
-    const embedder = this.embedder();
-    if (!embedder) {
-      if (this.lastSemantic === undefined) return;
-      this.lastSemantic = undefined;
-      this._onDidChangeState.fire(this._state);
-      return;
-    }
-    void this.enqueue(async () => {
-      const report = await indexSemantic(this.openStore(), embedder);
-      this.lastSemantic = report;
-      const line = `${this.campaign.id}: ${describeSemanticIndex(report)}`;
-      if (report.problem) this.log.warn(line);
-      else this.log.info(line);
-    });
+  /** Drops the derived index and builds it again from the files; an import still running is cancelled. */
+  rebuild(progress?: Progress): Promise<ImportReport | undefined> {
+    return this.withProgress(progress, () => this.session.rebuild());
   }
 
   /** Reindexes one file now, queued behind whatever is running; a path outside the campaign is ignored. */
-  reindexFile(absPath: string): Promise<void | undefined> {
-    const rel = this.relative(absPath);
-    if (rel === undefined) return Promise.resolve(undefined);
-    this.dirty.add(rel);
-    return this.enqueue(() => this.flushDirty());
+  async reindexFile(absPath: string): Promise<void> {
+    await this.session.indexing.reindexFile(absPath);
   }
 
-  /** Drops the derived index and builds it again from the files. */
-  rebuild(progress?: vscode.Progress<{ message?: string; increment?: number }>): Promise<ImportReport | undefined> {
-    void this.enqueue(async () => {
-      this.openStore().clear();
-      this._onDidChange.fire({ campaign: this.campaign, paths: 'all' });
+  /** Embeds new passages with the model the settings name now (or forgets the last pass when none is set). */
+  embed(): void {
+    const had = this.lastSemantic !== undefined;
+    this.session.embed();
+    if (had && this.lastSemantic === undefined) this._onDidChangeState.fire(this.state);
+  }
+
+  private async withProgress(progress: Progress | undefined, run: () => Promise<ImportReport | undefined>): Promise<ImportReport | undefined> {
+    let reported = 0;
+    const subscription = this.session.indexing.onDidChangeState((state) => {
+      if (state.kind !== 'indexing') return;
+      const percent = state.total === 0 ? 100 : (state.done / state.total) * 100;
+      progress?.report({ message: `${state.done}/${state.total} ${state.path ?? ''}`, increment: percent - reported });
+      reported = percent;
     });
-    return this.reindex(progress);
-  }
-
-  private importOptions(): ImportOptions {
-    return { parser: this.parser };
-  }
-
-  private openStore(): KnowledgeStore {
-    this.storeInstance ??= KnowledgeStore.open(this.campaign);
-    return this.storeInstance;
-  }
-
-  private enqueue<T>(task: () => Promise<T>): Promise<T | undefined> {
-    const run = this.queue.then(async () => {
-      if (this.isDisposed) return undefined;
-      try {
-        const result = await task();
-        this.setState({ kind: 'ready' });
-        return result;
-      } catch (error) {
-        const message = `${this.campaign.root}: ${(error as Error).message}`;
-        this.log.error(message);
-        this.setState({ kind: 'error', message });
-        return undefined;
-      }
-    });
-    this.queue = run;
-    return run;
-  }
-
-  private setState(state: IndexState): void {
-    this._state = state;
-    this._onDidChangeState.fire(state);
-  }
-
-  private relative(absPath: string): string | undefined {
-    const rel = path.relative(this.campaign.root, absPath);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
-    return rel.split(path.sep).join('/');
-  }
-
-  private fileChanged(absPath: string): void {
-    const rel = this.relative(absPath);
-    if (rel === undefined) return;
-    if (isCandidateSource(this.campaign, rel)) {
-      this.schedule(rel);
-      return;
-    }
-    // A folder created (or moved in) with files already inside may arrive as one event for the folder.
-    let entries: string[];
     try {
-      if (!fs.statSync(absPath).isDirectory()) return;
-      entries = fs.readdirSync(absPath, { recursive: true, encoding: 'utf8' });
-    } catch {
-      return;
+      return await run();
+    } finally {
+      subscription.dispose();
     }
-    for (const entry of entries) {
-      const child = `${rel}/${entry.split(path.sep).join('/')}`;
-      if (isCandidateSource(this.campaign, child)) this.schedule(child);
-    }
-  }
-
-  /** A deleted folder arrives as one event: every source under it goes. */
-  private pathDeleted(absPath: string): void {
-    const rel = this.relative(absPath);
-    if (rel === undefined) return;
-    if (isCandidateSource(this.campaign, rel)) this.schedule(rel);
-    for (const source of this.storeInstance?.listSources() ?? []) {
-      if (source.path.startsWith(`${rel}/`)) this.schedule(source.path);
-    }
-  }
-
-  private schedule(rel: string): void {
-    clearTimeout(this.timers.get(rel));
-    this.timers.set(
-      rel,
-      setTimeout(() => {
-        this.timers.delete(rel);
-        this.dirty.add(rel);
-        void this.enqueue(() => this.flushDirty());
-      }, FILE_DEBOUNCE_MS),
-    );
-  }
-
-  private async flushDirty(): Promise<void> {
-    const paths = [...this.dirty];
-    this.dirty.clear();
-    if (paths.length === 0) return;
-    const store = this.openStore();
-    const written: string[] = [];
-    for (const rel of paths) {
-      const report = await indexFile(this.campaign, store, rel, this.importOptions());
-      written.push(...report.files.map((f) => f.path));
-    }
-    this.log.info(`${this.campaign.id}: reindexed ${written.join(', ')}`);
-    this._onDidChange.fire({ campaign: this.campaign, paths: written });
-    if (written.length > 0) this.embed();
   }
 }

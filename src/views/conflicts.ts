@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import type { Campaign } from '../knowledge/campaign';
+import { atxHeading, pathInside, sourceExclusion, type Campaign } from '../knowledge/campaign';
 import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflicts';
 import { supersedesEdit } from '../knowledge/conflicts';
@@ -11,9 +11,8 @@ import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, t
 import type { FactStatement } from '../knowledge/conflicts';
 import { stripInlineMarkup } from '../knowledge/conflicts';
 import { passageRetrievalCounts } from '../knowledge/health';
-import { openDatabase, type Db } from '../knowledge/indexing';
+import type { Db } from '../knowledge/indexing';
 import type { KnowledgeStore } from '../knowledge/indexing';
-import { PLAY_MIGRATIONS } from '../story/playSchema';
 import { currentAdventureStates } from '../story/playStore';
 import { stateWorldFacts } from '../story/worldState';
 
@@ -38,8 +37,11 @@ export interface ConflictFeatureDeps {
   onDidChangeIndex: vscode.Event<unknown>;
   /** Ollama host and narrator model for Check Canon Consistency; undefined when not configured. */
   ollama(): { host: string; model: string } | undefined;
-  /** The campaign's play.db when the story engine already holds it open; else it is opened here on demand. */
-  playDb?(campaignRoot: string): Db | undefined;
+  /**
+   * The campaign session's play.db, where decisions live. Without `create`, only one that exists already:
+   * reading counts must not create a database.
+   */
+  playDb(campaignRoot: string, create: boolean): Db | undefined;
 }
 
 export const CONFLICT_COMMANDS = {
@@ -84,7 +86,6 @@ export class ConflictFeatures implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('storyteller-conflicts');
   private readonly states = new Map<string, CampaignState>();
-  private readonly ownedPlayDbs = new Map<string, Db>();
   private readonly factCaches = new Map<string, FactCache>();
   private readonly _onDidRefresh = new vscode.EventEmitter<void>();
   /** Fires after conflicts were recomputed and diagnostics published (tests wait on it). */
@@ -113,8 +114,6 @@ export class ConflictFeatures implements vscode.Disposable {
 
   dispose(): void {
     this.disposables.forEach((d) => d.dispose());
-    for (const db of this.ownedPlayDbs.values()) db.close();
-    this.ownedPlayDbs.clear();
   }
 
   /** The current analysis of the campaign at `root` (for the Sources tree and the source inspector). */
@@ -122,17 +121,8 @@ export class ConflictFeatures implements vscode.Disposable {
     return this.states.get(root)?.analysis;
   }
 
-  /** Opens play.db only when it exists or `create` is set: reading counts must not create a database. */
   private playDb(root: string, create: boolean): Db | undefined {
-    const provided = this.deps.playDb?.(root);
-    if (provided) return provided;
-    const existing = this.ownedPlayDbs.get(root);
-    if (existing) return existing;
-    const entry = this.deps.campaigns().find((c) => c.campaign.root === root);
-    if (!entry || (!create && !fs.existsSync(entry.campaign.playPath))) return undefined;
-    const db = openDatabase(entry.campaign.playPath, PLAY_MIGRATIONS);
-    this.ownedPlayDbs.set(root, db);
-    return db;
+    return this.deps.playDb(root, create);
   }
 
   refresh(): void {
@@ -223,8 +213,8 @@ export class ConflictFeatures implements vscode.Disposable {
 
   private locate(doc: vscode.TextDocument): { root: string; relPath: string; state: CampaignState } | undefined {
     for (const [root, state] of this.states) {
-      const rel = path.relative(root, doc.uri.fsPath);
-      if (!rel.startsWith('..') && !path.isAbsolute(rel)) return { root, relPath: rel.split(path.sep).join('/'), state };
+      const relPath = pathInside(root, doc.uri.fsPath);
+      if (relPath !== undefined) return { root, relPath, state };
     }
     return undefined;
   }
@@ -264,19 +254,19 @@ export class ConflictFeatures implements vscode.Disposable {
     }
 
     const text = doc.lineAt(pos.line).text;
-    const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(text);
+    const heading = atxHeading(text);
     if (heading && state.entry.store) {
-      const entityKey = state.analysis.names.resolve(heading[1]!);
+      const entityKey = state.analysis.names.resolve(heading.text);
       if (entityKey) {
         const conflicts = state.analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
         if (conflicts.length > 0) {
-          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading[1]!)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
+          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading.text)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
           parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${statementLink(c.a)} vs **${md(c.b.value)}** ${statementLink(c.b)}`).join('\n'));
         }
       }
       // Passages start below their heading; a long section is several passages with the same heading path.
       const source = state.entry.store.getSourceByPath(relPath);
-      const headingText = stripInlineMarkup(heading[1]!);
+      const headingText = stripInlineMarkup(heading.text);
       const after = (source ? state.entry.store.listPassages(source.id) : []).filter((p) => p.startLine > line).sort((a, b) => a.startLine - b.startLine);
       const first = after[0];
       const section = first && first.headingPath.at(-1) === headingText ? after.filter((p) => JSON.stringify(p.headingPath) === JSON.stringify(first.headingPath)) : [];
@@ -401,7 +391,7 @@ export class ConflictFeatures implements vscode.Disposable {
           if (!store) continue;
           const passages: ConsistencyPassage[] = store
             .listSources()
-            .filter((s) => s.class === 'canon' && s.enabled && s.lexicalState === 'ready')
+            .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
             .flatMap((s) =>
               store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })),
             );

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as vscode from 'vscode';
-import { healthSummary, indexHealth, openReadOnly } from '../knowledge/health';
+import { healthSummary, indexHealth } from '../knowledge/health';
 import type { Finding, FindingSeverity, LintReport } from '../knowledge/health';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
@@ -60,13 +60,8 @@ export class HealthCommand extends Disposable {
     await index.idle();
     const { campaign } = index;
     const { embeddingModel, budgets } = this.settings.current;
-    const playDb = openReadOnly(campaign.playPath);
-    let report: LintReport;
-    try {
-      report = await indexHealth(campaign, index.store, { alwaysIncludeBudget: budgets.alwaysInclude, embeddingModel: embeddingModel || null, ...(playDb ? { playDb } : {}) });
-    } finally {
-      playDb?.close();
-    }
+    const playDb = index.session.playIfAny?.db;
+    const report = await indexHealth(campaign, index.store, { alwaysIncludeBudget: budgets.alwaysInclude, embeddingModel: embeddingModel || null, ...(playDb ? { playDb } : {}) });
     await this.reports.show(`${campaign.id}-health.md`, renderHealthReport(report, campaign.title, campaign.root));
     const summary = healthSummary(report, campaign.title);
     if (report.errors > 0) void vscode.window.showErrorMessage(summary);

@@ -1,14 +1,14 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { CampaignError } from '../knowledge/campaign';
+import { CampaignError, pathInside } from '../knowledge/campaign';
 import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
 import { LorebookError } from '../knowledge/interchange';
-import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/interchange';
+import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult } from '../knowledge/interchange';
 import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { renderContextMarkdown } from '../story/contextReport';
-import { campaignAdventure, PlayStore } from '../story/playStore';
+import { campaignAdventure } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
@@ -18,7 +18,6 @@ import type { PlayPanels } from './playPanels';
 import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
-import { storyEngine } from './storyEngine';
 
 const CLASS_MEANING: Record<KnowledgeClass, string> = {
   canon: 'campaign truth',
@@ -138,7 +137,7 @@ export class InterchangeCommands extends Disposable {
     return result;
   }
 
-  /** Opens the campaign's play store just long enough to assemble the next turn's context; nothing is generated or stored. */
+  /** Assembles the next turn's context through the campaign session's engine; nothing is generated or stored. */
   private async previewContext(options: { campaignRoot?: string; action?: string } = {}): Promise<vscode.TextDocument | undefined> {
     const index = await this.campaign(options.campaignRoot);
     if (!index) return undefined;
@@ -151,24 +150,18 @@ export class InterchangeCommands extends Disposable {
       }));
     if (action === undefined) return undefined;
     await index.idle();
-    const store = new PlayStore(index.campaign.playPath);
-    const { engine, dispose } = storyEngine(store, index, this.settings);
-    try {
-      const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
-      let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
-      if (!adventure) {
-        // The same first adventure the play panel would start: a preview is always of a real adventure.
-        adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
-        this.onDidCreateAdventure();
-      }
-      const text = action.trim();
-      const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
-      const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
-      return await this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
-    } finally {
-      dispose();
-      store.close();
+    const { play: store, engine } = index.session;
+    const openPanel = this.play.list().find((p) => p.campaign.root === index.campaign.root);
+    let adventure = (openPanel ? store.getAdventure(openPanel.adventureId) : undefined) ?? store.listAdventures(index.campaign.id)[0];
+    if (!adventure) {
+      // The same first adventure the play panel would start: a preview is always of a real adventure.
+      adventure = store.createAdventure(campaignAdventure(index.campaign, `${index.campaign.title} — first adventure`));
+      this.onDidCreateAdventure();
     }
+    const text = action.trim();
+    const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
+    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
+    return this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
   }
 
   private async exportCampaign(arg?: SourcesNode | vscode.Uri, options: { out?: vscode.Uri; embeddings?: boolean } = {}): Promise<(ExportSummary & { file: string }) | undefined> {
@@ -177,8 +170,7 @@ export class InterchangeCommands extends Disposable {
     const { root, id, title } = index.campaign;
     const out = options.out ?? (await saveBeside(root, `Export ${title}`, `${id}${BUNDLE_EXTENSION}`, 'Campaign bundle', 'Export Campaign'));
     if (!out) return undefined;
-    const rel = path.relative(root, out.fsPath);
-    if (!rel.startsWith('..') && !path.isAbsolute(rel)) {
+    if (pathInside(root, out.fsPath) !== undefined) {
       void vscode.window.showErrorMessage(`${out.fsPath}: a bundle saved inside the campaign would be carried by its next export; choose a place outside ${root}.`);
       return undefined;
     }
@@ -197,8 +189,9 @@ export class InterchangeCommands extends Disposable {
     await index.idle();
     try {
       // The save dialog already asked before replacing an existing file.
-      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, () =>
-        exportCampaignBundle(root, out.fsPath, { embeddings, force: true }),
+      // Read from the session's index and play store as they are: an export never re-imports.
+      const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, async () =>
+        exportCampaignBundle(index.session.exportSource, out.fsPath, { embeddings, force: true }),
       );
       const rows = Object.entries(summary.playRows).filter(([, count]) => count > 0);
       const play = rows.length > 0 ? `play data (${rows.map(([table, count]) => `${table} ${count}`).join(', ')})` : 'no play data';
@@ -252,7 +245,7 @@ export class InterchangeCommands extends Disposable {
       clicked ??
       (
         await vscode.window.showOpenDialog({
-          filters: { 'World Info, character cards, NovelAI lorebooks': ['json', 'png', 'lorebook'] },
+          filters: { 'Lorebooks and character cards': ['json', 'png', 'charx', 'lorebook'] },
           openLabel: 'Import Lorebook',
         })
       )?.[0];
@@ -271,7 +264,8 @@ export class InterchangeCommands extends Disposable {
     }
     const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
     await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}.txt`, `${report}\n`);
-    const unmapped = result.unmapped.length === 0 ? 'every field had an equivalent' : `${result.unmapped.length} fields have no equivalent (see the report)`;
+    const dropped = result.notCarried.length;
+    const unmapped = dropped === 0 ? 'every field was carried' : `${dropped} ${dropped === 1 ? 'entry has' : 'entries have'} fields nothing holds (see the report)`;
     void vscode.window.showInformationMessage(
       `Imported ${result.written.length} entries from ${result.formatName} into ${result.folder}/ as ${CLASS_LABEL[cls]}; ${unmapped}.`,
     );
@@ -286,8 +280,10 @@ export class InterchangeCommands extends Disposable {
     if (!out) return undefined;
     await index.idle();
     try {
-      const result = await exportCampaignWorldInfo(root, out.fsPath, { force: true });
-      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (${result.skipped.map((s) => `${s.path}: ${s.reason}`).join('; ')})` : '';
+      // Read from the session's index as the writer's settings built it: an export never re-imports.
+      const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true });
+      await this.reports.show(`World Info Export — ${path.basename(out.fsPath)}.txt`, `${worldInfoExportReport(result, result.file).join('\n')}\n`);
+      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (see the report)` : '';
       void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);
       return result;
     } catch (error) {

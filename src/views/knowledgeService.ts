@@ -1,15 +1,15 @@
 import * as vscode from 'vscode';
-import type { Campaign } from '../knowledge/campaign';
 import { workerParser, type Parser } from '../knowledge/indexing';
+import { DiskWorkspace, openSession } from '../session';
 import { CampaignIndex, type IndexChange } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
-import { embedderFor } from './storyEngine';
 
 /**
- * Every campaign of the workspace with its index: created as campaigns are found, replaced when a
- * campaign.yaml changes, and indexed in the background with a progress notification.
+ * Every campaign of the workspace with its session: opened as campaigns are found, reloaded (not replaced)
+ * when a campaign.yaml or a setting changes, so play data stays open, and indexed in the background with
+ * a progress notification. A campaign that goes away has its session closed.
  */
 export class KnowledgeService extends Disposable {
   private readonly _onDidChange = this._register(new vscode.EventEmitter<IndexChange>());
@@ -18,7 +18,7 @@ export class KnowledgeService extends Disposable {
   private readonly _onDidChangeState = this._register(new vscode.EventEmitter<void>());
   readonly onDidChangeState = this._onDidChangeState.event;
 
-  private readonly indexes = new Map<string, { index: CampaignIndex; signature: string; subscriptions: vscode.Disposable[] }>();
+  private readonly indexes = new Map<string, { index: CampaignIndex; subscriptions: vscode.Disposable[] }>();
   private parserInstance: Parser | undefined;
   /** True when an index run began before activation returned: it must never be. */
   indexingStartedDuringActivation = false;
@@ -87,31 +87,28 @@ export class KnowledgeService extends Disposable {
     return this.parserInstance;
   }
 
-  /** The settings a campaign.yaml does not decide, applied to the campaign. */
-  private effective(campaign: Campaign): Campaign {
-    return { ...campaign, sizeCapBytes: campaign.sizeCapBytes ?? this.settings.current.sizeCapBytes };
-  }
-
   private sync(settingsChanged = false): void {
-    const loaded = new Map<string, Campaign>();
-    for (const entry of this.campaigns.list()) {
-      if (entry.state === 'loaded') loaded.set(entry.root, this.effective(entry.campaign));
-    }
+    const loaded = new Set(this.campaigns.list().filter((entry) => entry.state === 'loaded').map((entry) => entry.root));
     for (const [root, entry] of this.indexes) {
-      const campaign = loaded.get(root);
-      if (!campaign || JSON.stringify(campaign) !== entry.signature) {
-        this.release(entry);
-        this.indexes.delete(root);
-      }
+      if (loaded.has(root)) continue;
+      this.release(entry);
+      this.indexes.delete(root);
     }
-    for (const [root, campaign] of loaded) {
-      if (this.indexes.has(root)) continue;
-      const index = new CampaignIndex(campaign, this.parser(), this.log, () => embedderFor(this.settings.current));
+    for (const root of loaded) {
+      const known = this.indexes.get(root);
+      if (known) {
+        // A changed campaign.yaml or size cap: the session cancels its stale import and reindexes itself.
+        known.index.session.reload();
+        continue;
+      }
+      const workspace = new DiskWorkspace();
+      const session = openSession(root, { settings: () => this.settings.current, workspace, parser: this.parser(), log: this.log });
+      const index = new CampaignIndex(session, workspace);
       const subscriptions = [
         index.onDidChange((change) => this._onDidChange.fire(change)),
         index.onDidChangeState(() => this._onDidChangeState.fire()),
       ];
-      this.indexes.set(root, { index, signature: JSON.stringify(campaign), subscriptions });
+      this.indexes.set(root, { index, subscriptions });
       void this.reindex(index);
     }
     if (settingsChanged) this.log.info('settings changed; campaigns re-read');

@@ -3,14 +3,12 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import type { StoryEngine, TurnHandlers } from '../story/engine';
 import { describeContext } from '../story/contextReport';
-import { campaignAdventure, PlayStore } from '../story/playStore';
+import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
 import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
-import type { Settings } from './settings';
-import { storyEngine } from './storyEngine';
 
 export const PLAY_VIEW_TYPE = 'storyteller.play';
 
@@ -69,16 +67,13 @@ export class PlayPanel extends Disposable {
     private readonly extensionUri: vscode.Uri,
     readonly campaign: Campaign,
     index: CampaignIndex,
-    settings: Settings,
     adventureId?: string,
   ) {
     super();
     this._register(panel);
-    this.store = new PlayStore(campaign.playPath);
-    this._register({ dispose: () => this.store.close() });
-    const { engine, dispose } = storyEngine(this.store, index, settings);
-    this.engine = engine;
-    this._register({ dispose });
+    // The campaign session's play store and engine: shared with every other surface, closed with the session.
+    this.store = index.session.play;
+    this.engine = index.session.engine;
     this.adventure =
       (adventureId ? this.store.getAdventure(adventureId) : undefined) ??
       this.store.listAdventures(campaign.id)[0] ??

@@ -4,7 +4,6 @@ import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
-import type { Settings } from './settings';
 import { campaignAdventure } from '../story/playStore';
 
 /** Opens play panels, and brings them back after a reload from the state each webview saved. */
@@ -18,7 +17,6 @@ export class PlayPanels extends Disposable {
     private readonly extensionUri: vscode.Uri,
     private readonly campaigns: CampaignRegistry,
     private readonly knowledge: KnowledgeService,
-    private readonly settings: Settings,
   ) {
     super();
     this._register(
@@ -68,7 +66,7 @@ export class PlayPanels extends Disposable {
       void vscode.window.showErrorMessage((error as Error).message);
       return undefined;
     }
-    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.settings, adventureId);
+    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, adventureId);
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));
     panel.onDidDispose(() => this.open.delete(play));

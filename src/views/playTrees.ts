@@ -1,29 +1,18 @@
-import fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CandidateDecision } from '../knowledge/retrieval';
-import { PlayStore } from '../story/playStore';
+import type { PlayStore } from '../story/playStore';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import { CLASS_LABEL } from './sourcesTree';
 import { TreeProvider } from './treeProvider';
 
-/** Read-only play stores for the trees, one per campaign, opened when a play.db exists. */
+/** The play stores the trees read: each campaign session's own, once its play.db exists. */
 export class PlayReaders {
-  private readonly stores = new Map<string, PlayStore>();
+  constructor(private readonly knowledge: KnowledgeService) {}
 
   get(campaignPlayPath: string): PlayStore | undefined {
-    let store = this.stores.get(campaignPlayPath);
-    if (!store && fs.existsSync(campaignPlayPath)) {
-      store = new PlayStore(campaignPlayPath);
-      this.stores.set(campaignPlayPath, store);
-    }
-    return store;
-  }
-
-  dispose(): void {
-    for (const store of this.stores.values()) store.close();
-    this.stores.clear();
+    return this.knowledge.list().find((index) => index.campaign.playPath === campaignPlayPath)?.session.playIfAny;
   }
 }
 

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { resolveOllamaHost } from '../knowledge/models';
+import { DEFAULTS, type StorytellerSettings as CoreSettings } from '../session';
 import { Disposable } from './disposable';
 
 const SECTION = 'storyteller';
@@ -30,16 +31,18 @@ const SETTINGS = {
 type SettingKey = keyof typeof SETTINGS;
 type RawSettings = { [K in SettingKey]: z.infer<(typeof SETTINGS)[K]> };
 
-export interface StorytellerSettings {
-  /** Resolved like the Ollama CLI: the setting, else OLLAMA_HOST, else the local server. */
-  ollamaHost: string;
-  narratorModel: string;
-  /** Empty: no embeddings; search and context are lexical only. */
-  embeddingModel: string;
-  contextLength: number;
-  budgets: RawSettings['context.budgets'];
-  sizeCapBytes: number;
-  memoryCadence: number;
+/** The defaults of each setting: the shared defaults module, which package.json's contributed defaults match. */
+const DEFAULT_OF: RawSettings = {
+  'ollama.host': DEFAULTS.ollamaHost,
+  'narrator.model': DEFAULTS.narratorModel,
+  'embedding.model': DEFAULTS.embeddingModel,
+  'context.length': DEFAULTS.contextLength,
+  'context.budgets': { ...DEFAULTS.budgets },
+  'index.sizeCapBytes': DEFAULTS.sizeCapBytes,
+  'memory.cadence': DEFAULTS.memoryCadence,
+};
+
+export interface StorytellerSettings extends CoreSettings {
   /** Messages for the settings that were rejected, e.g. "storyteller.context.length must be at least 512 tokens". */
   problems: string[];
 }
@@ -51,9 +54,7 @@ export function readSettings(config: vscode.WorkspaceConfiguration): Storyteller
     const parsed = SETTINGS[key].safeParse(raw);
     if (parsed.success) return parsed.data as RawSettings[K];
     problems.push(`${SECTION}.${key} ${parsed.error.issues[0]?.message ?? 'is invalid'}; using the default`);
-    const fallback = SETTINGS[key].safeParse(config.inspect(key)?.defaultValue);
-    if (!fallback.success) throw new Error(`package.json default of ${SECTION}.${key} is invalid`);
-    return fallback.data as RawSettings[K];
+    return DEFAULT_OF[key];
   };
   return {
     ollamaHost: resolveOllamaHost(value('ollama.host')),

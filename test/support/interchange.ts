@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { runCli } from '../../src/cli/run';
+import { openSession, type CampaignSession } from '../../src/session';
 
 /** Runs the CLI in-process with captured output, as a writer's shell would see it. */
 export async function runCliCaptured(argv: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -32,4 +33,15 @@ export function readTree(dir: string, skip: (relPath: string) => boolean = () =>
     if (fs.statSync(abs).isFile()) out.set(rel, fs.readFileSync(abs));
   }
   return out;
+}
+
+/** Runs `run` over the campaign's session with its index brought up to date first, then closes the session. */
+export async function withIndexedSession<T>(root: string, run: (session: CampaignSession) => T): Promise<Awaited<T>> {
+  const session = openSession(root);
+  try {
+    await session.reindex();
+    return await run(session);
+  } finally {
+    await session.close();
+  }
 }

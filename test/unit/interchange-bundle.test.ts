@@ -15,7 +15,7 @@ import {
 } from '../../src/knowledge/interchange/bundle';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
-import { listTree, readTree, runCliCaptured } from '../support/interchange';
+import { listTree, readTree, runCliCaptured, withIndexedSession } from '../support/interchange';
 
 const BIG_INTEGER = 2n ** 60n + 7n;
 const VECTOR = Buffer.from(new Float32Array([0.25, -1.5, 3.0000001]).buffer);
@@ -60,6 +60,10 @@ function seedEmbeddings(campaignRoot: string): void {
   store.close();
 }
 
+/** Exports through the campaign's session, as every surface does. */
+const exportBundle = (root: string, out: string, options: Parameters<typeof exportCampaignBundle>[2] = {}) =>
+  withIndexedSession(root, (session) => exportCampaignBundle(session.exportSource, out, options));
+
 const notData = (rel: string): boolean => rel.split('/')[0] === '.storyteller';
 
 describe('campaign bundle', () => {
@@ -89,7 +93,7 @@ describe('campaign bundle', () => {
   };
 
   it('round-trips byte for byte: export, import into a new folder, export again', async () => {
-    await exportCampaignBundle(campaign, bundlePath('first'), fixedClock);
+    await exportBundle(campaign, bundlePath('first'), fixedClock);
     const restored = path.join(dir, 'restored');
     const summary = await importCampaignBundle(bundlePath('first'), restored);
     assert.equal(summary.campaignId, 'westhaven');
@@ -103,12 +107,12 @@ describe('campaign bundle', () => {
     assert.deepEqual(restoredStore.getSourceByPath('characters/mara.md')?.entities, ['Mara', 'Sister Mara']);
     restoredStore.close();
     assert.deepEqual(readTree(restored, notData), readTree(campaign, notData));
-    await exportCampaignBundle(restored, bundlePath('second'), fixedClock);
+    await exportBundle(restored, bundlePath('second'), fixedClock);
     assert.equal(fs.readFileSync(bundlePath('second'), 'utf8'), fs.readFileSync(bundlePath('first'), 'utf8'));
   });
 
   it('carries every play table, keeping exact values: large integers, reals, text with CRLF and symbols', async () => {
-    await exportCampaignBundle(campaign, bundlePath(), fixedClock);
+    await exportBundle(campaign, bundlePath(), fixedClock);
     const bundle = readBundleJson();
     const rows = new Map(bundle.play!.tables.map((t) => [t.name, t.rows.length]));
     const expected = { adventures: 1, turns: 3, prompt_snapshots: 1, turn_passages: 1, memories: 1, story_summaries: 1, conflict_decisions: 1 };
@@ -125,7 +129,7 @@ describe('campaign bundle', () => {
 
   it('leaves embeddings out by default: memory vectors are cleared so they are rebuilt', async () => {
     seedEmbeddings(campaign);
-    await exportCampaignBundle(campaign, bundlePath(), fixedClock);
+    await exportBundle(campaign, bundlePath(), fixedClock);
     const bundle = readBundleJson();
     assert.equal(bundle.embeddings, null);
     await importCampaignBundle(bundlePath(), path.join(dir, 'restored'));
@@ -136,7 +140,7 @@ describe('campaign bundle', () => {
 
   it('carries embeddings with their model metadata on request', async () => {
     seedEmbeddings(campaign);
-    await exportCampaignBundle(campaign, bundlePath(), { ...fixedClock, embeddings: true });
+    await exportBundle(campaign, bundlePath(), { ...fixedClock, embeddings: true });
     const bundle = readBundleJson();
     const vectors = bundle.embeddings!.tables.find((t) => t.name === 'embeddings')!;
     assert.deepEqual(vectors.columns, ['model', 'content_hash', 'dimensions', 'chunking_version', 'vector', 'created_at']);
@@ -156,7 +160,7 @@ describe('campaign bundle', () => {
 
   it('restores into an existing empty folder, and a campaign that was never played has no play data', async () => {
     fs.rmSync(path.join(campaign, '.storyteller'), { recursive: true });
-    await exportCampaignBundle(campaign, bundlePath(), fixedClock);
+    await exportBundle(campaign, bundlePath(), fixedClock);
     assert.equal(readBundleJson().play, null);
     const target = path.join(dir, 'empty-target');
     fs.mkdirSync(target);
@@ -166,15 +170,15 @@ describe('campaign bundle', () => {
   });
 
   it('refuses to overwrite an existing bundle unless forced', async () => {
-    await exportCampaignBundle(campaign, bundlePath(), fixedClock);
-    await assert.rejects(exportCampaignBundle(campaign, bundlePath(), fixedClock), /already exists/);
-    await exportCampaignBundle(campaign, bundlePath(), { ...fixedClock, force: true });
+    await exportBundle(campaign, bundlePath(), fixedClock);
+    await assert.rejects(exportBundle(campaign, bundlePath(), fixedClock), /already exists/);
+    await exportBundle(campaign, bundlePath(), { ...fixedClock, force: true });
   });
 
   describe('refuses a bad bundle with a clear reason and writes nothing', () => {
     let good: CampaignBundle;
     beforeEach(async () => {
-      await exportCampaignBundle(campaign, bundlePath(), fixedClock);
+      await exportBundle(campaign, bundlePath(), fixedClock);
       good = readBundleJson();
     });
 

@@ -216,6 +216,7 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     const pending = store.createTurn({ adventureId, parentId: turn.id, action: { kind: 'do', text: 'hide' }, model: 'llama3.2', stateAfter: {} });
     store.close();
     store = new PlayStore(path.join(dir, 'play.db'));
+    assert.equal(store.recoverInterrupted(), 2);
     const recovered = store.turn(turn.id);
     assert.equal(recovered.status, 'incomplete');
     assert.equal(recovered.narration, 'You run into the fog and');

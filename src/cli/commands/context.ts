@@ -1,4 +1,5 @@
-import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../../knowledge/retrieval';
+import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
+import { indexKnowledge } from '../../story/indexKnowledge';
 import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
@@ -65,8 +66,8 @@ export const contextCommand: Command = {
     }
     const { campaign, store } = opened;
     try {
-      const result = await retrieveKnowledge(
-        store,
+      // The same knowledge port play uses: canon that a newer canon source supersedes is marked, not sent as current.
+      const result = await indexKnowledge(store, semanticFromArgs(args, store)).retrieve(
         {
           input,
           scene: stringOption(args, 'scene'),
@@ -76,7 +77,6 @@ export const contextCommand: Command = {
           stage,
           budgets,
         },
-        { semantic: semanticFromArgs(args, store) },
       );
       emit(io, args, { campaign: campaign.id, ...result }, () => {
         const lines = [`Knowledge context for "${input}" in '${campaign.title}' (stage: ${stage})`, `semantic: ${result.record.semantic.reason}`, ''];
@@ -98,7 +98,7 @@ export const contextCommand: Command = {
       });
       return EXIT.ok;
     } finally {
-      store.close();
+      await opened.session.close();
     }
   },
 };

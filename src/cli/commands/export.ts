@@ -1,14 +1,30 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
 import { LorebookError } from '../../knowledge/interchange';
-import { exportCampaignWorldInfo } from '../../knowledge/interchange';
+import { exportCampaignWorldInfo, worldInfoExportReport } from '../../knowledge/interchange';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../knowledge/interchange';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
+import { openCliSession } from '../knowledgeAccess';
+import type { CampaignSession } from '../../session';
 
 function campaignArgument(positionals: string[], cwd: string): string {
   if (positionals.length > 1) throw new UsageError('give at most one campaign folder');
   return campaignRootOption(positionals[0], cwd);
+}
+
+/**
+ * Runs an export over the campaign's session. An existing index is only read, never re-imported; a
+ * campaign never indexed is indexed once first, so its export still describes its sources.
+ */
+async function withExportSession<T>(root: string, run: (session: CampaignSession) => T): Promise<T> {
+  const session = openCliSession(root);
+  try {
+    if (!session.hasIndex) await session.reindex();
+    return run(session);
+  } finally {
+    await session.close();
+  }
 }
 
 export const exportCommand: Command = {
@@ -25,10 +41,12 @@ export const exportCommand: Command = {
     if (!out) throw new UsageError(`--out is required (for example campaign${BUNDLE_EXTENSION})`);
     const root = campaignArgument(args.positionals, io.cwd);
     try {
-      const summary = await exportCampaignBundle(root, path.resolve(io.cwd, out), {
-        embeddings: args.values.embeddings === true,
-        force: args.values.force === true,
-      });
+      const summary = await withExportSession(root, (session) =>
+        exportCampaignBundle(session.exportSource, path.resolve(io.cwd, out), {
+          embeddings: args.values.embeddings === true,
+          force: args.values.force === true,
+        }),
+      );
       emit(io, args, summary, () =>
         [
           `Exported ${summary.files} files (${summary.sources} indexed sources) to ${path.relative(io.cwd, summary.file) || summary.file}.`,
@@ -55,14 +73,8 @@ export const exportLorebookCommand: Command = {
     if (!out) throw new UsageError('--out is required (for example world.json)');
     const root = campaignArgument(args.positionals, io.cwd);
     try {
-      const result = await exportCampaignWorldInfo(root, path.resolve(io.cwd, out), { force: args.values.force === true });
-      emit(io, args, result, () =>
-        [
-          `Exported ${result.entries.length} canon entries to ${path.relative(io.cwd, result.file) || result.file}.`,
-          ...result.keyedByTitle.map((p) => `Keyed by its title (no entities): ${p}`),
-          ...result.skipped.map((s) => `Left out: ${s.path}: ${s.reason}`),
-        ].join('\n'),
-      );
+      const result = await withExportSession(root, (session) => exportCampaignWorldInfo(session.store, path.resolve(io.cwd, out), { force: args.values.force === true }));
+      emit(io, args, result, () => worldInfoExportReport(result, path.relative(io.cwd, result.file) || result.file).join('\n'));
       return EXIT.ok;
     } catch (error) {
       if (error instanceof LorebookError || error instanceof CampaignError) return refuse(io, args, 'export-lorebook', error.message);

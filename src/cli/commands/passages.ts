@@ -39,7 +39,7 @@ export const passagesCommand: Command = {
       });
       return EXIT.ok;
     } finally {
-      store.close();
+      await opened.session.close();
     }
   },
 };

@@ -1,19 +1,14 @@
-import fs from 'node:fs';
 import readline from 'node:readline';
-import { loadCampaign, CampaignError, type Campaign } from '../../knowledge/campaign';
-import { KnowledgeStore } from '../../knowledge/indexing';
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from '../../knowledge/retrieval';
-import { indexKnowledge } from '../../story/indexKnowledge';
-import { StoryEngine, type TurnOutcome } from '../../story/engine';
-import { NarratorError, OllamaNarrator } from '../../story/narrator';
-import { campaignAdventure, PlayStore } from '../../story/playStore';
-import { noKnowledge, type KnowledgePort } from '../../story/ports';
+import { CampaignError, type Campaign } from '../../knowledge/campaign';
+import { calibratedModels } from '../../knowledge/retrieval';
+import type { TurnOutcome } from '../../story/engine';
+import { NarratorError } from '../../story/narrator';
+import { campaignAdventure, type PlayStore } from '../../story/playStore';
+import { defaultSettings, openSession, type CampaignSession } from '../../session';
 import { renderContextSummary } from '../../story/contextReport';
 import type { Adventure, PlayerAction, Turn } from '../../story/types';
 import { hasWorldState, renderStateSection } from '../../story/worldState';
 import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
-
-const DEFAULT_MODEL = 'llama3.2';
 
 const HELP = [
   'Type an action and press Enter. Commands:',
@@ -25,21 +20,6 @@ const HELP = [
 ].join('\n');
 
 const shortId = (id: string) => id.slice(0, 8);
-
-/**
- * Knowledge for play from the campaign's index, semantic when a model was calibrated for it. With no index
- * yet, play goes on without imported knowledge, and every turn's record says why.
- */
-function campaignKnowledge(campaign: Campaign, host: string): { port: KnowledgePort; close(): void } {
-  // Opening would create an empty index that then looks like an empty library.
-  if (!fs.existsSync(campaign.indexPath)) {
-    return { port: noKnowledge(campaign.id, `no index yet at ${campaign.indexPath}; play continues without imported knowledge`), close: () => undefined };
-  }
-  const index = KnowledgeStore.open(campaign);
-  const embedModel = calibratedModels(index)[0]?.model;
-  const semantic = embedModel ? { embedder: new OllamaEmbedder(host, embedModel, DEFAULT_EMBED_TIMEOUT_MS) } : null;
-  return { port: indexKnowledge(index, semantic), close: () => index.close() };
-}
 
 function pickAdventure(store: PlayStore, campaign: Campaign, id: string | undefined, title: string | undefined): Adventure {
   if (id) {
@@ -92,22 +72,25 @@ export const playCommand: Command = {
   },
   async run(args, io: CliIo) {
     if (!io.stdin) throw new UsageError('play reads actions from standard input, and none is available');
-    let campaign: Campaign;
+    const host = stringOption(args, 'host');
+    const model = stringOption(args, 'model');
+    let settings = defaultSettings({ ...(host ? { ollamaHost: host } : {}), ...(model ? { narratorModel: model } : {}) });
+    let session: CampaignSession;
     try {
-      campaign = loadCampaign(args.positionals[0] ?? io.cwd);
+      session = openSession(args.positionals[0] ?? io.cwd, { settings: () => settings });
     } catch (error) {
       if (!(error instanceof CampaignError)) throw error;
       io.stderr.write(`storyteller play: ${error.message}\n`);
       return EXIT.failure;
     }
-    const narrator = new OllamaNarrator({ host: stringOption(args, 'host') });
-    const store = new PlayStore(campaign.playPath);
-    const knowledge = campaignKnowledge(campaign, narrator.host);
+    // Semantic retrieval with the model most recently calibrated in this index, when there is one.
+    const calibrated = session.hasIndex ? calibratedModels(session.store)[0]?.model : undefined;
+    if (calibrated) settings = { ...settings, embeddingModel: calibrated };
+    const { campaign, play: store, engine } = session;
     const say = (text: string) => io.stdout.write(`${text}\n`);
     try {
       let adventure = pickAdventure(store, campaign, stringOption(args, 'adventure'), stringOption(args, 'new'));
-      const engine = new StoryEngine(store, knowledge.port, narrator, { model: stringOption(args, 'model') ?? DEFAULT_MODEL });
-      say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} at ${narrator.host}. /help for commands.`);
+      say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} at ${settings.ollamaHost}. /help for commands.`);
 
       let current: AbortController | null = null;
       const rl = readline.createInterface({ input: io.stdin, terminal: false });
@@ -208,8 +191,7 @@ export const playCommand: Command = {
       if (io.stdin === process.stdin) process.off('SIGINT', onSigint);
       return EXIT.ok;
     } finally {
-      knowledge.close();
-      store.close();
+      await session.close();
     }
   },
 };

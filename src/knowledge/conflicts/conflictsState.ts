@@ -1,6 +1,6 @@
 import type { EntityNames, FactStatement } from './facts';
 import { attributeKey, nameKey, stripInlineMarkup, valueKey, valuesConflict } from './factsNormalize';
-import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine } from '../retrieval';
+import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine, TokenMeasure } from '../retrieval';
 import { estimateTokens } from '../campaign';
 
 /**
@@ -107,9 +107,10 @@ const CANON_SECTIONS: readonly KnowledgeSection[] = ['alwaysInclude', 'canon'];
 /**
  * A retrieval result as the prompt may carry it under the current state: every retrieved canon line the
  * state contradicts is replaced by a note of what is true now, and the record lists each replacement and
- * why. Relevance, order and budgets are retrieval's and stay as they were.
+ * why. Relevance, order and budgets are retrieval's and stay as they were; a rewritten passage is recounted
+ * by the query's `measure`, so its count stays in the unit of the rest.
  */
-export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader): RetrievalResult {
+export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader, measure?: TokenMeasure): RetrievalResult {
   if (state.length === 0) return result;
   const names = canon.names();
   // One pass over the facts of every retrieved canon source: the state's names are resolved once per turn.
@@ -135,7 +136,7 @@ export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly
         reason: `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded in play: ${describeWorldFact(current)}`,
       });
     }
-    return { ...passage, text, tokenCount: estimateTokens(text) };
+    return { ...passage, text, tokenCount: measure ? measure.passage({ ...passage, text }) : estimateTokens(text) };
   };
   const sections = { ...result.sections };
   for (const key of CANON_SECTIONS) sections[key] = result.sections[key].map(rewrite);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CAMPAIGN_FILE, DATA_DIR, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, pathInside, type Campaign } from '../campaign';
 import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
@@ -55,6 +55,8 @@ export interface ImportOptions {
   /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
   concurrency?: number;
   now?: () => Date;
+  /** Stops the run between files (it rejects with the signal's reason); each file written stays whole. */
+  signal?: AbortSignal;
 }
 
 /** A file found under the campaign, or refused before it is read (a symlink leading outside). */
@@ -125,8 +127,7 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
           }
           continue;
         }
-        const inside = target === realRoot || target.startsWith(realRoot + path.sep);
-        if (!inside) {
+        if (pathInside(realRoot, target) === undefined) {
           if (stat.isDirectory() || documentKind(relPath)) {
             found.push({
               relPath,
@@ -166,7 +167,7 @@ async function scanOne(campaign: Campaign, relPath: string, absPath: string): Pr
   } catch {
     return { relPath, absPath }; // gone or broken: reading it reports that
   }
-  if (target === realRoot || target.startsWith(realRoot + path.sep)) return { relPath, absPath };
+  if (pathInside(realRoot, target) !== undefined) return { relPath, absPath };
   return { relPath, absPath, refused: symlinkOutsideIssue(target) };
 }
 
@@ -559,6 +560,7 @@ export async function importCampaign(campaign: Campaign, store: KnowledgeStore, 
     options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
   };
   const writeHead = async (): Promise<void> => {
+    options.signal?.throwIfAborted();
     const head = queue.shift()!;
     if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
     const outcome = await run.finish(head.prepared, head.parsing!);
@@ -567,6 +569,7 @@ export async function importCampaign(campaign: Campaign, store: KnowledgeStore, 
     settle(await run.processOne(head.file, claims));
   };
   for (const file of files) {
+    options.signal?.throwIfAborted();
     const prepared = await run.prepare(file, claims);
     queue.push({ file, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
     while (queue.filter((q) => q.parsing).length >= ahead) await writeHead();

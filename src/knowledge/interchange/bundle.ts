@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, unsafeRelativePath, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
@@ -299,14 +299,10 @@ function sourceMeta(source: SourceRecord): BundleSourceMeta {
  * drive letter, no NUL or control characters, not in the data folder. Returns the reason it is not.
  */
 export function unsafeBundlePath(p: string): string | undefined {
-  if (p === '') return 'is empty';
-  if ([...p].some((ch) => ch.charCodeAt(0) < 0x20)) return 'contains a NUL or control character';
-  if (p.includes('\\')) return 'contains a backslash';
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'is absolute';
-  const segments = p.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) return "has an empty, '.' or '..' segment";
-  if (EXCLUDED_FOLDERS.has(segments[0]!)) return `is inside ${segments[0]}/, which a bundle never carries`;
-  return undefined;
+  const unsafe = unsafeRelativePath(p);
+  if (unsafe) return unsafe;
+  const top = p.split('/')[0]!;
+  return EXCLUDED_FOLDERS.has(top) ? `is inside ${top}/, which a bundle never carries` : undefined;
 }
 
 // --- Export -------------------------------------------------------------------------------------------
@@ -327,36 +323,30 @@ export interface ExportSummary {
   skipped: string[];
 }
 
+/** What an export reads: the campaign session's own config, index store and play database. */
+export interface ExportSource {
+  campaign: Campaign;
+  store: KnowledgeStore;
+  /** The play database, or undefined when the campaign was never played. */
+  playDb: Db | undefined;
+}
+
 /**
- * Builds the bundle of a campaign in memory. The index is first brought up to date (it is derived, and the
- * metadata must describe the files as they are); the campaign's files and play data are only read.
+ * Builds the bundle of a campaign in memory. It only reads: the index as the session keeps it (imported
+ * with the writer's settings, so an export never re-imports under other ones), the files and play data.
  */
-export async function buildBundle(campaign: Campaign, options: ExportOptions = {}): Promise<{ bundle: CampaignBundle; summary: ExportSummary }> {
-  const sources = new Map<string, SourceRecord>();
-  let embeddings: BundleDatabase | null = null;
-  const store = KnowledgeStore.open(campaign);
-  try {
-    await importCampaign(campaign, store);
-    for (const source of store.listSources()) sources.set(source.path, source);
-    if (options.embeddings) embeddings = dumpDatabase(store.db, EMBEDDING_TABLES);
-  } finally {
-    store.close();
-  }
+export function buildBundle(source: ExportSource, options: ExportOptions = {}): { bundle: CampaignBundle; summary: ExportSummary } {
+  const { campaign, store } = source;
+  const sources = new Map(store.listSources().map((s) => [s.path, s]));
+  const embeddings: BundleDatabase | null = options.embeddings ? dumpDatabase(store.db, EMBEDDING_TABLES) : null;
   const { files: paths, skipped } = walkCampaign(campaign.root);
   const files: BundleFile[] = paths.map((relPath) => {
     const bytes = fs.readFileSync(path.join(campaign.root, ...relPath.split('/')));
     const source = sources.get(relPath);
     return { path: relPath, size: bytes.length, sha256: sha256(bytes), ...encodeFile(bytes), ...(source ? { source: sourceMeta(source) } : {}) };
   });
-  let play: BundleDatabase | null = null;
-  if (fs.existsSync(campaign.playPath)) {
-    const db = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
-    try {
-      play = dumpDatabase(db, ordinaryTables(db), options.embeddings ? {} : DERIVED_PLAY_COLUMNS);
-    } finally {
-      db.close();
-    }
-  }
+  const db = source.playDb;
+  const play: BundleDatabase | null = db ? dumpDatabase(db, ordinaryTables(db), options.embeddings ? {} : DERIVED_PLAY_COLUMNS) : null;
   const bundle: CampaignBundle = {
     format: BUNDLE_FORMAT,
     version: BUNDLE_VERSION,
@@ -378,16 +368,11 @@ export async function buildBundle(campaign: Campaign, options: ExportOptions = {
   };
 }
 
-/** Writes the bundle of the campaign at `campaignRoot` to `outFile` (atomically; an existing file only with `force`). */
-export async function exportCampaignBundle(
-  campaignRoot: string,
-  outFile: string,
-  options: ExportOptions & { force?: boolean } = {},
-): Promise<ExportSummary & { file: string }> {
-  const campaign = loadCampaign(campaignRoot);
+/** Writes the campaign's bundle to `outFile` (atomically; an existing file only with `force`), only reading `source`. */
+export function exportCampaignBundle(source: ExportSource, outFile: string, options: ExportOptions & { force?: boolean } = {}): ExportSummary & { file: string } {
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new BundleError(out, 'already exists; choose another name or pass --force to replace it');
-  const { bundle, summary } = await buildBundle(campaign, options);
+  const { bundle, summary } = buildBundle(source, options);
   const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     fs.writeFileSync(temp, serializeBundle(bundle), { flag: 'wx' });

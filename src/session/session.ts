@@ -1,0 +1,301 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadCampaign, type Campaign } from '../knowledge/campaign';
+import { StoreCanonFacts } from '../knowledge/conflicts';
+import type { ExportSource } from '../knowledge/interchange';
+import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, type ImportReport, type Parser } from '../knowledge/indexing';
+import { DEFAULT_EMBED_TIMEOUT_MS, describeSemanticIndex, indexSemantic, OllamaEmbedder, type Embedder, type SemanticIndexReport } from '../knowledge/retrieval';
+import { StoryEngine, type EngineSettings } from '../story/engine';
+import { indexKnowledge } from '../story/indexKnowledge';
+import { OllamaNarrator, type GenerateRequest, type Narrator } from '../story/narrator';
+import { PlayStore } from '../story/playStore';
+import { noKnowledge, type KnowledgePort } from '../story/ports';
+import { defaultSettings, type StorytellerSettings } from './defaults';
+import { IndexingQueue, type Clock, type Indexer } from './indexingQueue';
+import { DiskWorkspace, type Workspace } from './workspace';
+
+export interface SessionLog {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+const quietLog: SessionLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export interface SessionOptions {
+  /** The settings as they are now, read at each use: a changed host or model applies from the next request. */
+  settings?: () => StorytellerSettings;
+  /** Where file changes come from; the disk with no watcher by default. */
+  workspace?: Workspace;
+  /** Where parsing happens; in-thread by default (the extension passes its worker pool). */
+  parser?: Parser;
+  clock?: Clock;
+  log?: SessionLog;
+}
+
+/** The embedder the settings name, or undefined when no embedding model is set (lexical only). */
+export function embedderFor(settings: StorytellerSettings): Embedder | undefined {
+  return settings.embeddingModel ? new OllamaEmbedder(settings.ollamaHost, settings.embeddingModel, DEFAULT_EMBED_TIMEOUT_MS) : undefined;
+}
+
+/** The story engine's settings from the writer's. */
+export function engineSettings(settings: StorytellerSettings): Partial<EngineSettings> & { model: string } {
+  return { model: settings.narratorModel, contextLength: settings.contextLength, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets };
+}
+
+/** The campaign with the settings its campaign.yaml does not decide applied (the size cap). */
+function effectiveCampaign(root: string, settings: StorytellerSettings): Campaign {
+  const campaign = loadCampaign(root);
+  return { ...campaign, sizeCapBytes: campaign.sizeCapBytes ?? settings.sizeCapBytes };
+}
+
+const open = new Map<string, CampaignSession>();
+
+/**
+ * The campaign's session: opened once per campaign per process, the same object for every surface while
+ * it is open. Throws a CampaignError when campaign.yaml is missing or wrong. The options of the first open
+ * decide; the owner that opened it closes it.
+ */
+export function openSession(root: string, options: SessionOptions = {}): CampaignSession {
+  const key = path.resolve(root);
+  let session = open.get(key);
+  if (!session) {
+    session = new CampaignSession(key, options);
+    open.set(key, session);
+  }
+  return session;
+}
+
+/** The open session of the campaign at `root`, if any. */
+export function openSessionAt(root: string): CampaignSession | undefined {
+  return open.get(path.resolve(root));
+}
+
+/**
+ * Everything one campaign has while it is worked on, owned in one place: its config with the writer's
+ * settings applied, the index store, the play store, the indexing queue and the story engine. Crash
+ * recovery of play.db runs once, when the play store is first opened; nothing else opens either database.
+ */
+export class CampaignSession {
+  readonly indexing: IndexingQueue;
+  /** The last full import's report, for the status bar and tests. */
+  lastReport: ImportReport | undefined;
+  /** The last semantic pass, or undefined while no embedding model is set. */
+  lastSemantic: SemanticIndexReport | undefined;
+
+  private current: Campaign;
+  private knowledgeStore: KnowledgeStore | undefined;
+  private playStore: PlayStore | undefined;
+  private storyEngine: StoryEngine | undefined;
+  private canon: { store: KnowledgeStore; facts: StoreCanonFacts } | undefined;
+  private readonly settings: () => StorytellerSettings;
+  private readonly parser: Parser;
+  private readonly log: SessionLog;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly root: string,
+    options: SessionOptions,
+  ) {
+    this.settings = options.settings ?? (() => defaultSettings());
+    this.parser = options.parser ?? inThreadParser();
+    this.log = options.log ?? quietLog;
+    this.current = effectiveCampaign(root, this.settings());
+    this.indexing = new IndexingQueue(root, options.workspace ?? new DiskWorkspace(), this.indexer(), {
+      ...(options.clock ? { clock: options.clock } : {}),
+      onError: (message) => this.log.error(message),
+    });
+  }
+
+  get campaign(): Campaign {
+    return this.current;
+  }
+
+  get isClosed(): boolean {
+    return this.closing !== undefined;
+  }
+
+  /** True once index.db exists: reading must not create an empty index that looks like an empty library. */
+  get hasIndex(): boolean {
+    return this.knowledgeStore !== undefined || fs.existsSync(this.current.indexPath);
+  }
+
+  /** The index store, opened (and created) on first use. */
+  get store(): KnowledgeStore {
+    this.assertOpen();
+    this.knowledgeStore ??= KnowledgeStore.open(this.current);
+    return this.knowledgeStore;
+  }
+
+  /** The index store if something has opened it already; undefined while the first import has not begun. */
+  get openStore(): KnowledgeStore | undefined {
+    return this.knowledgeStore;
+  }
+
+  /** The play store, opened on first use; a turn cut off by a crash is marked interrupted then, and only then. */
+  get play(): PlayStore {
+    this.assertOpen();
+    if (!this.playStore) {
+      const store = new PlayStore(this.current.playPath);
+      const recovered = store.recoverInterrupted();
+      if (recovered > 0) this.log.warn(`${this.current.id}: ${recovered} turn(s) cut off by a crash marked interrupted`);
+      this.playStore = store;
+    }
+    return this.playStore;
+  }
+
+  /** The play store if it exists on disk or is open; undefined when the campaign was never played. */
+  get playIfAny(): PlayStore | undefined {
+    if (this.closing) return undefined;
+    return this.playStore ?? (fs.existsSync(this.current.playPath) ? this.play : undefined);
+  }
+
+  /** What an export reads: this session's config, index store and play data. Nothing is re-imported. */
+  get exportSource(): ExportSource {
+    return { campaign: this.current, store: this.store, playDb: this.playIfAny?.db };
+  }
+
+  /**
+   * The one story engine of the campaign: every surface plays and previews through it, so one adventure
+   * never has two turns in flight. It follows the settings from the next turn on.
+   */
+  get engine(): StoryEngine {
+    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), engineSettings(this.settings()));
+    return this.storyEngine;
+  }
+
+  /**
+   * Campaign knowledge for play and previews, read through the current settings at each call: semantic
+   * when an embedding model is set, and honestly empty while no index is open yet.
+   */
+  knowledge(): KnowledgePort {
+    const fallback = noKnowledge(this.current.id, `no index yet at ${this.current.indexPath}; play goes on without imported knowledge`);
+    const port = (): KnowledgePort => {
+      const store = this.knowledgeStore ?? (this.hasIndex ? this.store : undefined);
+      if (!store) return fallback;
+      // Kept across turns so canon facts are extracted again only when their source changes.
+      if (this.canon?.store !== store) this.canon = { store, facts: new StoreCanonFacts(store) };
+      const embedder = embedderFor(this.settings());
+      return indexKnowledge(store, embedder ? { embedder } : null, this.canon.facts);
+    };
+    return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
+  }
+
+  /** Applies changed settings or campaign.yaml: the engine follows at once; a changed config is reindexed. */
+  reload(): boolean {
+    const settings = this.settings();
+    if (this.storyEngine) Object.assign(this.storyEngine.settings, engineSettings(settings));
+    const next = effectiveCampaign(this.root, settings);
+    if (JSON.stringify(next) === JSON.stringify(this.current)) return false;
+    const idChanged = next.id !== this.current.id;
+    this.current = next;
+    if (idChanged) {
+      // The store is bound to the campaign id: the old one goes, and the index is built again under the new id.
+      void this.indexing.run(async () => {
+        this.knowledgeStore?.close();
+        this.knowledgeStore = undefined;
+      });
+      void this.rebuild();
+    } else {
+      void this.reindex(true);
+    }
+    return true;
+  }
+
+  /** Brings the index in line with the folder, then embeds what is new; `replace` cancels an import already running. */
+  async reindex(replace = false): Promise<ImportReport | undefined> {
+    const before = this.lastReport;
+    const done = await this.indexing.reindex(replace);
+    this.embed();
+    return done && this.lastReport !== before ? this.lastReport : undefined;
+  }
+
+  /** Drops the derived index and builds it again from the files; an import running is cancelled. */
+  async rebuild(): Promise<ImportReport | undefined> {
+    const before = this.lastReport;
+    const done = await this.indexing.rebuild();
+    this.embed();
+    return done && this.lastReport !== before ? this.lastReport : undefined;
+  }
+
+  /**
+   * Embeds new passages and recalibrates, queued after the lexical work it follows: search is complete
+   * before it starts and stays usable if it fails. Called after indexing and when the model changes.
+   */
+  embed(): void {
+    const embedder = embedderFor(this.settings());
+    if (!embedder) {
+      this.lastSemantic = undefined;
+      return;
+    }
+    void this.indexing.run(async () => {
+      const report = await indexSemantic(this.store, embedder);
+      this.lastSemantic = report;
+      const line = `${this.current.id}: ${describeSemanticIndex(report)}`;
+      if (report.problem) this.log.warn(line);
+      else this.log.info(line);
+    });
+  }
+
+  /** Cancels indexing, waits for the task running, and closes both stores. The session leaves the registry. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (open.get(this.root) === this) open.delete(this.root);
+      await this.indexing.close();
+      this.knowledgeStore?.close();
+      this.playStore?.close();
+    })();
+    return this.closing;
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new Error(`the session of ${this.root} is closed`);
+  }
+
+  private indexer(): Indexer {
+    return {
+      importAll: async (signal, onProgress) => {
+        const report = await importCampaign(this.current, this.store, {
+          parser: this.parser,
+          signal,
+          onProgress: (event) => {
+            if (event.phase === 'index') onProgress({ kind: 'indexing', done: event.done, total: event.total, ...(event.path ? { path: event.path } : {}) });
+          },
+        });
+        this.lastReport = report;
+        const counts = Object.entries(report.counts).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
+        this.log.info(`${this.current.id}: ${report.files.length} files (${counts.join(', ')}), ${report.passages} passages written in ${Math.round(report.durationMs)} ms`);
+      },
+      indexFiles: async (paths, signal) => {
+        const written: string[] = [];
+        for (const rel of paths) {
+          signal.throwIfAborted();
+          const report = await indexFile(this.current, this.store, rel, { parser: this.parser });
+          written.push(...report.files.map((f) => f.path));
+        }
+        this.log.info(`${this.current.id}: reindexed ${written.join(', ') || 'nothing'}`);
+        if (written.length > 0) this.embed();
+        return written;
+      },
+      clear: () => this.store.clear(),
+      indexedPaths: () => (this.knowledgeStore?.listSources() ?? []).map((s) => s.path),
+      isCandidate: (rel) => isCandidateSource(this.current, rel),
+    };
+  }
+
+  /** The narrator at the host the settings name now: a changed host is used from the next request. */
+  private narrator(): Narrator {
+    let narrator = new OllamaNarrator({ host: this.settings().ollamaHost });
+    const current = (): OllamaNarrator => {
+      if (narrator.host !== this.settings().ollamaHost) narrator = new OllamaNarrator({ host: this.settings().ollamaHost });
+      return narrator;
+    };
+    return {
+      get host() {
+        return current().host;
+      },
+      generate: (request: GenerateRequest) => current().generate(request),
+      contextLength: (model: string) => current().contextLength(model),
+    };
+  }
+}
