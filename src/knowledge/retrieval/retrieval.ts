@@ -220,7 +220,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
          WHERE p.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
-      .all({ campaign: store.campaignId }) as CandidateRow[]
+      .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
   ).map((row) => byId.get(row.id) ?? toWorking(row, null));
   const pinned = new Set(alwaysInclude.map((w) => w.row.id));
 
