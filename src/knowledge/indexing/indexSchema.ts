@@ -135,7 +135,8 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       `);
       // Refilled from the passages here, so search works before the next import re-chunks them.
       const insert = db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
-      for (const row of db.prepare('SELECT rowid, heading_path, text FROM passages').iterate() as Iterable<{ rowid: number; heading_path: string; text: string }>) {
+      // Read all first: better-sqlite3 cannot write on a connection while a read is still being iterated.
+      for (const row of db.prepare('SELECT rowid, heading_path, text FROM passages').all() as { rowid: number; heading_path: string; text: string }[]) {
         insert.run(row.rowid, ftsText((JSON.parse(row.heading_path) as string[]).join(' › ')), ftsText(row.text));
       }
     },
