@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { runEntitiesBench } from './entitiesBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
@@ -20,6 +21,7 @@ const PARTS: BenchPart[] = [
   // Reported on validation only; constants were tuned on a train sample (`tsx bench/fairytaleBench.ts train 30`).
   { name: 'fairytales', run: (log) => measureFairytales('val', undefined, log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
+  { name: 'entities', run: (log) => runEntitiesBench(log) },
 ];
 
 async function main(): Promise<void> {

@@ -4,9 +4,11 @@ import { assertFts5 } from './knowledge/indexing';
 import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
+import { CodexTree } from './views/codexTree';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
+import { EntityLanguage } from './views/entityLanguage';
 import { HealthCommand } from './views/healthCommand';
 import { InterchangeCommands } from './views/interchangeCommands';
 import { KnowledgeService } from './views/knowledgeService';
@@ -19,6 +21,7 @@ import { ReportDocuments } from './views/reportDocuments';
 import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
+import { TranscriptDocuments } from './views/transcripts';
 
 /** What the extension hands to other extensions and to the integration suite. */
 export interface StorytellerApi {
@@ -32,6 +35,9 @@ export interface StorytellerApi {
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
+  readonly language: EntityLanguage;
+  readonly codex: CodexTree;
+  readonly transcripts: TranscriptDocuments;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -65,6 +71,9 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
+  readonly language: EntityLanguage;
+  readonly codex: CodexTree;
+  readonly transcripts: TranscriptDocuments;
 
   constructor(extensionUri: vscode.Uri) {
     super();
@@ -88,6 +97,11 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       }),
     );
     this.sources = this._register(new SourcesTree(this.campaigns, this.knowledge, this.conflicts));
+    this.transcripts = this._register(new TranscriptDocuments(() => this.knowledge.list(), readers, this.play.onDidPlay));
+    this.language = this._register(
+      new EntityLanguage({ campaigns: () => this.knowledge.list(), onDidChangeIndex: this.knowledge.onDidChange, conflicts: this.conflicts, transcripts: this.transcripts }),
+    );
+    this.codex = this._register(new CodexTree(() => this.knowledge.list(), this.language, readers, this.play.onDidPlay));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     const reports = this._register(new ReportDocuments());

@@ -78,9 +78,16 @@ function otherSide(conflict: CanonConflict, statement: FactStatement): FactState
 }
 
 /** Markdown-escape text taken from the writer's files before it goes into a hover. */
-function md(text: string): string {
+export function md(text: string): string {
   return text.replace(/[\\`*_{}[\]()#+\-.!<>|]/g, '\\$&');
 }
+
+/** `path:line` opening the file at that line, for hovers trusted with CONFLICT_COMMANDS.open. */
+export function openLink(root: string, relPath: string, line: number): string {
+  return `[${md(relPath)}:${line}](${commandUri(CONFLICT_COMMANDS.open, [uriOf(root, relPath).toString(), line]).toString()})`;
+}
+
+const FACTS_SHOWN = 12;
 
 export class ConflictFeatures implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -225,8 +232,7 @@ export class ConflictFeatures implements vscode.Disposable {
     const { root, relPath, state } = where;
     const line = pos.line + 1;
     const parts: string[] = [];
-    const statementLink = (s: FactStatement) =>
-      `[${md(s.path)}:${s.line}](${commandUri(CONFLICT_COMMANDS.open, [uriOf(root, s.path).toString(), s.line]).toString()})`;
+    const statementLink = (s: FactStatement) => openLink(root, s.path, s.line);
     const describe = (s: FactStatement, conflicting: boolean) =>
       `- ${conflicting ? '⚠ ' : ''}**${md(s.value)}** — ${md(s.sourceTitle)} (${s.class}) ${statementLink(s)}`;
 
@@ -255,15 +261,8 @@ export class ConflictFeatures implements vscode.Disposable {
 
     const text = doc.lineAt(pos.line).text;
     const heading = atxHeading(text);
+    // An entity named in the heading is described by the entity hover (entityHoverParts), conflicts included.
     if (heading && state.entry.store) {
-      const entityKey = state.analysis.names.resolve(heading.text);
-      if (entityKey) {
-        const conflicts = state.analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
-        if (conflicts.length > 0) {
-          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading.text)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
-          parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${statementLink(c.a)} vs **${md(c.b.value)}** ${statementLink(c.b)}`).join('\n'));
-        }
-      }
       // Passages start below their heading; a long section is several passages with the same heading path.
       const source = state.entry.store.getSourceByPath(relPath);
       const headingText = stripInlineMarkup(heading.text);
@@ -283,6 +282,29 @@ export class ConflictFeatures implements vscode.Disposable {
     const content = new vscode.MarkdownString(parts.join('\n\n'));
     content.isTrusted = { enabledCommands: [CONFLICT_COMMANDS.open] };
     return new vscode.Hover(content, doc.lineAt(pos.line).range);
+  }
+
+  /**
+   * What the entity hover says about canon: the entity's facts (⚠ on the disputed ones) and its open
+   * conflicts. `entityKey` is the analysis' key (the entity model groups names the same way).
+   */
+  entityHoverParts(root: string, entityKey: string): string[] {
+    const analysis = this.states.get(root)?.analysis;
+    if (!analysis) return [];
+    const parts: string[] = [];
+    const conflicts = analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
+    const disputed = new Set(conflicts.flatMap((c) => [c.a, c.b]));
+    const facts = analysis.facts.filter((f) => f.entityKey === entityKey);
+    if (facts.length > 0) {
+      const shown = facts.slice(0, FACTS_SHOWN).map((f) => `- ${disputed.has(f) ? '⚠ ' : ''}${md(f.attribute)}: **${md(f.value)}** ${openLink(root, f.path, f.line)}`);
+      if (facts.length > FACTS_SHOWN) shown.push(`- …and ${facts.length - FACTS_SHOWN} more`);
+      parts.push(`Canon facts:\n${shown.join('\n')}`);
+    }
+    if (conflicts.length > 0) {
+      parts.push(`**${md(conflicts[0]!.entity)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
+      parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${openLink(root, c.a.path, c.a.line)} vs **${md(c.b.value)}** ${openLink(root, c.b.path, c.b.line)}`).join('\n'));
+    }
+    return parts;
   }
 
   /** Each adventure's current state as facts about entities; none until something was played. */

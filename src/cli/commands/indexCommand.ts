@@ -41,7 +41,10 @@ export const indexCommand: Command = {
     const parser = parserFromArgs(args);
     const store = KnowledgeStore.open(campaign);
     try {
-      const options = { parser };
+      const options = {
+        parser,
+        onLockWait: (pid: number) => io.stderr.write(`storyteller index: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
+      };
       const report = args.values.rebuild === true ? await rebuildIndex(campaign, store, options) : await importCampaign(campaign, store, options);
       const semantic = await semanticFromArgs(store, args);
       const sources = store.listSources();
