@@ -42,7 +42,10 @@ function npmEnv(): NodeJS.ProcessEnv {
 function installInto(dir: string, spec: string, extraArgs: string[] = []): void {
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), '{ "private": true }\n');
-  run('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...extraArgs, spec], dir, npmEnv());
+  // npm 11 skips dependencies' install scripts by default, and code-server's postinstall runs further npm
+  // installs that build VS Code's native modules: allowed for these pinned tools only, nested installs too.
+  const env = { ...npmEnv(), npm_config_dangerously_allow_all_scripts: 'true' };
+  run('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...extraArgs, spec], dir, env);
 }
 
 /**
