@@ -1,12 +1,8 @@
 import { describeClassOrigin } from '../../knowledge/campaign';
 import type { ImportReport } from '../../knowledge/indexing';
-import { rebuildIndex } from '../../knowledge/indexing';
-import { importCampaign } from '../../knowledge/indexing';
-import { describeSemanticIndex, indexSemantic, type SemanticIndexReport } from '../../knowledge/retrieval';
-import { OllamaEmbedder } from '../../knowledge/retrieval';
-import { resolveOllamaHost } from '../../knowledge/models';
-import { KnowledgeStore } from '../../knowledge/indexing';
-import { EXIT, emit, stringOption, type Command, type ParsedArgs } from '../command';
+import { describeSemanticIndex } from '../../knowledge/retrieval';
+import { defaultSettings, openSession } from '../../session';
+import { EXIT, emit, stringOption, type Command } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
 
 function summary(report: ImportReport, title: string): string {
@@ -25,12 +21,6 @@ function summary(report: ImportReport, title: string): string {
   return lines.join('\n');
 }
 
-/** Embeds and calibrates after the lexical import when --embed-model names a model. */
-function semanticFromArgs(store: KnowledgeStore, args: ParsedArgs): Promise<SemanticIndexReport> | null {
-  const model = stringOption(args, 'embed-model');
-  return model ? indexSemantic(store, new OllamaEmbedder(resolveOllamaHost(stringOption(args, 'ollama-host')), model)) : null;
-}
-
 export const indexCommand: Command = {
   name: 'index',
   summary: "Import a campaign's files into its search index (only new and changed files are parsed)",
@@ -39,12 +29,21 @@ export const indexCommand: Command = {
   async run(args, io) {
     const campaign = campaignFromArgs(args, io.cwd, args.positionals[0]);
     const parser = parserFromArgs(args);
-    const store = KnowledgeStore.open(campaign);
+    const host = stringOption(args, 'ollama-host');
+    // Embeds and calibrates after the lexical import when --embed-model names a model.
+    const embeddingModel = stringOption(args, 'embed-model') ?? '';
+    const settings = defaultSettings({ embeddingModel, ...(host ? { ollamaHost: host } : {}) });
+    const session = openSession(campaign.root, { parser, settings: () => settings });
     try {
-      const options = { parser };
-      const report = args.values.rebuild === true ? await rebuildIndex(campaign, store, options) : await importCampaign(campaign, store, options);
-      const semantic = await semanticFromArgs(store, args);
-      const sources = store.listSources();
+      const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();
+      await session.indexing.idle();
+      if (!report) {
+        const state = session.indexing.state;
+        io.stderr.write(`storyteller index: ${state.kind === 'error' ? state.message : 'the import did not finish'}\n`);
+        return EXIT.failure;
+      }
+      const semantic = embeddingModel ? (session.lastSemantic ?? null) : null;
+      const sources = session.store.listSources();
       emit(
         io,
         args,
@@ -57,7 +56,7 @@ export const indexCommand: Command = {
       );
       return report.counts.error > 0 ? EXIT.findings : EXIT.ok;
     } finally {
-      store.close();
+      await session.close();
       await parser.close();
     }
   },
