@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DATA_DIR } from '../knowledge/campaign';
+import { DATA_DIR, pathInside } from '../knowledge/campaign';
 import { Emitter, type FileChange, type Subscription, type Workspace } from './workspace';
 
 /** How long a file must stay quiet before it is reindexed: an editor's save burst becomes one parse. */
@@ -176,9 +176,7 @@ export class IndexingQueue {
   }
 
   private relative(absPath: string): string | undefined {
-    const rel = path.relative(this.root, absPath);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
-    return rel.split(path.sep).join('/');
+    return pathInside(this.root, absPath) || undefined;
   }
 
   private async changed(change: FileChange): Promise<void> {

@@ -1,3 +1,4 @@
+import { atxHeading, sourceExclusion } from '../knowledge/campaign';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import type { CastEntry } from './ports';
 import type { StatSchema } from './worldState';
@@ -25,10 +26,11 @@ export function castFromSchema(schema: StatSchema): CastEntry[] {
 export function castFromKnowledgeStore(store: KnowledgeStore): CastEntry[] {
   return store
     .listSources()
-    .filter((s) => s.class === 'canon' && s.enabled && s.entities.length > 0)
+    .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator') && s.entities.length > 0)
     .map((s) => {
       const first = store.listPassages(s.id)[0];
-      const description = (first?.text ?? '').replace(/^#+ .*\n/, '').replace(/\s+/g, ' ').trim();
+      const [opening = '', ...rest] = (first?.text ?? '').split('\n');
+      const description = (atxHeading(opening) ? rest : [opening, ...rest]).join(' ').replace(/\s+/g, ' ').trim();
       const [name, ...aliases] = s.entities.includes(s.title) ? [s.title, ...s.entities.filter((e) => e !== s.title)] : [s.title, ...s.entities];
       return { name: name!, aliases, description, kind: kindOf(s.tags, s.path), hidden: s.visibility === 'hidden' };
     });

@@ -1,6 +1,7 @@
 import type { CastEntry } from './ports';
 import type { ChatMessage, Memory, Persona, Turn } from './types';
 import { renderHistoryTurn } from './contextBuilder';
+import { isMeaningfulWord, tokenize } from '../knowledge/retrieval';
 
 /**
  * The memory bank: every N actions a block of the story is compressed into a short, third-person memory
@@ -113,15 +114,9 @@ export function buildSummaryPrompt(input: { persona: Persona; cast: readonly Cas
   ];
 }
 
-const STOP = new Set('a an and are as at be by for from had has have he her his i in into is it its of on or she that the their them then they this to was were will with you your'.split(' '));
-
+/** The words that say what a text is about, as retrieval reads them. */
 function terms(text: string): Set<string> {
-  return new Set(
-    text
-      .toLowerCase()
-      .split(/[^\p{L}\p{N}]+/u)
-      .filter((w) => w.length > 2 && !STOP.has(w)),
-  );
+  return new Set(tokenize(text).filter(isMeaningfulWord));
 }
 
 /** Memories for the next turn: pinned first, then by how many words they share with the moment. */

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { CAMPAIGN_FILE, CampaignError, loadCampaign, type Campaign } from '../knowledge/campaign';
+import { CAMPAIGN_FILE, CampaignError, loadCampaign, pathInside, type Campaign } from '../knowledge/campaign';
 import { Disposable } from './disposable';
 
 /** A campaign folder found in the workspace: loaded, or with the reason its campaign.yaml is unusable. */
@@ -45,8 +45,7 @@ export class CampaignRegistry extends Disposable {
   campaignOf(file: string): Campaign | undefined {
     for (const entry of this.entries.values()) {
       if (entry.state !== 'loaded') continue;
-      const rel = path.relative(entry.root, file);
-      if (!rel.startsWith('..') && !path.isAbsolute(rel)) return entry.campaign;
+      if (pathInside(entry.root, file) !== undefined) return entry.campaign;
     }
     return undefined;
   }
@@ -55,7 +54,7 @@ export class CampaignRegistry extends Disposable {
     const files = await vscode.workspace.findFiles(`**/${CAMPAIGN_FILE}`, '{**/node_modules/**,**/.git/**}');
     const roots = new Set(files.filter((uri) => uri.scheme === 'file').map((uri) => path.dirname(uri.fsPath)));
     // Campaigns do not nest: a campaign.yaml inside another campaign is that campaign's data.
-    const outermost = [...roots].filter((root) => ![...roots].some((other) => other !== root && root.startsWith(other + path.sep)));
+    const outermost = [...roots].filter((root) => ![...roots].some((other) => other !== root && pathInside(other, root) !== undefined));
     const next = new Map<string, CampaignEntry>();
     for (const root of outermost) next.set(path.resolve(root), this.load(root));
     this.entries = next;

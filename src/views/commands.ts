@@ -1,8 +1,8 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { CAMPAIGN_FILE } from '../knowledge/campaign';
-import { withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
-import { searchKnowledge } from '../knowledge/retrieval';
+import { changeBetween, withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
+import { excerptAround, searchKnowledge } from '../knowledge/retrieval';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
@@ -16,37 +16,10 @@ import { embedderFor } from '../session';
 const SEARCH_DEBOUNCE_MS = 150;
 const SEARCH_LIMIT = 20;
 
-/**
- * The smallest edit that turns `before` into `after`: only the changed span is replaced, so the cursor,
- * folding and undo stack of an open editor see a one-line change, not a whole-file rewrite.
- */
+/** The smallest edit that turns the document into `after`, as the editor applies it. */
 export function minimalEdit(document: vscode.TextDocument, after: string): vscode.TextEdit | undefined {
-  const before = document.getText();
-  if (before === after) return undefined;
-  let start = 0;
-  while (start < before.length && start < after.length && before[start] === after[start]) start++;
-  let end = 0;
-  while (end < before.length - start && end < after.length - start && before[before.length - 1 - end] === after[after.length - 1 - end]) end++;
-  const range = new vscode.Range(document.positionAt(start), document.positionAt(before.length - end));
-  return vscode.TextEdit.replace(range, after.slice(start, after.length - end));
-}
-
-const SNIPPET_CHARS = 160;
-
-/** The passage text around the first query word it contains, on one line. */
-export function snippetAround(text: string, query: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  const lower = flat.toLowerCase();
-  const positions = query
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((word) => word.length >= 3)
-    .map((word) => lower.indexOf(word))
-    .filter((at) => at >= 0);
-  const first = positions.length > 0 ? Math.min(...positions) : 0;
-  const start = Math.max(0, first - SNIPPET_CHARS / 4);
-  const slice = flat.slice(start, start + SNIPPET_CHARS);
-  return `${start > 0 ? '…' : ''}${slice}${start + SNIPPET_CHARS < flat.length ? '…' : ''}`;
+  const change = changeBetween(document.getText(), after);
+  return change ? vscode.TextEdit.replace(new vscode.Range(change.startLine, change.startColumn, change.endLine, change.endColumn), change.newText) : undefined;
 }
 
 /** The campaign a command is about: the clicked one, the one holding the given file, the only one, or a pick. */
@@ -246,7 +219,7 @@ export class Commands extends Disposable {
           items.push({
             label: hit.headingPath.at(-1) ?? hit.sourceTitle,
             description: `${CLASS_LABEL[hit.class]} · ${hit.sourcePath}:${hit.startLine}${hit.hidden ? ' · hidden' : ''}`,
-            detail: snippetAround(hit.text, text),
+            detail: excerptAround(hit.text, text),
             // Quick pick filters by the typed text; results already come from search, keep them all.
             alwaysShow: true,
             target: { root: index.campaign.root, source, passage },

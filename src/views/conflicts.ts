@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import type { Campaign } from '../knowledge/campaign';
+import { atxHeading, pathInside, sourceExclusion, type Campaign } from '../knowledge/campaign';
 import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflicts';
 import { supersedesEdit } from '../knowledge/conflicts';
@@ -213,8 +213,8 @@ export class ConflictFeatures implements vscode.Disposable {
 
   private locate(doc: vscode.TextDocument): { root: string; relPath: string; state: CampaignState } | undefined {
     for (const [root, state] of this.states) {
-      const rel = path.relative(root, doc.uri.fsPath);
-      if (!rel.startsWith('..') && !path.isAbsolute(rel)) return { root, relPath: rel.split(path.sep).join('/'), state };
+      const relPath = pathInside(root, doc.uri.fsPath);
+      if (relPath !== undefined) return { root, relPath, state };
     }
     return undefined;
   }
@@ -254,19 +254,19 @@ export class ConflictFeatures implements vscode.Disposable {
     }
 
     const text = doc.lineAt(pos.line).text;
-    const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(text);
+    const heading = atxHeading(text);
     if (heading && state.entry.store) {
-      const entityKey = state.analysis.names.resolve(heading[1]!);
+      const entityKey = state.analysis.names.resolve(heading.text);
       if (entityKey) {
         const conflicts = state.analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
         if (conflicts.length > 0) {
-          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading[1]!)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
+          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading.text)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
           parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${statementLink(c.a)} vs **${md(c.b.value)}** ${statementLink(c.b)}`).join('\n'));
         }
       }
       // Passages start below their heading; a long section is several passages with the same heading path.
       const source = state.entry.store.getSourceByPath(relPath);
-      const headingText = stripInlineMarkup(heading[1]!);
+      const headingText = stripInlineMarkup(heading.text);
       const after = (source ? state.entry.store.listPassages(source.id) : []).filter((p) => p.startLine > line).sort((a, b) => a.startLine - b.startLine);
       const first = after[0];
       const section = first && first.headingPath.at(-1) === headingText ? after.filter((p) => JSON.stringify(p.headingPath) === JSON.stringify(first.headingPath)) : [];
@@ -391,7 +391,7 @@ export class ConflictFeatures implements vscode.Disposable {
           if (!store) continue;
           const passages: ConsistencyPassage[] = store
             .listSources()
-            .filter((s) => s.class === 'canon' && s.enabled && s.lexicalState === 'ready')
+            .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
             .flatMap((s) =>
               store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })),
             );

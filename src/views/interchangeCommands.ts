@@ -1,9 +1,9 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { CampaignError } from '../knowledge/campaign';
+import { CampaignError, pathInside } from '../knowledge/campaign';
 import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
 import { LorebookError } from '../knowledge/interchange';
-import { exportCampaignWorldInfo, type WorldInfoExportResult } from '../knowledge/interchange';
+import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult } from '../knowledge/interchange';
 import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
@@ -170,8 +170,7 @@ export class InterchangeCommands extends Disposable {
     const { root, id, title } = index.campaign;
     const out = options.out ?? (await saveBeside(root, `Export ${title}`, `${id}${BUNDLE_EXTENSION}`, 'Campaign bundle', 'Export Campaign'));
     if (!out) return undefined;
-    const rel = path.relative(root, out.fsPath);
-    if (!rel.startsWith('..') && !path.isAbsolute(rel)) {
+    if (pathInside(root, out.fsPath) !== undefined) {
       void vscode.window.showErrorMessage(`${out.fsPath}: a bundle saved inside the campaign would be carried by its next export; choose a place outside ${root}.`);
       return undefined;
     }
@@ -246,7 +245,7 @@ export class InterchangeCommands extends Disposable {
       clicked ??
       (
         await vscode.window.showOpenDialog({
-          filters: { 'World Info, character cards, NovelAI lorebooks': ['json', 'png', 'lorebook'] },
+          filters: { 'Lorebooks and character cards': ['json', 'png', 'charx', 'lorebook'] },
           openLabel: 'Import Lorebook',
         })
       )?.[0];
@@ -265,7 +264,8 @@ export class InterchangeCommands extends Disposable {
     }
     const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
     await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}.txt`, `${report}\n`);
-    const unmapped = result.unmapped.length === 0 ? 'every field had an equivalent' : `${result.unmapped.length} fields have no equivalent (see the report)`;
+    const dropped = result.notCarried.length;
+    const unmapped = dropped === 0 ? 'every field was carried' : `${dropped} ${dropped === 1 ? 'entry has' : 'entries have'} fields nothing holds (see the report)`;
     void vscode.window.showInformationMessage(
       `Imported ${result.written.length} entries from ${result.formatName} into ${result.folder}/ as ${CLASS_LABEL[cls]}; ${unmapped}.`,
     );
@@ -282,7 +282,8 @@ export class InterchangeCommands extends Disposable {
     try {
       // Read from the session's index as the writer's settings built it: an export never re-imports.
       const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true });
-      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (${result.skipped.map((s) => `${s.path}: ${s.reason}`).join('; ')})` : '';
+      await this.reports.show(`World Info Export — ${path.basename(out.fsPath)}.txt`, `${worldInfoExportReport(result, result.file).join('\n')}\n`);
+      const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (see the report)` : '';
       void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);
       return result;
     } catch (error) {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { CanonConflict, ConflictAnalysis } from '../knowledge/conflicts';
 import type { FactStatement } from '../knowledge/conflicts';
-import { KNOWLEDGE_CLASSES, type ClassOrigin, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
+import { KNOWLEDGE_CLASSES, alwaysIncludeStanding, isAlwaysIncluded, standingFlags, type ClassOrigin, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import type { CampaignEntry, CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import { TreeProvider } from './treeProvider';
@@ -188,10 +188,7 @@ export function sourceItem(root: string, source: SourceRecord, conflicts: readon
   item.id = `source:${root}:${source.id}`;
   item.resourceUri = sourceUri(root, source);
   const errors = source.issues.filter((i) => i.severity === 'error');
-  const flags: string[] = [];
-  if (!source.enabled) flags.push('disabled');
-  if (source.visibility === 'hidden') flags.push('hidden');
-  if (source.alwaysInclude) flags.push('always included');
+  const flags = standingFlags(source);
   if (source.lexicalState === 'duplicate') flags.push('duplicate');
   else if (source.lexicalState !== 'ready') flags.push(source.lexicalState);
   if (errors.length > 0) flags.push(`${errors.length} error${errors.length === 1 ? '' : 's'}`);
@@ -208,14 +205,14 @@ export function sourceItem(root: string, source: SourceRecord, conflicts: readon
           ? new vscode.ThemeIcon('copy')
           : source.visibility === 'hidden'
             ? new vscode.ThemeIcon('eye-closed')
-            : source.alwaysInclude
+            : isAlwaysIncluded(source)
               ? new vscode.ThemeIcon('pinned')
               : new vscode.ThemeIcon(source.lexicalState === 'pending' ? 'sync' : 'file');
   item.tooltip = [
     source.title,
     source.path,
     `${CLASS_LABEL[source.class]}: ${describeOrigin(source.classOrigin)}`,
-    `${source.enabled ? 'enabled' : 'disabled'} · ${source.visibility === 'hidden' ? 'hidden (narrator only)' : 'visible'}${source.alwaysInclude ? ' · always included' : ''}`,
+    [source.enabled ? 'enabled' : 'disabled', source.visibility === 'hidden' ? 'hidden (narrator only)' : 'visible', alwaysIncludeStanding(source)].filter(Boolean).join(' · '),
     `index: ${source.lexicalState}${source.duplicateOf ? ` (same text as ${source.duplicateOf})` : ''} · embeddings: ${source.semanticState}`,
     ...source.issues.map((i) => `${i.severity}${i.line ? ` (line ${i.line})` : ''}: ${i.message}`),
     ...(conflicts.length > 0 ? [`canon conflicts (${conflicts.length}):`, ...conflicts.flatMap((c) => sidesIn(c, source.path).map(([here, there]) => `- ${conflictLine(here, there, c)}`))] : []),

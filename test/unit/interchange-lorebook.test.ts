@@ -5,14 +5,15 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import YAML from 'yaml';
 import { LorebookError, parseLorebook, type ParsedLorebook } from '../../src/knowledge/interchange/lorebook';
-import { exportCampaignWorldInfo } from '../../src/knowledge/interchange/lorebookExport';
-import { importLorebookFile, portableSlug } from '../../src/knowledge/interchange/lorebookImport';
+import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult, type WorldInfoFile } from '../../src/knowledge/interchange/lorebookExport';
+import { importLorebookFile, lorebookImportReport, portableSlug, type LorebookImportResult } from '../../src/knowledge/interchange/lorebookImport';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { readPngTextChunks } from '../../src/knowledge/interchange/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { listTree, runCliCaptured, withIndexedSession } from '../support/interchange';
+import { agnaiMemoryBook, fullCardV2, fullWorldInfo, novelAiLorebook, risuLorebook, v1Card, zip } from '../support/lorebookSpecs';
 
 const LOREBOOKS = corpusPath('lorebooks');
 const sample = (name: string): string => path.join(LOREBOOKS, name);
@@ -55,20 +56,28 @@ function withChunkBeforeIend(png: Buffer, chunk: Buffer): Buffer {
   return Buffer.concat([png.subarray(0, png.length - 12), chunk, png.subarray(png.length - 12)]);
 }
 
+/** The first four bytes of the real card PNG's IHDR onwards, without its text chunks: a PNG that is no card. */
+const plainPng = (): Buffer => {
+  const png = fs.readFileSync(sample('default_Seraphina.card-v2.png'));
+  return Buffer.concat([png.subarray(0, 33), png.subarray(png.length - 12)]);
+};
+const base64Chunk = (keyword: string, value: unknown): Buffer =>
+  pngChunk('tEXt', Buffer.concat([Buffer.from(`${keyword}\0`, 'latin1'), Buffer.from(Buffer.from(JSON.stringify(value)).toString('base64'), 'latin1')]));
+
+const entriesOf = (book: ParsedLorebook) => book.entries.map((e) => e.worldInfo);
+const keysOf = (book: ParsedLorebook) => entriesOf(book).map((e) => e.key);
+
 describe('lorebook import: reading the real samples', () => {
   for (const name of SAMPLES) {
-    it(`reads all four Eldoria entries of ${name} with their keys and text`, () => {
+    it(`reads all four Eldoria entries of ${name} with their keys, titles and text`, () => {
       const book = parseLorebook(name, fs.readFileSync(sample(name)));
-      assert.deepEqual(
-        book.entries.map((e) => e.keys),
-        ELDORIA_KEYS,
-      );
+      assert.deepEqual(keysOf(book), ELDORIA_KEYS);
       assert.deepEqual(
         book.entries.map((e) => e.title),
         ELDORIA_TITLES,
       );
-      assert.ok(book.entries.every((e) => e.enabled && !e.alwaysInclude));
-      assert.ok(book.entries[0]!.content.startsWith('{{user}}: "What is Eldoria?"'));
+      assert.ok(entriesOf(book).every((e) => e.disable === false && e.constant === false));
+      assert.ok((book.entries[0]!.worldInfo.content as string).startsWith('{{user}}: "What is Eldoria?"'));
     });
   }
 
@@ -85,119 +94,249 @@ describe('lorebook import: reading the real samples', () => {
     const fromPng = parseLorebook('png', fs.readFileSync(sample('default_Seraphina.card-v2.png')));
     const fromJson = parseLorebook('json', fs.readFileSync(sample('Seraphina.card-v2.chara.json')));
     assert.deepEqual(fromPng.entries, fromJson.entries);
-    assert.deepEqual(fromPng.unmapped, fromJson.unmapped);
+    assert.deepEqual(fromPng.settings, fromJson.settings);
   });
 
-  it('reports exactly the fields of the 2024 World Info file that have no equivalent, with counts', () => {
-    const book = parseLorebook('old', fs.readFileSync(sample('Eldoria.worldinfo.st-2024-09.json')));
-    assert.deepEqual(book.unmapped, [
-      { field: 'selective', entries: 4, values: [{ value: 'false', count: 4 }] },
-      { field: 'order', entries: 4, values: [{ value: '100', count: 4 }] },
-      { field: 'position', entries: 4, values: [{ value: '0', count: 4 }] },
-    ]);
-  });
-
-  it('reports every unmapped field of the current World Info field set and none of the mapped ones', () => {
-    const book = parseLorebook('current', fs.readFileSync(sample('Eldoria.worldinfo.st-current.json')));
-    const fields = book.unmapped.map((f) => f.field);
-    for (const expected of ['probability', 'useProbability', 'position', 'order', 'group', 'depth', 'sticky', 'cooldown', 'delay', 'scanDepth', 'displayIndex']) {
-      assert.ok(fields.includes(expected), `${expected} is reported`);
-    }
-    for (const mapped of ['uid', 'key', 'keysecondary', 'comment', 'content', 'constant', 'disable']) assert.ok(!fields.includes(mapped), `${mapped} is not reported`);
-    assert.ok(book.unmapped.every((f) => f.entries === 4));
-    assert.deepEqual(book.unmapped.find((f) => f.field === 'displayIndex')!.values.map((v) => v.value), ['0', '1', '2', '3']);
-  });
-
-  it('reports card extension fields one by one, and book-level fields', () => {
-    const card = readJson('Seraphina.card-v2.chara.json') as { data: { character_book: Record<string, unknown> } };
-    card.data.character_book.scan_depth = 3;
-    const book = parseJsonValue('card', card);
-    const fields = book.unmapped.map((f) => f.field);
-    assert.ok(fields.includes('extensions.probability'));
-    assert.ok(fields.includes('insertion_order'));
-    assert.ok(fields.includes('book.scan_depth'));
-    assert.ok(!fields.includes('extensions'));
+  it('converts the real card book the way SillyTavern does: insertion_order → order, extensions → their World Info fields', () => {
+    const card = readJson('Seraphina.card-v2.chara.json') as { data: { character_book: { entries: Record<string, unknown>[] } } };
+    const book = parseLorebook('card', fs.readFileSync(sample('Seraphina.card-v2.chara.json')));
+    card.data.character_book.entries.forEach((raw, i) => {
+      const entry = book.entries[i]!.worldInfo;
+      const ext = raw.extensions as Record<string, unknown>;
+      assert.equal(entry.order, raw.insertion_order);
+      assert.equal(entry.position, ext.position ?? (raw.position === 'before_char' ? 0 : 1));
+      assert.equal(entry.depth, ext.depth ?? 4);
+      assert.equal(entry.probability, ext.probability ?? 100);
+      assert.equal(entry.displayIndex, ext.display_index ?? i);
+      assert.deepEqual(entry.extensions, ext);
+    });
   });
 });
 
-describe('lorebook import: mapping', () => {
-  /** The real current-format file with the mapped flags varied entry by entry. */
-  function variedWorldInfo(): Record<string, unknown> {
-    const data = readJson('Eldoria.worldinfo.st-current.json') as { entries: Record<string, Record<string, unknown>> };
-    Object.assign(data.entries['0']!, { constant: true });
-    Object.assign(data.entries['1']!, { disable: true, keysecondary: ['night', 'Night', ' '], selectiveLogic: 0 });
-    Object.assign(data.entries['2']!, { keysecondary: ['battle'], selectiveLogic: 2, comment: '' });
-    Object.assign(data.entries['3']!, { key: ['power', '/mag(ic|e)/i'] });
-    return data;
-  }
-
-  it('maps constant, disable, secondary keys and regex keys as documented', () => {
-    const book = parseJsonValue('varied.json', variedWorldInfo());
-    const [eldoria, shadowfang, glade, power] = book.entries;
-    assert.equal(eldoria!.alwaysInclude, true);
-    assert.equal(shadowfang!.enabled, false);
-    assert.deepEqual(shadowfang!.qualifierKeys, ['night'], 'AND-logic secondary keys become tags, deduplicated');
-    assert.deepEqual(glade!.qualifierKeys, [], 'NOT-logic secondary keys exclude, so they are not tags');
-    assert.equal(glade!.title, 'glade', 'no comment: the first key is the title');
-    assert.deepEqual(power!.keys, ['power']);
-    const report = new Map(book.unmapped.map((f) => [f.field, f]));
-    assert.deepEqual(report.get('secondary key (exclusion)')!.values, [{ value: '"battle"', count: 1 }]);
-    assert.deepEqual(report.get('key (regular expression)')!.values, [{ value: '"/mag(ic|e)/i"', count: 1 }]);
+describe('lorebook formats written to their specs', () => {
+  it('keeps every SillyTavern entry field, case-variant keys and regex keys included', () => {
+    const data = fullWorldInfo();
+    const book = parseJsonValue('full.json', data);
+    const byUid = new Map(book.entries.map((e) => [e.sourceId, e]));
+    for (const [uid, raw] of Object.entries(data.entries as Record<string, Record<string, unknown>>)) assert.deepEqual(byUid.get(uid)!.worldInfo, raw);
+    assert.deepEqual(byUid.get('7')!.worldInfo.key, ['Elise', 'elise', 'ELISE']);
+    assert.equal(byUid.get('3')!.title, '龙之森');
+    assert.equal(byUid.get('5')!.title, 'spell', 'no comment: the first plain key titles the entry');
+    assert.equal(byUid.get('6')!.title, 'Old name', 'a title is one line');
+    assert.deepEqual(book.settings, { name: 'Full', extensions: { world_tool: { version: 3 } } });
+    assert.deepEqual(book.droppedSettings.map((d) => d.field), ['originalData']);
   });
 
-  it('reads a NovelAI lorebook: displayName, keys, forceActivation, enabled, category', () => {
-    const book = parseJsonValue('world.lorebook', {
-      lorebookVersion: 5,
-      entries: [
-        {
-          text: 'The Shadowfangs hunt by night.',
-          contextConfig: { prefix: '', suffix: '\n', tokenBudget: 1, reservedTokens: 0, budgetPriority: 400, trimDirection: 'trimBottom', insertionType: 'newline', maximumTrimType: 'sentence', insertionPosition: -1 },
-          lastUpdatedAt: 1700000000000,
-          displayName: 'Shadowfangs',
-          id: 'a1b2',
-          keys: ['shadowfang', 'beast'],
-          searchRange: 1000,
-          enabled: true,
-          forceActivation: true,
-          keyRelative: false,
-          nonStoryActivatable: false,
-          category: 'c1',
-          loreBiasGroups: [],
-        },
-        { text: 'Old lore.', displayName: '', id: 'z9', keys: ['glade'], enabled: false, forceActivation: false },
-      ],
-      settings: { orderByKeyLocations: false },
-      categories: [{ id: 'c1', name: 'Creatures', enabled: true }],
-    });
+  it('reads a Character Card V2 book with every extension, as SillyTavern converts it', () => {
+    const book = parseJsonValue('mara.json', fullCardV2());
+    const [bell, crypt] = book.entries;
+    assert.equal(book.name, 'Mara lore');
+    assert.deepEqual(book.settings, { name: 'Mara lore', description: 'What Mara knows.', scan_depth: 6, token_budget: 900, recursive_scanning: true, extensions: { tool: 'x' } });
+    assert.deepEqual(
+      { uid: bell!.worldInfo.uid, order: bell!.worldInfo.order, position: bell!.worldInfo.position, depth: bell!.worldInfo.depth, logic: bell!.worldInfo.selectiveLogic, sticky: bell!.worldInfo.sticky, role: bell!.worldInfo.role, caseSensitive: bell!.worldInfo.caseSensitive, matchPersona: bell!.worldInfo.matchPersonaDescription },
+      { uid: 4, order: 40, position: 4, depth: 1, logic: 3, sticky: 2, role: 2, caseSensitive: true, matchPersona: true },
+    );
+    assert.deepEqual(bell!.dropped, { case_sensitive: true, name: 'Bell', priority: 7 }, 'what SillyTavern drops from a card entry is named');
+    assert.deepEqual(
+      { uid: crypt!.worldInfo.uid, position: crypt!.worldInfo.position, disable: crypt!.worldInfo.disable, title: crypt!.title },
+      { uid: 0, position: 0, disable: true, title: 'Crypt' },
+      'no id: the smallest free uid; before_char: position 0; a name titles an entry without a comment',
+    );
+  });
+
+  it('reads a CharX card (a zip with card.json) and a V3 card', () => {
+    const card = { ...fullCardV2(), spec: 'chara_card_v3', spec_version: '3.0' };
+    const charx = parseLorebook('mara.charx', zip({ 'assets/icon/main.png': plainPng(), 'card.json': JSON.stringify(card) }));
+    assert.equal(charx.format, 'charx');
+    assert.deepEqual(entriesOf(charx), entriesOf(parseJsonValue('mara.json', fullCardV2())));
+    assert.throws(() => parseLorebook('x.charx', zip({ 'readme.txt': 'hi' })), /not a CharX card: it has no card\.json/);
+    assert.throws(() => parseLorebook('x.charx', zip({ 'card.json': 'hi' }).subarray(0, 40)), /corrupt zip|truncated zip/);
+  });
+
+  it('reads a V1 card, which has no lorebook, as one entry about the character', () => {
+    const book = parseJsonValue('tam.json', v1Card());
+    assert.equal(book.format, 'character-card-v1');
+    assert.equal(book.entries.length, 1);
+    const [tam] = book.entries;
+    assert.deepEqual([tam!.title, tam!.worldInfo.key], ['Brother Tam', ['Brother Tam']]);
+    assert.equal(tam!.worldInfo.content, '## Description\n\nA {{char}} who brews ale.\n\n## Personality\n\nGruff, kind.\n\n## Scenario\n\nThe abbey kitchen.');
+    assert.deepEqual(Object.keys(tam!.dropped), ['first_mes', 'mes_example']);
+    const png = parseLorebook('tam.png', withChunkBeforeIend(plainPng(), base64Chunk('chara', v1Card())));
+    assert.deepEqual(entriesOf(png), entriesOf(book));
+  });
+
+  it('reads an Agnai memory book: keywords, name, entry, weight → order, enabled', () => {
+    const book = parseJsonValue('memory.json', agnaiMemoryBook());
+    assert.equal(book.format, 'agnai-memory-book');
+    assert.equal(book.name, 'Westhaven memory');
+    const [harbour, gulls] = book.entries;
+    assert.deepEqual(
+      [harbour!.worldInfo.key, harbour!.worldInfo.order, harbour!.worldInfo.comment, harbour!.worldInfo.disable],
+      [['harbour', 'Harbour'], 40, 'Harbour', false],
+    );
+    assert.equal(gulls!.worldInfo.disable, true);
+    assert.deepEqual(harbour!.dropped, { priority: 5 });
+  });
+
+  it('reads a RisuAI lorebook: comma keys, second keys, always active, activation percent; folders are not entries', () => {
+    const book = parseJsonValue('risu.json', risuLorebook());
+    assert.equal(book.format, 'risu-lorebook');
+    assert.equal(book.entries.length, 2);
+    const [tower, sea] = book.entries;
+    assert.deepEqual(
+      [tower!.worldInfo.key, tower!.worldInfo.keysecondary, tower!.worldInfo.selective, tower!.worldInfo.order, tower!.worldInfo.probability],
+      [['tower', 'spire'], ['night'], true, 30, 80],
+    );
+    assert.equal(sea!.worldInfo.constant, true);
+    assert.deepEqual(Object.keys(sea!.dropped), ['mode', 'extentions']);
+    assert.match(book.notes.join('\n'), /1 RisuAI folder rows are folders/);
+  });
+
+  it('reads a NovelAI lorebook from JSON and from a PNG naidata chunk', () => {
+    const book = parseJsonValue('world.lorebook', novelAiLorebook());
     assert.equal(book.format, 'novelai');
     const [fangs, glade] = book.entries;
     assert.deepEqual(
-      { title: fangs!.title, keys: fangs!.keys, always: fangs!.alwaysInclude, tags: fangs!.tags, id: fangs!.sourceId },
-      { title: 'Shadowfangs', keys: ['shadowfang', 'beast'], always: true, tags: ['Creatures'], id: 'a1b2' },
+      { title: fangs!.title, keys: fangs!.worldInfo.key, constant: fangs!.worldInfo.constant, order: fangs!.worldInfo.order, tags: fangs!.tags },
+      { title: 'Shadowfangs', keys: ['shadowfang', 'beast'], constant: true, order: 400, tags: ['Creatures'] },
     );
-    assert.equal(glade!.enabled, false);
-    assert.equal(glade!.title, 'glade');
-    const fields = book.unmapped.map((f) => f.field);
-    assert.ok(fields.includes('contextConfig.budgetPriority') && fields.includes('searchRange') && fields.includes('book.settings'));
+    assert.equal(glade!.worldInfo.disable, true);
+    assert.ok('contextConfig.trimDirection' in fangs!.dropped && 'searchRange' in fangs!.dropped && !('contextConfig.budgetPriority' in fangs!.dropped));
+    const png = parseLorebook('world.png', withChunkBeforeIend(plainPng(), base64Chunk('naidata', novelAiLorebook())));
+    assert.equal(png.format, 'novelai-png');
+    assert.deepEqual(entriesOf(png), entriesOf(book));
   });
 
-  it('reads a standalone V3 lorebook and a bare character_book', () => {
-    const card = readJson('Seraphina.card-v2.chara.json') as { data: { character_book: Record<string, unknown> } };
-    const v3 = parseJsonValue('book.json', { spec: 'lorebook_v3', data: card.data.character_book });
-    assert.equal(v3.format, 'character-book');
-    assert.equal(v3.entries.length, 4);
-    assert.equal(parseJsonValue('bare.json', card.data.character_book).entries.length, 4);
+  it('names a file that is no lorebook by what it is, with the reason', () => {
+    const cases: [string, unknown, RegExp][] = [
+      ['story.story', { storyContainerVersion: 1, metadata: {}, content: {} }, /a NovelAI story \(\.story\), not a lorebook/],
+      ['aid.json', [{ keys: 'castle,gate', entry: 'A castle.', isNotHidden: true }], /an AI Dungeon World Info \/ Story Cards export/],
+      ['scenario.json', { title: 'x', storyCards: [] }, /an AI Dungeon scenario or adventure export/],
+      ['char.json', { kind: 'character', name: 'x' }, /an Agnai character, not a memory book/],
+    ];
+    for (const [file, value, reason] of cases) assert.throws(() => parseJsonValue(file, value), reason, file);
+    assert.throws(() => parseLorebook('notes.md', Buffer.from('# Notes\n\nNot JSON.')), /plain text, not JSON/);
+    assert.throws(() => parseLorebook('chat.jsonl', Buffer.from('{"user_name":"You","character_name":"Sera"}\n{"name":"You","mes":"hi"}\n')), /a SillyTavern chat \(JSON Lines\)/);
   });
 
-  it('makes portable file names from any title', () => {
+  it('makes portable file names in any script', () => {
     assert.equal(portableSlug('../../etc/passwd'), 'etc-passwd');
     assert.equal(portableSlug('CON'), 'con-entry');
-    assert.equal(portableSlug('Ünïcödé Façade'), 'unicode-facade');
-    assert.equal(portableSlug('龍の森'), 'entry');
-    assert.equal(portableSlug('a'.repeat(200)).length, 60);
+    assert.equal(portableSlug('Ünïcödé Façade'), 'ünïcödé-façade');
+    assert.equal(portableSlug('龍の森'), '龍の森');
+    assert.equal(portableSlug('a: b/c\\d*e?"f<g>h|i'), 'a-b-c-d-e-f-g-h-i');
+    assert.equal(portableSlug('\u202Eevil\u200B'), 'evil');
+    assert.equal(portableSlug('!!!'), 'entry');
+    assert.equal(Array.from(portableSlug('森'.repeat(200))).length, 60);
   });
 });
 
+/** A campaign with nothing in it but its campaign.yaml, so an export holds exactly what was imported. */
+function emptyCampaign(dir: string): string {
+  const root = path.join(dir, 'campaign');
+  fs.mkdirSync(root, { recursive: true });
+  fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: roundtrip\ntitle: Round trip\ndefault_class: reference\n');
+  return root;
+}
+
+/** Imports `bytes` as canon into an empty campaign and exports its canon as World Info. */
+async function roundTrip(dir: string, name: string, bytes: Buffer): Promise<{ imported: LorebookImportResult; world: WorldInfoFile; exported: WorldInfoExportResult; campaign: string }> {
+  const campaign = emptyCampaign(dir);
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, bytes);
+  const imported = importLorebookFile(file, { campaignRoot: campaign, class: 'canon' });
+  const out = path.join(dir, 'exported.json');
+  const exported = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out, { force: true }));
+  return { imported, world: JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile, exported, campaign };
+}
+
+describe('lorebook round trip: import as canon, export as World Info, compare every field', () => {
+  let dir: string;
+  beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-lorebook-roundtrip-'))));
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  for (const name of ['Eldoria.worldinfo.st-2024-09.json', 'Eldoria.worldinfo.st-current.json']) {
+    it(`gives SillyTavern back ${name} entry for entry, field for field, uid for uid`, async () => {
+      const original = readJson(name) as { entries: Record<string, unknown> };
+      const { world, exported } = await roundTrip(dir, name, fs.readFileSync(sample(name)));
+      assert.deepEqual(world, original);
+      assert.deepEqual(exported.renumbered, []);
+    });
+  }
+
+  it('gives back a World Info file with every field at a non-default value, Chinese titles, case variants and repeated text', async () => {
+    const original = fullWorldInfo();
+    const { world, imported, exported } = await roundTrip(dir, 'full.json', Buffer.from(JSON.stringify(original)));
+    const { originalData: _copy, ...rest } = original;
+    assert.deepEqual(world, rest, 'every entry and every book field but SillyTavern\'s copy of a card book');
+    assert.deepEqual(imported.bookSettings.dropped.map((d) => d.field), ['originalData']);
+    assert.ok(imported.written.some((w) => w.path === 'lore/龙之森.md'), 'a Chinese title keeps its name');
+    assert.deepEqual(exported.skipped, [], 'entries that repeat another\'s text are exported with their own keys');
+  });
+
+  for (const [name, bytes] of [
+    ['Seraphina.card-v2.chara.json', () => fs.readFileSync(sample('Seraphina.card-v2.chara.json'))],
+    ['default_Seraphina.card-v2.png', () => fs.readFileSync(sample('default_Seraphina.card-v2.png'))],
+    ['memory.json', () => Buffer.from(JSON.stringify(agnaiMemoryBook()))],
+    ['risu.json', () => Buffer.from(JSON.stringify(risuLorebook()))],
+    ['world.lorebook', () => Buffer.from(JSON.stringify(novelAiLorebook()))],
+    ['tam.json', () => Buffer.from(JSON.stringify(v1Card()))],
+  ] as const) {
+    it(`gives SillyTavern the entries it makes of ${name} itself, field for field`, async () => {
+      const expected = parseLorebook(name, bytes());
+      const { world } = await roundTrip(dir, name, bytes());
+      assert.deepEqual(Object.values(world.entries), entriesOf(expected));
+    });
+  }
+
+  it('gives back a card book with every extension and its book settings; a name-titled entry gets that name as its comment', async () => {
+    const bytes = Buffer.from(JSON.stringify(fullCardV2()));
+    const expected = entriesOf(parseLorebook('mara.json', bytes));
+    const { world, imported, exported } = await roundTrip(dir, 'mara.json', bytes);
+    assert.deepEqual(world.entries['4'], expected[0]);
+    assert.deepEqual(world.entries['0'], { ...expected[1], comment: 'Crypt' });
+    const { entries: _entries, ...book } = world;
+    assert.deepEqual(book, { name: 'Mara lore', description: 'What Mara knows.', scan_depth: 6, token_budget: 900, recursive_scanning: true, extensions: { tool: 'x' } });
+    assert.deepEqual(exported.bookSettings.written, ['name', 'description', 'scan_depth', 'token_budget', 'recursive_scanning', 'extensions']);
+    assert.deepEqual(imported.notCarried, [{ entryId: '4', title: 'The abbey bell', fields: { case_sensitive: 'true', name: '"Bell"', priority: '7' } }]);
+  });
+
+  it('writes the writer\'s edits back: a new title, secondary keys, logic, always include, enabled', async () => {
+    const { campaign } = await roundTrip(dir, 'full.json', Buffer.from(JSON.stringify(fullWorldInfo())));
+    const elise = path.join(campaign, 'lore/elise.md');
+    const text = fs.readFileSync(elise, 'utf8').replace('title: Elise', 'title: Elise the Clerk').replace('notes:', 'secondary_keys: [ledger, debt]\nselective_logic: and_all\nalways_include: true\nnotes:');
+    fs.writeFileSync(elise, text);
+    const old = path.join(campaign, 'lore/old-name.md');
+    fs.writeFileSync(old, fs.readFileSync(old, 'utf8').replace('enabled: false\n', '').replace('always_include: true\n', ''));
+    const out = path.join(dir, 'edited.json');
+    await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
+    const entries = (JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile).entries;
+    assert.deepEqual(
+      [entries['7']!.comment, entries['7']!.keysecondary, entries['7']!.selective, entries['7']!.selectiveLogic, entries['7']!.constant, entries['7']!.key],
+      ['Elise the Clerk', ['ledger', 'debt'], true, 3, true, ['Elise', 'elise', 'ELISE']],
+    );
+    assert.ok(!entries['6']!.disable && !entries['6']!.constant, 'enabled and no longer always included');
+    assert.equal(entries['6']!.comment, 'Old\n  name ', 'an untouched title keeps its comment verbatim');
+  });
+
+  it('renumbers only a uid an earlier entry holds, and says so', async () => {
+    const campaign = emptyCampaign(dir);
+    importLorebookFile(sample('Eldoria.worldinfo.st-current.json'), { campaignRoot: campaign, class: 'canon', folder: 'lore/a' });
+    importLorebookFile(sample('Eldoria.worldinfo.st-2024-09.json'), { campaignRoot: campaign, class: 'canon', folder: 'lore/b' });
+    const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, path.join(dir, 'both.json')));
+    assert.equal(result.entries.length, 8, 'identical text in two books: both exported');
+    assert.deepEqual(
+      result.renumbered.map((r) => [r.path, r.from, r.to]),
+      [
+        ['lore/b/eldoria.md', '0', 4],
+        ['lore/b/glade.md', '2', 5],
+        ['lore/b/power.md', '3', 6],
+        ['lore/b/shadowfang.md', '1', 7],
+      ],
+    );
+    assert.match(worldInfoExportReport(result, 'both.json').join('\n'), /Renumbered: lore\/b\/glade\.md kept uid 2, which an earlier entry holds; it is uid 5\./);
+  });
+});
 describe('lorebook import: writing campaign markdown', () => {
   let dir: string;
   let campaign: string;
@@ -208,7 +347,7 @@ describe('lorebook import: writing campaign markdown', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('writes one file per entry with front matter and the entry text verbatim as the body', () => {
+  it('writes one file per entry: the text verbatim as the body, keys and the kept fields as front matter', () => {
     const result = importLorebookFile(sample('default_Seraphina.card-v2.png'), { campaignRoot: campaign, class: 'canon' });
     assert.deepEqual(
       result.written.map((w) => w.path),
@@ -217,14 +356,40 @@ describe('lorebook import: writing campaign markdown', () => {
     const source = parseLorebook('png', fs.readFileSync(sample('default_Seraphina.card-v2.png')));
     for (const [i, written] of result.written.entries()) {
       const { meta, body } = readEntryFile(path.join(campaign, written.path));
-      assert.equal(body, source.entries[i]!.content);
+      const entry = source.entries[i]!.worldInfo;
+      assert.equal(body, entry.content);
+      assert.deepEqual(meta.keys, ELDORIA_KEYS[i]);
       assert.deepEqual(meta.entities, ELDORIA_KEYS[i]);
       assert.equal(meta.class, 'canon');
       assert.equal(meta.title, ELDORIA_TITLES[i]);
       assert.equal(meta.always_include, undefined);
       assert.equal(meta.enabled, undefined);
+      const kept = (meta.sillytavern as { entry: Record<string, unknown>; book: Record<string, unknown> });
+      assert.equal(kept.entry.order, entry.order);
+      assert.equal(kept.entry.uid, entry.uid);
+      assert.deepEqual(kept.book, { name: 'Eldoria', settings: source.settings });
       assert.match(String(meta.notes), /default_Seraphina\.card-v2\.png \(Eldoria\), entry \d/);
     }
+  });
+
+  it('puts what play uses at the top: active secondary keys with their logic, match options, always include, disabled', () => {
+    const data = fullWorldInfo() as { entries: Record<string, Record<string, unknown>> };
+    const file = path.join(dir, 'full.json');
+    fs.writeFileSync(file, JSON.stringify(data));
+    const result = importLorebookFile(file, { campaignRoot: campaign, class: 'reference', folder: 'lore/full' });
+    const meta = (title: string) => readEntryFile(path.join(campaign, result.written.find((w) => w.title === title)!.path)).meta;
+    const keep = meta('Storm Keep');
+    assert.deepEqual(
+      [keep.keys, keep.secondary_keys, keep.selective_logic, keep.case_sensitive, keep.match_whole_words, keep.entities],
+      [['Storm Keep', 'storm keep', '/storm ?keep/i'], ['siege', 'winter'], 'not_any', true, false, ['Storm Keep']],
+    );
+    const wolves = meta('Wolves');
+    assert.equal(wolves.secondary_keys, undefined, 'selective is off: SillyTavern ignores these secondary keys, so play does too');
+    assert.deepEqual((wolves.sillytavern as { entry: Record<string, unknown> }).entry.keysecondary, ['night']);
+    const old = meta('Old name');
+    assert.deepEqual([old.always_include, old.enabled], [true, false]);
+    assert.deepEqual(meta('Elise').keys, ['Elise', 'elise', 'ELISE']);
+    assert.deepEqual(meta('Elise').entities, ['Elise']);
   });
 
   it('keeps hostile entry text inert and intact: front-matter fences, script tags, YAML, macros', () => {
@@ -238,6 +403,7 @@ describe('lorebook import: writing campaign markdown', () => {
     assert.equal(body, hostile);
     assert.equal(meta.class, 'reference');
     assert.equal(meta.title, 'title: "quoted" # not a comment ---');
+    assert.equal((meta.sillytavern as { entry: Record<string, unknown> }).entry.comment, 'title: "quoted" # not a comment\n---');
     assert.equal(meta.always_include, true);
     assert.equal(meta.enabled, false);
     assert.equal(result.written[0]!.path, 'lore/eldoria/title-quoted-not-a-comment.md');
@@ -254,43 +420,56 @@ describe('lorebook import: writing campaign markdown', () => {
     assert.deepEqual(fs.readFileSync(path.join(campaign, 'lore/glade.md')), before);
   });
 
-  it('gives entries with the same title distinct names', () => {
+  it('gives entries with the same title distinct names, Chinese ones included', () => {
     const data = readJson('Eldoria.worldinfo.st-2024-09.json') as { entries: Record<string, Record<string, unknown>> };
-    for (const entry of Object.values(data.entries)) entry.comment = 'Same';
+    for (const entry of Object.values(data.entries)) entry.comment = '森林';
     const file = path.join(dir, 'same.json');
     fs.writeFileSync(file, JSON.stringify(data));
     const result = importLorebookFile(file, { campaignRoot: campaign, class: 'canon' });
     assert.deepEqual(
       result.written.map((w) => w.path),
-      ['lore/same.md', 'lore/same-2.md', 'lore/same-3.md', 'lore/same-4.md'],
+      ['lore/森林.md', 'lore/森林-2.md', 'lore/森林-3.md', 'lore/森林-4.md'],
     );
   });
 
-  it('writes front matter the knowledge importer reads as mapped: class, entities, tags, always_include, enabled', async () => {
-    const data = readJson('Eldoria.worldinfo.st-current.json') as { entries: Record<string, Record<string, unknown>> };
-    Object.assign(data.entries['0']!, { constant: true });
-    Object.assign(data.entries['1']!, { disable: true, keysecondary: ['night'], selectiveLogic: 3 });
-    const file = path.join(dir, 'Eldoria varied.json');
-    fs.writeFileSync(file, JSON.stringify(data));
-    importLorebookFile(file, { campaignRoot: campaign, class: 'reference', folder: 'lore/eldoria' });
+  it('writes front matter the knowledge importer indexes without a warning: class, entities, always_include, enabled', async () => {
+    const file = path.join(dir, 'full.json');
+    fs.writeFileSync(file, JSON.stringify(fullWorldInfo()));
+    const result = importLorebookFile(file, { campaignRoot: campaign, class: 'reference', folder: 'lore/full' });
     const store = KnowledgeStore.inMemory('westhaven');
     const report = await importCampaign(loadCampaign(campaign), store);
     const lore = report.files.filter((f) => f.path.startsWith('lore/'));
-    assert.deepEqual(lore.map((f) => [f.path, f.outcome, f.issues.length]), [
-      ['lore/eldoria/eldoria.md', 'indexed', 0],
-      ['lore/eldoria/glade.md', 'indexed', 0],
-      ['lore/eldoria/power.md', 'indexed', 0],
-      ['lore/eldoria/shadowfang.md', 'indexed', 0],
-    ]);
-    const eldoria = store.getSourceByPath('lore/eldoria/eldoria.md')!;
+    assert.equal(lore.length, result.written.length);
+    for (const f of lore) assert.deepEqual(f.issues.filter((i) => i.code !== 'duplicate'), [], f.path);
+    const keep = store.getSourceByPath(result.written.find((w) => w.title === 'Storm Keep')!.path)!;
     assert.deepEqual(
-      { class: eldoria.class, origin: eldoria.classOrigin.kind, title: eldoria.title, entities: eldoria.entities, always: eldoria.alwaysInclude, enabled: eldoria.enabled },
-      { class: 'reference', origin: 'front-matter', title: 'eldoria', entities: ELDORIA_KEYS[0], always: true, enabled: true },
+      { class: keep.class, origin: keep.classOrigin.kind, title: keep.title, entities: keep.entities },
+      { class: 'reference', origin: 'front-matter', title: 'Storm Keep', entities: ['Storm Keep'] },
     );
-    const shadowfang = store.getSourceByPath('lore/eldoria/shadowfang.md')!;
-    assert.equal(shadowfang.enabled, false);
-    assert.deepEqual(shadowfang.tags, ['night']);
+    const old = store.getSourceByPath(result.written.find((w) => w.title === 'Old name')!.path)!;
+    assert.deepEqual([old.alwaysInclude, old.enabled], [true, false]);
     store.close();
+  });
+
+  it('reports where every field went, what nothing holds entry by entry, and what play does not act on', () => {
+    const data = fullWorldInfo();
+    const file = path.join(dir, 'full.json');
+    fs.writeFileSync(file, JSON.stringify(data));
+    const result = importLorebookFile(file, { campaignRoot: campaign, class: 'canon' });
+    const fate = new Map(result.fields.map((f) => [f.field, f]));
+    assert.deepEqual(fate.get('key'), { field: 'key', entries: 9, keptAs: ['keys'] });
+    assert.deepEqual(fate.get('content')!.keptAs, ['body']);
+    assert.deepEqual(fate.get('futureField'), { field: 'futureField', entries: 1, keptAs: ['sillytavern.entry.futureField'] });
+    assert.deepEqual(fate.get('keysecondary')!.keptAs.sort(), ['secondary_keys ×1', 'sillytavern.entry.keysecondary ×7']);
+    assert.deepEqual(result.notCarried, []);
+    const exportOnly = new Map(result.exportOnly.map((b) => [b.field, b]));
+    assert.deepEqual(exportOnly.get('probability'), { field: 'probability', entries: ['10'], values: ['60'] });
+    assert.deepEqual(exportOnly.get('position')!.entries, ['9', '10']);
+    const report = lorebookImportReport(result, 'full.json').join('\n');
+    assert.match(report, /^Imported 9 entries from SillyTavern World Info full\.json \(Full\) into lore\/ as canon:$/m);
+    assert.match(report, /^ {2}futureField +1 +sillytavern\.entry\.futureField$/m);
+    assert.match(report, /^ {2}book originalData: SillyTavern's copy of the card lorebook/m);
+    assert.match(report, /^ {2}probability: 60 in entries 10$/m);
   });
 
   describe('bad input: a clear reason naming the file, and nothing written', () => {
@@ -311,9 +490,9 @@ describe('lorebook import: writing campaign markdown', () => {
         bytes[at] = bytes[at] === 0x41 ? 0x42 : 0x41;
         return bytes;
       }, /CRC mismatch in chunk tEXt/],
-      ['a PNG that is not a card', () => Buffer.concat([png().subarray(0, 33), png().subarray(png().length - 12)]), /no `ccv3` or `chara`/],
+      ['a PNG that is not a card', () => Buffer.concat([png().subarray(0, 33), png().subarray(png().length - 12)]), /no `ccv3`, `chara` or `naidata`/],
       ['a PNG whose chara chunk is not base64', () => withChunkBeforeIend(Buffer.concat([png().subarray(0, 33), png().subarray(png().length - 12)]), pngChunk('tEXt', Buffer.from('chara\0{not base64}', 'latin1'))), /not base64/],
-      ['binary that is not a PNG', () => Buffer.from([0xff, 0xfe, 0x00, 0x81, 0x82]), /neither a PNG nor UTF-8/],
+      ['binary that is not a PNG', () => Buffer.from([0xff, 0xfe, 0x00, 0x81, 0x82]), /neither a PNG, a CharX zip nor UTF-8 text/],
     ];
     for (const [what, bytes, reason] of cases) {
       it(`refuses ${what}`, () => {
@@ -347,7 +526,7 @@ describe('lorebook import: PNG chunks', () => {
     const chunk = pngChunk('tEXt', Buffer.concat([Buffer.from('ccv3\0', 'latin1'), Buffer.from(Buffer.from(JSON.stringify(v3)).toString('base64'), 'latin1')]));
     const book = parseLorebook('both.png', withChunkBeforeIend(png, chunk));
     assert.equal(book.format, 'character-card-v3');
-    assert.deepEqual(book.entries[0]!.keys, ['v3 only key']);
+    assert.deepEqual(book.entries[0]!.worldInfo.key, ['v3 only key']);
   });
 
   it('reads compressed iTXt and zTXt chunks, and refuses a PNG that does not start with IHDR', () => {
@@ -374,20 +553,23 @@ describe('lorebook import: CLI', () => {
 
   const cli = (argv: string[]) => runCliCaptured(argv, campaign);
 
-  it('imports from inside the campaign and prints the field report', async () => {
-    const { code, stdout } = await cli(['import-lorebook', sample('Eldoria.worldinfo.st-2024-09.json'), '--class', 'inspiration']);
+  it('imports from inside the campaign and prints the same fidelity report the editor shows', async () => {
+    const file = sample('Eldoria.worldinfo.st-2024-09.json');
+    const { code, stdout } = await cli(['import-lorebook', file, '--class', 'inspiration']);
     assert.equal(code, 0);
-    assert.match(stdout, /Imported 4 entries from SillyTavern World Info/);
-    assert.match(stdout, /position +4× +0×4/);
+    const again = importLorebookFile(file, { campaignRoot: campaign, class: 'inspiration', folder: 'lore-again' });
+    const report = lorebookImportReport({ ...again, folder: 'lore', written: again.written.map((w) => ({ ...w, path: w.path.replace('lore-again/', 'lore/') })) }, path.relative(campaign, file));
+    assert.ok(stdout.startsWith(`${report.join('\n')}\n`), 'the CLI prints the shared report');
+    assert.match(stdout, /^ {2}position +4 +sillytavern\.entry\.position$/m);
     assert.equal(readEntryFile(path.join(campaign, 'lore/power.md')).meta.class, 'inspiration');
   });
 
-  it('answers --json with the written files and the report', async () => {
+  it('answers --json with the written files and where every field went', async () => {
     const { code, stdout } = await cli(['import-lorebook', sample('Seraphina.card-v2.chara.json'), '--class', 'canon', '--folder', 'lore/seraphina', '--json']);
     assert.equal(code, 0);
-    const result = JSON.parse(stdout) as { written: { path: string }[]; unmapped: { field: string }[] };
+    const result = JSON.parse(stdout) as LorebookImportResult;
     assert.equal(result.written[0]!.path, 'lore/seraphina/eldoria.md');
-    assert.ok(result.unmapped.some((f) => f.field === 'insertion_order'));
+    assert.deepEqual(result.fields.find((f) => f.field === 'insertion_order'), { field: 'insertion_order', entries: 4, keptAs: ['sillytavern.entry.order'] });
   });
 
   it('requires a class, and refuses a bad file with exit code 3 and a JSON reason', async () => {
@@ -411,43 +593,32 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('exports only canon, and a lorebook imported as canon comes back with its keys, text and flags', async () => {
-    const data = readJson('Eldoria.worldinfo.st-current.json') as { entries: Record<string, Record<string, unknown>> };
-    Object.assign(data.entries['0']!, { constant: true });
-    Object.assign(data.entries['1']!, { disable: true });
-    const original = path.join(dir, 'eldoria.json');
-    fs.writeFileSync(original, JSON.stringify(data));
-    importLorebookFile(original, { campaignRoot: campaign, class: 'canon' });
+  it('exports only canon; a file written by hand becomes a new entry keyed by its entities, with SillyTavern defaults', async () => {
     const out = path.join(dir, 'world.json');
     const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
-
-    const back = parseLorebook(out, fs.readFileSync(out));
-    assert.equal(back.format, 'sillytavern-world-info');
-    const byTitle = new Map(back.entries.map((e) => [e.title, e]));
-    const before = parseLorebook(original, fs.readFileSync(original));
-    for (const entry of before.entries) {
-      const exported = byTitle.get(entry.title)!;
-      assert.deepEqual(
-        { keys: exported.keys, content: exported.content, always: exported.alwaysInclude, enabled: exported.enabled },
-        { keys: entry.keys, content: entry.content, always: entry.alwaysInclude, enabled: entry.enabled },
-        entry.title,
-      );
-    }
+    const world = JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile;
     const paths = result.entries.map((e) => e.path);
     assert.ok(paths.includes('characters/mara.md') && paths.includes('canon.md'));
     assert.ok(!paths.includes('reference.md') && !paths.includes('inspiration.md'), 'reference and inspiration stay out');
-    assert.deepEqual(byTitle.get('Sister Mara')!.keys, ['Mara', 'Sister Mara']);
-    assert.ok(!byTitle.get('Sister Mara')!.content.startsWith('---'), 'front matter is not part of the entry text');
+    const mara = Object.values(world.entries).find((e) => e.comment === 'Sister Mara')!;
+    assert.deepEqual(mara.key, ['Mara', 'Sister Mara']);
+    assert.ok(!(mara.content as string).startsWith('---'), 'front matter is not part of the entry text');
+    assert.deepEqual([mara.order, mara.position, mara.probability, mara.selective, mara.displayIndex], [100, 0, 100, true, mara.uid]);
     assert.deepEqual(result.keyedByTitle, ['rules.md']);
+    const aldric = result.notes.find((n) => n.path === 'characters/brother-aldric.md')!.notes;
+    assert.ok(aldric.includes('`visibility: "hidden"` has no World Info field'), 'a hidden source is named: SillyTavern would show it like any other');
   });
 
-  it('answers the CLI with --json and refuses to overwrite without --force', async () => {
+  it('answers the CLI with the shared report, --json, and refuses to overwrite without --force', async () => {
     const first = await runCliCaptured(['export-lorebook', '--out', '../world.json', '--json'], campaign);
     assert.equal(first.code, 0, first.stderr);
-    assert.ok((JSON.parse(first.stdout) as { entries: unknown[] }).entries.length > 0);
+    const result = JSON.parse(first.stdout) as WorldInfoExportResult;
+    assert.ok(result.entries.length > 0);
     const again = await runCliCaptured(['export-lorebook', '--out', '../world.json'], campaign);
     assert.equal(again.code, 3);
     assert.match(again.stderr, /world\.json: already exists/);
-    assert.equal((await runCliCaptured(['export-lorebook', '--out', '../world.json', '--force'], campaign)).code, 0);
+    const forced = await runCliCaptured(['export-lorebook', '--out', '../world.json', '--force'], campaign);
+    assert.equal(forced.code, 0);
+    assert.equal(forced.stdout, `${worldInfoExportReport(result, '../world.json').join('\n')}\n`);
   });
 });

@@ -67,13 +67,34 @@ describe('story context builder', () => {
     const action = { kind: 'do' as const, text: 'ask Mara about the crypt door in the Abbey, and Brother Aldric about the broken circle' };
     const roomy = await engine.previewContext(adventureId, action);
     assert.ok(roomy.sections.find((s) => s.id === 'canon')!.itemIds.length >= 2, 'the roomy context carries several canon passages');
-    const capped = new StoryEngine(store, knowledge.port, null, { model: 'llama3.2', knowledgeCaps: { alwaysInclude: 600, canon: 120, reference: 0, inspiration: 0 } });
+    const capped = new StoryEngine(store, knowledge.port, null, { model: 'llama3.2', knowledgeCaps: { alwaysInclude: 600, canon: 200, reference: 0, inspiration: 0 } });
     const context = await capped.previewContext(adventureId, action);
     const canon = context.sections.find((s) => s.id === 'canon')!;
-    assert.equal(canon.budget, 120);
+    assert.equal(canon.budget, 200);
     assert.ok(canon.itemIds.length >= 1 && canon.itemIds.length < roomy.sections.find((s) => s.id === 'canon')!.itemIds.length);
     assert.ok(canon.leftOut.some((l) => /over the canon budget/.test(l.reason)), 'what the budget left out is listed under its section, with the reason');
     assert.equal(context.sections.find((s) => s.id === 'inspiration')?.itemIds.length ?? 0, 0);
+  });
+
+  it('counts passages, selection and sections in one token unit, so a calibrated section never reads over its budget', async () => {
+    // The model counted half again as many tokens as the estimate: budgets and every count must follow.
+    store.saveCalibration('llama3.2', 1.5, 5);
+    const caps = { alwaysInclude: 600, canon: 400, reference: 300, inspiration: 200 };
+    const calibrated = new StoryEngine(store, knowledge.port, null, { model: 'llama3.2', knowledgeCaps: caps });
+    const context = await calibrated.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey, and Brother Aldric about the broken circle' });
+    const estimator = calibrated.estimator();
+    const knowledgeSections = context.sections.filter((s) => ['always-include', 'canon', 'reference', 'inspiration'].includes(s.id) && s.itemIds.length > 0);
+    const decisions = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));
+    for (const s of knowledgeSections) {
+      assert.ok(s.tokens <= s.budget!, `${s.id}: ${s.tokens} / ${s.budget} tokens`);
+      assert.ok(estimator.count(s.text) <= s.tokens, `${s.id}: the text sent costs no more than the section says`);
+      // The running total the last passage's reason gives is the section's own count.
+      const last = decisions.get(s.itemIds.at(-1)!)!;
+      const running = /\((\d+)\/(\d+) tokens\)|budget (\d+)\/(\d+) tokens/.exec(last.reason)!;
+      assert.equal(Number(running[1] ?? running[3]), s.tokens, `${s.id}: ${last.reason}`);
+      assert.equal(Number(running[2] ?? running[4]), s.budget);
+    }
+    assert.ok(knowledgeSections.some((s) => s.id === 'canon' && s.leftOut.length > 0), 'the calibrated canon budget left something out');
   });
 
   it('keeps an injected end marker from closing a passage frame', async () => {
@@ -110,6 +131,20 @@ describe('story context builder', () => {
     const context = await engine.previewContext(adventureId, { kind: 'do', text: 'look around' });
     assert.deepEqual(context.sections.find((s) => s.id === 'memories')!.itemIds, [memory.id]);
     assert.ok(context.warnings.some((w) => w.includes(memory.id) && /kept because it is pinned/.test(w)));
+  });
+
+  it('renders lorebook macros in imported canon with the persona name, and leaves the file as it was', async () => {
+    const entry = '---\ntitle: The glade\nclass: canon\nalways_include: true\n---\n{{user}}: "What is this place?"\n{{char}}: *The guardian smiles at {{User}}.*\n';
+    await knowledge.edit('glade.md', entry);
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'look around' });
+    const always = context.sections.find((s) => s.id === 'always-include')!.text;
+    assert.match(always, /Kaelen: "What is this place\?"\nthe narrator: The guardian smiles at Kaelen\./);
+    assert.doesNotMatch(always, /\{\{/);
+    assert.equal(fs.readFileSync(path.join(knowledge.campaign.root, 'glade.md'), 'utf8'), entry, 'the campaign file keeps the macros for export');
+
+    const nameless = store.createAdventure({ campaignId: 'westhaven', title: 'Nameless' });
+    const plain = await engine.previewContext(nameless.id, { kind: 'do', text: 'look around' });
+    assert.match(plain.sections.find((s) => s.id === 'always-include')!.text, /the player character: "What is this place\?"/);
   });
 
   it('renders without a persona or stat schema, and preview makes no write', async () => {

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
 import { LorebookError } from '../../knowledge/interchange';
-import { exportCampaignWorldInfo } from '../../knowledge/interchange';
+import { exportCampaignWorldInfo, worldInfoExportReport } from '../../knowledge/interchange';
 import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../knowledge/interchange';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
@@ -74,13 +74,7 @@ export const exportLorebookCommand: Command = {
     const root = campaignArgument(args.positionals, io.cwd);
     try {
       const result = await withExportSession(root, (session) => exportCampaignWorldInfo(session.store, path.resolve(io.cwd, out), { force: args.values.force === true }));
-      emit(io, args, result, () =>
-        [
-          `Exported ${result.entries.length} canon entries to ${path.relative(io.cwd, result.file) || result.file}.`,
-          ...result.keyedByTitle.map((p) => `Keyed by its title (no entities): ${p}`),
-          ...result.skipped.map((s) => `Left out: ${s.path}: ${s.reason}`),
-        ].join('\n'),
-      );
+      emit(io, args, result, () => worldInfoExportReport(result, path.relative(io.cwd, result.file) || result.file).join('\n'));
       return EXIT.ok;
     } catch (error) {
       if (error instanceof LorebookError || error instanceof CampaignError) return refuse(io, args, 'export-lorebook', error.message);

@@ -46,7 +46,7 @@ function describeLorebookImport(result: LorebookImportResult, cwd: string, index
 
 export const importLorebookCommand: Command = {
   name: 'import-lorebook',
-  summary: 'import a SillyTavern World Info, Character Card (JSON or PNG) or NovelAI lorebook as campaign markdown',
+  summary: 'import a lorebook (SillyTavern World Info, Character Card V1/V2/V3 as JSON, PNG or CharX, NovelAI, Agnai, RisuAI) as campaign markdown',
   usage: `storyteller import-lorebook <file> --class canon|reference|inspiration [--campaign <dir>] [--folder ${DEFAULT_LORE_FOLDER}] [--json]`,
   options: {
     campaign: { type: 'string' },

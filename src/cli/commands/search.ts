@@ -2,7 +2,7 @@ import { searchKnowledge } from '../../knowledge/retrieval';
 import type { RetrievalStage } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { excerpt, locate } from '../../knowledge/retrieval';
+import { excerptAround, locate } from '../../knowledge/retrieval';
 
 export function stageOption(value: string | undefined): RetrievalStage {
   if (value === undefined || value === 'narrator' || value === 'player') return value ?? 'narrator';
@@ -42,7 +42,7 @@ export const searchCommand: Command = {
           const decision = result.record.candidates.find((c) => c.passageId === hit.passageId)!;
           lines.push(`${hit.rank}. ${locate(hit)}  [${hit.class}${hit.hidden ? ', hidden' : ''}] score ${hit.score?.toFixed(3)}`);
           lines.push(`   ${decision.reason}`);
-          lines.push(`   ${excerpt(hit.text)}`);
+          lines.push(`   ${excerptAround(hit.text, text)}`);
         }
         return lines.join('\n');
       });

@@ -1,4 +1,4 @@
-import { describeClassOrigin } from '../../knowledge/campaign';
+import { describeClassOrigin, standingFlags } from '../../knowledge/campaign';
 import { campaignStatus, sourceStatus } from '../../knowledge/indexing';
 import { EXIT, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
@@ -30,11 +30,7 @@ export const sourcesCommand: Command = {
             `semantic ${status.semantic.ready} ready / ${status.semantic.pending} pending / ${status.semantic.error} error / ${status.semantic.off} off`,
         ];
         for (const row of rows) {
-          const flags = [
-            row.enabled ? '' : 'disabled',
-            row.visibility === 'hidden' ? 'hidden' : '',
-            row.alwaysInclude ? 'always-include' : '',
-          ].filter(Boolean);
+          const flags = standingFlags(row);
           const problems = row.issues.length ? `  ${row.issues.length} issue${row.issues.length > 1 ? 's' : ''}: ${row.issues[0]!.message}` : '';
           lines.push(
             `  ${row.class.padEnd(11)} ${row.lexicalState.padEnd(9)} ${String(row.status.passages).padStart(4)} passages  ${row.path}` +

@@ -1,4 +1,4 @@
-import YAML, { isMap, isScalar, LineCounter, type Document } from 'yaml';
+import YAML, { isCollection, isMap, isScalar, isSeq, LineCounter, type Document } from 'yaml';
 import { z } from 'zod';
 import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceIssue } from './types';
 
@@ -208,6 +208,32 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
   return result;
 }
 
+/** A file's front matter, opened for an edit that changes nothing else: its line ending, fences and YAML. */
+interface EditableFrontMatter {
+  eol: string;
+  /** Absent when the file has no front matter yet. */
+  block?: { fences: FenceLocation; doc: Document.Parsed };
+}
+
+/** Throws when the existing front matter cannot be edited safely (never closed, not YAML, not a map). */
+function openForEdit(text: string): EditableFrontMatter {
+  const eol = text.includes('\r\n') ? '\r\n' : '\n';
+  const fences = locateFences(text);
+  if (fences === undefined) return { eol };
+  if (fences === 'unclosed') throw new Error('front matter is never closed by a --- line; fix it before editing');
+  const { doc } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
+  if (doc.errors.length > 0) throw new Error('front matter is not valid YAML; fix it before editing');
+  if (doc.contents !== null && !isMap(doc.contents)) throw new Error('front matter is not `key: value` lines; fix it before editing');
+  return { eol, block: { fences, doc } };
+}
+
+/** `lines` (a new key and its value) added before the closing fence, or as a new front matter block. */
+function withNewKey(text: string, open: EditableFrontMatter, lines: string): string {
+  if (!open.block) return `---${open.eol}${lines}---${open.eol}${text}`;
+  const at = open.block.fences.yamlEnd;
+  return text.slice(0, at) + lines + text.slice(at);
+}
+
 /**
  * Returns `text` with one top-level front-matter field set to `value`, every other byte unchanged: the
  * value is replaced in place when the key exists, added before the closing fence otherwise, and a front
@@ -217,26 +243,57 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
  */
 export function withFrontMatterField(text: string, key: keyof FrontMatter, value: string | boolean | number): string {
   const rendered = typeof value === 'string' ? renderScalar(value) : String(value);
-  const eol = text.includes('\r\n') ? '\r\n' : '\n';
-  const fences = locateFences(text);
-  if (fences === undefined) return `---${eol}${key}: ${rendered}${eol}---${eol}${text}`;
-  if (fences === 'unclosed') throw new Error('front matter is never closed by a --- line; fix it before editing');
-  const yamlText = text.slice(fences.yamlStart, fences.yamlEnd);
-  const { doc } = parseYaml(yamlText);
-  if (doc.errors.length > 0) throw new Error('front matter is not valid YAML; fix it before editing');
-  if (doc.contents !== null && !isMap(doc.contents)) throw new Error('front matter is not `key: value` lines; fix it before editing');
-  const pair = doc.contents?.items.find((p) => isScalar(p.key) && p.key.value === key);
-  if (pair) {
-    const valueNode = pair.value;
-    if (isScalar(valueNode) && valueNode.range) {
-      const [start, end] = valueNode.range;
-      return text.slice(0, fences.yamlStart + start) + rendered + text.slice(fences.yamlStart + end);
-    }
-    throw new Error(`front matter '${key}' is not a single value; edit it by hand`);
+  const open = openForEdit(text);
+  const valueNode = open.block?.doc.get(key, true);
+  if (valueNode === undefined) return withNewKey(text, open, `${key}: ${rendered}${open.eol}`);
+  if (isScalar(valueNode) && valueNode.range) {
+    const base = open.block!.fences.yamlStart;
+    return text.slice(0, base + valueNode.range[0]) + rendered + text.slice(base + valueNode.range[1]);
   }
-  return text.slice(0, fences.yamlEnd) + `${key}: ${rendered}${eol}` + text.slice(fences.yamlEnd);
+  throw new Error(`front matter '${key}' is not a single value; edit it by hand`);
+}
+
+/**
+ * Returns `text` with `item` added to a top-level front-matter list, every other byte unchanged, or `text`
+ * itself when the list already holds it: a block list gains a line indented like its items, a flow list or
+ * a single value becomes a flow list, a missing key is added as a block list. Throws as withFrontMatterField.
+ */
+export function withFrontMatterListItem(text: string, key: 'supersedes' | 'tags' | 'entities', item: string): string {
+  const open = openForEdit(text);
+  const entry = renderScalar(item);
+  const node = open.block?.doc.get(key, true);
+  if (node === undefined) return withNewKey(text, open, `${key}:${open.eol}  - ${entry}${open.eol}`);
+  const existing = isSeq(node) ? node.items.map((i) => (isScalar(i) ? String(i.value) : '')) : isScalar(node) ? [String(node.value ?? '')] : [];
+  if (existing.includes(item)) return text;
+  const base = open.block!.fences.yamlStart;
+  if (isSeq(node) && !node.flow && node.items.length > 0) {
+    const first = node.items[0];
+    const last = node.items[node.items.length - 1];
+    if (!isScalar(first) || !isScalar(last) || !first.range || !last.range) throw new Error(`front matter '${key}': every entry must be a single value`);
+    const firstStart = base + first.range[0];
+    const itemPrefix = text.slice(text.lastIndexOf('\n', firstStart - 1) + 1, firstStart);
+    const at = base + last.range[1];
+    return text.slice(0, at) + `${open.eol}${itemPrefix}${entry}` + text.slice(at);
+  }
+  if (isCollection(node) && !isSeq(node)) throw new Error(`front matter '${key}' must be a list`);
+  const range = (node as { range?: [number, number, number] }).range;
+  if (!range) throw new Error(`front matter '${key}' cannot be read; edit it by hand`);
+  const values = [...existing.filter(Boolean), item].map(renderScalar);
+  return text.slice(0, base + range[0]) + `[${values.join(', ')}]` + text.slice(base + range[1]);
 }
 
 function renderScalar(value: string): string {
   return YAML.stringify(value).replace(/\n$/, '');
+}
+
+/**
+ * Every field of a source's front matter as data, including keys this product does not read (other tools'
+ * fields, such as a lorebook's `sillytavern:` map). Empty when there is no front matter or it is not a valid map.
+ */
+export function frontMatterData(text: string): Record<string, unknown> {
+  const fences = locateFences(text);
+  if (fences === undefined || fences === 'unclosed') return {};
+  const { doc } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
+  if (doc.errors.length > 0 || !isMap(doc.contents)) return {};
+  return doc.toJSON() as Record<string, unknown>;
 }

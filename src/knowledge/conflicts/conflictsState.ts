@@ -1,6 +1,6 @@
 import type { EntityNames, FactStatement } from './facts';
 import { attributeKey, nameKey, stripInlineMarkup, valueKey, valuesConflict } from './factsNormalize';
-import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine } from '../retrieval';
+import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine, TokenMeasure } from '../retrieval';
 import { estimateTokens } from '../campaign';
 
 /**
@@ -153,9 +153,10 @@ const CANON_SECTIONS: readonly KnowledgeSection[] = ['alwaysInclude', 'canon'];
  * A retrieval result as the prompt may carry it: every retrieved canon line that the current state
  * contradicts, or that newer canon supersedes (a conflict the writer settled with `supersedes:`), is
  * replaced by a note of what is true now, and the record lists each replacement and why. Relevance, order
- * and budgets are retrieval's and stay as they were.
+ * and budgets are retrieval's and stay as they were; a rewritten passage is recounted by the query's
+ * `measure`, so its count stays in the unit of the rest.
  */
-export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader): RetrievalResult {
+export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader, measure?: TokenMeasure): RetrievalResult {
   const sourcePaths = new Set(CANON_SECTIONS.flatMap((key) => result.sections[key].map((p) => p.sourcePath)));
   const replacements = canon
     .supersededCanon()
@@ -190,7 +191,7 @@ export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly
         reason: reason(entity),
       });
     }
-    return { ...passage, text, tokenCount: estimateTokens(text) };
+    return { ...passage, text, tokenCount: measure ? measure.passage({ ...passage, text }) : estimateTokens(text) };
   };
   const sections = { ...result.sections };
   for (const key of CANON_SECTIONS) sections[key] = result.sections[key].map(rewrite);

@@ -1,5 +1,5 @@
 import { attributeKey, nameKey, stripInlineMarkup, valueKey } from './factsNormalize';
-import type { KnowledgeClass } from '../campaign';
+import { atxHeading, type KnowledgeClass } from '../campaign';
 
 /**
  * Deterministic fact extraction: the statements canon makes in a recognisable shape, each located so the
@@ -178,7 +178,6 @@ const NON_ATTRIBUTE_LABELS = new Set(
 );
 
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-const ATX = /^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$/;
 const SETEXT = /^\s{0,3}(=+|-+)\s*$/;
 const LIST_MARKER = /^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?/;
 const BOLD_LABEL = /^(?:\*\*|__)([^*_:]{1,60}?)\s*(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:)\s*(.*)$/;
@@ -264,12 +263,12 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
       table = null;
       continue;
     }
-    const atx = ATX.exec(text);
+    const atx = atxHeading(text);
     const next = lines[i + 1];
     const setext = !atx && next !== undefined && SETEXT.test(next) && previousKind !== 'other' && !LIST_MARKER.test(text) && !TABLE_ROW.test(text);
     if (atx || setext) {
-      const level = atx ? atx[1]!.length : next!.trim().startsWith('=') ? 1 : 2;
-      const headingText = stripInlineMarkup(atx ? atx[2]! : text);
+      const level = atx ? atx.level : next!.trim().startsWith('=') ? 1 : 2;
+      const headingText = stripInlineMarkup(atx ? atx.text : text);
       while (headings.length > 0 && headings[headings.length - 1]!.level >= level) headings.pop();
       headings.push({ level, text: headingText, ordinal: ++sectionOrdinal });
       subject = findSubject();

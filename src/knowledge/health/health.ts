@@ -8,7 +8,7 @@ import { KNOWLEDGE_FINDING_PRODUCERS, lintCampaign, summarizeFindings, type Find
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../retrieval';
 import type { Db } from '../indexing';
 import type { KnowledgeStore } from '../indexing';
-import { CHUNKING_VERSION } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, CHUNKING_VERSION, ELIGIBLE_SQL, isAlwaysIncluded, sourceExclusion } from '../campaign';
 
 /**
  * Campaign health = lint plus the checks that need more than one file: canon conflicts, the always-include
@@ -35,27 +35,27 @@ export function conflictProducer(decisions?: ReadonlyMap<string, ConflictDecisio
 /**
  * Always-include canon is sent with every turn; more of it than its budget means every prompt loses
  * something, so each such file is named with the sizes. `always_include` on non-canon does nothing.
+ * "Sent with every turn" is the campaign's rule, as retrieval pins it: canon, enabled and indexed.
  */
 export function alwaysIncludeProducer(budgetTokens: number): FindingProducer {
-  return ({ store }) => {
-    const rows = store.db
-      .prepare(
-        `SELECT s.id, s.path, s.class, coalesce(sum(p.token_count), 0) AS tokens
-           FROM sources s LEFT JOIN passages p ON p.source_id = s.id
-          WHERE s.campaign_id = ? AND s.always_include = 1 AND s.enabled = 1
-          GROUP BY s.id ORDER BY tokens DESC, s.path`,
-      )
-      .all(store.campaignId) as { id: string; path: string; class: string; tokens: number }[];
-    const findings: Finding[] = rows
-      .filter((r) => r.class !== 'canon')
-      .map((r) => ({
+  return ({ store, sources }) => {
+    const findings: Finding[] = sources
+      .filter((s) => s.enabled && s.alwaysInclude && !isAlwaysIncluded(s))
+      .map((s) => ({
         severity: 'warning',
         code: 'always-include-not-canon',
-        message: `always_include is ignored on ${r.class} sources: only canon is sent with every turn`,
-        path: r.path,
-        sourceId: r.id,
+        message: `always_include is ignored on ${s.class} sources: only canon is sent with every turn`,
+        path: s.path,
+        sourceId: s.id,
       }));
-    const canon = rows.filter((r) => r.class === 'canon');
+    const canon = store.db
+      .prepare(
+        `SELECT s.id, s.path, coalesce(sum(p.token_count), 0) AS tokens
+           FROM sources s LEFT JOIN passages p ON p.source_id = s.id
+          WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE_SQL})
+          GROUP BY s.id ORDER BY tokens DESC, s.path`,
+      )
+      .all({ campaign: store.campaignId, stage: 'narrator' }) as { id: string; path: string; tokens: number }[];
     const total = canon.reduce((sum, r) => sum + r.tokens, 0);
     if (total > budgetTokens) {
       const all = canon.map((r) => `${r.path} (${r.tokens})`).join(', ');
@@ -89,7 +89,7 @@ export function embeddingProducer(model: string, embeddingsDb?: Db): FindingProd
     const lookup = db.prepare('SELECT dimensions, chunking_version FROM embeddings WHERE model = ? AND content_hash = ?');
     const findings: Finding[] = [];
     for (const source of sources) {
-      if (!source.enabled || source.lexicalState !== 'ready') continue;
+      if (sourceExclusion(source, 'narrator')) continue;
       const passages = store.listPassages(source.id);
       let missing = 0;
       let oldChunking = 0;
@@ -149,7 +149,7 @@ export function neverRetrievedProducer(playDb: Db): FindingProducer {
     if (turns === 0) return [];
     const used = new Set((playDb.prepare('SELECT DISTINCT source_id FROM turn_passages WHERE selected = 1').all() as { source_id: string }[]).map((r) => r.source_id));
     return sources
-      .filter((s) => s.enabled && s.lexicalState === 'ready' && !s.alwaysInclude && !used.has(s.id))
+      .filter((s) => !sourceExclusion(s, 'narrator') && !isAlwaysIncluded(s) && !used.has(s.id))
       .map((s) => ({
         severity: 'info',
         code: 'never-retrieved',

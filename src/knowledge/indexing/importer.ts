@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CAMPAIGN_FILE, DATA_DIR, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, pathInside, type Campaign } from '../campaign';
 import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
@@ -126,8 +126,7 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
           }
           continue;
         }
-        const inside = target === realRoot || target.startsWith(realRoot + path.sep);
-        if (!inside) {
+        if (pathInside(realRoot, target) === undefined) {
           if (stat.isDirectory() || documentKind(relPath)) {
             found.push({
               relPath,
@@ -167,7 +166,7 @@ async function scanOne(campaign: Campaign, relPath: string, absPath: string): Pr
   } catch {
     return { relPath, absPath }; // gone or broken: reading it reports that
   }
-  if (target === realRoot || target.startsWith(realRoot + path.sep)) return { relPath, absPath };
+  if (pathInside(realRoot, target) !== undefined) return { relPath, absPath };
   return { relPath, absPath, refused: symlinkOutsideIssue(target) };
 }
 

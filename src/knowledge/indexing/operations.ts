@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { CampaignError, findCampaignRoot, loadCampaign, type Campaign } from '../campaign';
+import { CampaignError, ELIGIBLE_SQL, findCampaignRoot, loadCampaign, pathInside, sourceExclusion, type Campaign } from '../campaign';
 import { withFrontMatterField } from '../campaign';
 import { importCampaign, indexFile, type ImportOptions, type ImportReport } from './importer';
 import type { KnowledgeStore } from './store';
@@ -84,9 +84,9 @@ export function campaignStatus(store: KnowledgeStore): CampaignStatus {
       store.db
         .prepare(
           `SELECT count(*) n FROM passages p JOIN sources s ON s.id = p.source_id
-           WHERE s.campaign_id = ? AND s.enabled = 1 AND s.lexical_state = 'ready'`,
+           WHERE s.campaign_id = @campaign AND ${ELIGIBLE_SQL}`,
         )
-        .get(store.campaignId) as { n: number }
+        .get({ campaign: store.campaignId, stage: 'narrator' }) as { n: number }
     ).n,
     enabled: 0,
     disabled: 0,
@@ -122,7 +122,7 @@ export function sourceStatus(store: KnowledgeStore, source: SourceRecord): Sourc
     lexical: source.lexicalState,
     semantic: source.semanticState,
     passages,
-    retrievable: source.enabled && source.lexicalState === 'ready' && passages > 0,
+    retrievable: sourceExclusion(source, 'narrator') === null && passages > 0,
   };
 }
 
@@ -132,6 +132,6 @@ export function findSource(campaign: Campaign, store: KnowledgeStore, idOrPath: 
   if (byId) return byId;
   const direct = store.getSourceByPath(idOrPath.split(path.sep).join('/'));
   if (direct) return direct;
-  const relative = path.relative(campaign.root, path.resolve(cwd, idOrPath)).split(path.sep).join('/');
-  return relative.startsWith('..') ? undefined : store.getSourceByPath(relative);
+  const relative = pathInside(campaign.root, path.resolve(cwd, idOrPath));
+  return relative === undefined ? undefined : store.getSourceByPath(relative);
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, unsafeRelativePath, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
@@ -299,14 +299,10 @@ function sourceMeta(source: SourceRecord): BundleSourceMeta {
  * drive letter, no NUL or control characters, not in the data folder. Returns the reason it is not.
  */
 export function unsafeBundlePath(p: string): string | undefined {
-  if (p === '') return 'is empty';
-  if ([...p].some((ch) => ch.charCodeAt(0) < 0x20)) return 'contains a NUL or control character';
-  if (p.includes('\\')) return 'contains a backslash';
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'is absolute';
-  const segments = p.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) return "has an empty, '.' or '..' segment";
-  if (EXCLUDED_FOLDERS.has(segments[0]!)) return `is inside ${segments[0]}/, which a bundle never carries`;
-  return undefined;
+  const unsafe = unsafeRelativePath(p);
+  if (unsafe) return unsafe;
+  const top = p.split('/')[0]!;
+  return EXCLUDED_FOLDERS.has(top) ? `is inside ${top}/, which a bundle never carries` : undefined;
 }
 
 // --- Export -------------------------------------------------------------------------------------------

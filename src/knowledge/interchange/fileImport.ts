@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign } from '../campaign';
+import { loadCampaign, pathInside } from '../campaign';
 import { DEFAULT_SIZE_CAP_BYTES, decodeSource } from '../campaign';
 import { withFrontMatterField } from '../campaign';
 import { documentKind } from '../indexing';
@@ -44,8 +44,7 @@ function freeName(name: string, taken: Set<string>): string {
 /** Reads one file and returns the text to write, or why it cannot be a source of this campaign. */
 function prepare(file: string, campaignRoot: string, cls: KnowledgeClass, sizeCap: number): { text: string } | { reason: string } {
   if (!documentKind(path.basename(file))) return { reason: 'is not a markdown or text file (.md, .markdown, .txt)' };
-  const rel = path.relative(campaignRoot, file);
-  if (!rel.startsWith('..') && !path.isAbsolute(rel)) return { reason: 'is already inside the campaign' };
+  if (pathInside(campaignRoot, file) !== undefined) return { reason: 'is already inside the campaign' };
   let bytes: Buffer;
   try {
     bytes = fs.readFileSync(file);

@@ -1,10 +1,10 @@
-// Interchange: campaign bundles, lorebooks (SillyTavern, Character Cards, NovelAI) and files brought into a campaign.
+// Interchange: campaign bundles, lorebooks (SillyTavern, Character Cards, CharX, NovelAI, Agnai, RisuAI) and files brought into a campaign.
 export { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSource } from './bundle';
 export type { ExportSummary, ImportBundleSummary } from './bundle';
 export { importFilesIntoCampaign } from './fileImport';
 export type { FileImportResult } from './fileImport';
 export { LorebookError } from './lorebook';
-export { exportCampaignWorldInfo } from './lorebookExport';
+export { exportCampaignWorldInfo, worldInfoExportReport } from './lorebookExport';
 export type { WorldInfoExportResult } from './lorebookExport';
 export { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport } from './lorebookImport';
 export type { LorebookImportResult } from './lorebookImport';

@@ -1,52 +1,66 @@
+import path from 'node:path';
 import { z } from 'zod';
+import { entryTitle, WORLD_INFO_ENTRY_DEFAULTS, type WorldInfoEntry } from './lorebookEntry';
 import { isPng, PngError, readPngTextChunks } from './lorebookPng';
+import { isZip, readZipEntry, ZipError } from './lorebookZip';
 
 /**
- * Lorebooks from other tools (SillyTavern World Info, Character Card V2/V3 `character_book`, NovelAI
- * `.lorebook`) read into one neutral shape. Entry text is data: it is carried verbatim and never
- * interpreted (macros such as `{{char}}` and V3 `@@decorators` stay as written).
+ * Lorebooks from other tools read into one neutral shape: each entry as the SillyTavern World Info entry that
+ * SillyTavern itself makes of it on import (its own conversions for cards, NovelAI, Agnai and RisuAI), so a
+ * campaign can hand SillyTavern back what SillyTavern would have had. Entry text is data: it is carried
+ * verbatim and never interpreted (macros such as `{{char}}` and V3 `@@decorators` stay as written).
  */
 
-export const LOREBOOK_FORMATS = ['sillytavern-world-info', 'character-card-v2', 'character-card-v3', 'character-book', 'novelai'] as const;
+export const LOREBOOK_FORMATS = [
+  'sillytavern-world-info',
+  'character-card-v1',
+  'character-card-v2',
+  'character-card-v3',
+  'character-book',
+  'charx',
+  'novelai',
+  'novelai-png',
+  'agnai-memory-book',
+  'risu-lorebook',
+] as const;
 export type LorebookFormat = (typeof LOREBOOK_FORMATS)[number];
 
 export const LOREBOOK_FORMAT_NAMES: Record<LorebookFormat, string> = {
   'sillytavern-world-info': 'SillyTavern World Info',
+  'character-card-v1': 'Character Card V1',
   'character-card-v2': 'Character Card V2',
   'character-card-v3': 'Character Card V3',
   'character-book': 'Character Card lorebook',
+  charx: 'CharX card',
   novelai: 'NovelAI lorebook',
+  'novelai-png': 'NovelAI lorebook (PNG)',
+  'agnai-memory-book': 'Agnai memory book',
+  'risu-lorebook': 'RisuAI lorebook',
 };
 
 export interface LoreEntry {
   /** The entry's id in its own file (uid, id, or position), for provenance. */
   sourceId: string;
   title: string;
-  /** Trigger keys; they name what the entry is about, so they become the source's entities. */
-  keys: string[];
-  /** Secondary keys that narrow a match (AND logic); they become tags. */
-  qualifierKeys: string[];
-  content: string;
-  alwaysInclude: boolean;
-  enabled: boolean;
-  /** Extra tags the format itself carries (NovelAI categories). */
+  /** The entry as SillyTavern holds it after importing this file. */
+  worldInfo: WorldInfoEntry;
+  /** Each field of the source entry and the World Info field it became (undefined: it has none). */
+  sourceFields: Record<string, string | undefined>;
+  /** Values of the source fields that have no World Info field (named per entry in the report). */
+  dropped: Record<string, unknown>;
+  /** Tags the format itself carries (NovelAI categories). */
   tags: string[];
-}
-
-/** A field of the source file that has no equivalent in campaign markdown, with how often it occurred. */
-export interface UnmappedField {
-  field: string;
-  /** Entries carrying the field (for book-level fields: 1). */
-  entries: number;
-  /** Distinct values, most frequent first, at most five, each shown as short JSON. */
-  values: { value: string; count: number }[];
 }
 
 export interface ParsedLorebook {
   format: LorebookFormat;
-  name: string | undefined;
+  /** The book's name: its own, else the file's name without extension. */
+  name: string;
+  /** Book-level fields besides the entries, verbatim (a card book's scan_depth, token_budget, extensions …). */
+  settings: Record<string, unknown>;
+  /** Book-level fields that are not kept, with why. */
+  droppedSettings: { field: string; reason: string }[];
   entries: LoreEntry[];
-  unmapped: UnmappedField[];
   /** Plain remarks about what was read and how (for the report). */
   notes: string[];
 }
@@ -63,47 +77,42 @@ export class LorebookError extends Error {
 /** Files above this are refused before parsing; card PNGs with art are a few megabytes. */
 export const MAX_LOREBOOK_BYTES = 64 * 1024 * 1024;
 
-/** `/pattern/flags` — a regular-expression key, which entity matching cannot honour. */
-const REGEX_KEY = /^\/(.+)\/([dgimsuvy]*)$/s;
-
 const keyList = z.union([z.array(z.string()), z.string().transform((s) => s.split(','))]);
 const optionalKeyList = keyList.optional().default([]);
+const looseRecord = z.record(z.string(), z.unknown());
 
-// Only the mapped fields are checked; everything else passes through and is counted as unmapped.
-const StEntrySchema = z.looseObject({
-  uid: z.union([z.number(), z.string()]).optional(),
-  key: keyList,
-  keysecondary: optionalKeyList,
-  comment: z.string().nullish(),
-  content: z.string(),
-  constant: z.boolean().nullish(),
-  disable: z.boolean().nullish(),
-  selective: z.boolean().nullish(),
-  selectiveLogic: z.number().nullish(),
-});
+// Only what a conversion reads is checked; every other field passes through and is kept or reported.
+const StEntrySchema = z.looseObject({ uid: z.union([z.number(), z.string()]).optional(), key: keyList, content: z.string() });
 const StWorldInfoSchema = z.looseObject({ entries: z.record(z.string(), StEntrySchema) });
 
 const BookEntrySchema = z.looseObject({
   keys: keyList,
   content: z.string(),
-  extensions: z.record(z.string(), z.unknown()).optional(),
+  extensions: looseRecord.optional(),
   enabled: z.boolean().optional(),
-  id: z.union([z.number(), z.string()]).nullish(),
+  insertion_order: z.number().optional(),
+  id: z.union([z.number(), z.string()]).optional(),
   name: z.string().nullish(),
   comment: z.string().nullish(),
   secondary_keys: optionalKeyList,
   selective: z.boolean().nullish(),
   constant: z.boolean().nullish(),
+  position: z.string().nullish(),
 });
-const CharacterBookSchema = z.looseObject({
-  name: z.string().nullish(),
-  entries: z.array(BookEntrySchema),
-});
+const CharacterBookSchema = z.looseObject({ name: z.string().nullish(), entries: z.array(BookEntrySchema) });
 const CardSchema = z.looseObject({
   spec: z.enum(['chara_card_v2', 'chara_card_v3']),
   data: z.looseObject({ name: z.string().nullish(), character_book: CharacterBookSchema.nullish() }),
 });
 const StandaloneBookSchema = z.looseObject({ spec: z.literal('lorebook_v3'), data: CharacterBookSchema });
+const V1CardSchema = z.looseObject({
+  name: z.string(),
+  description: z.string(),
+  personality: z.string().optional(),
+  scenario: z.string().optional(),
+  first_mes: z.string().optional(),
+  mes_example: z.string().optional(),
+});
 
 const NovelAiEntrySchema = z.looseObject({
   text: z.string(),
@@ -113,6 +122,7 @@ const NovelAiEntrySchema = z.looseObject({
   enabled: z.boolean().nullish(),
   forceActivation: z.boolean().nullish(),
   category: z.string().nullish(),
+  contextConfig: looseRecord.optional(),
 });
 const NovelAiSchema = z.looseObject({
   lorebookVersion: z.number(),
@@ -120,101 +130,30 @@ const NovelAiSchema = z.looseObject({
   categories: z.array(z.looseObject({ id: z.string().nullish(), name: z.string().nullish() })).optional(),
 });
 
-// SillyTavern selectiveLogic: 0 AND_ANY, 1 NOT_ALL, 2 NOT_ANY, 3 AND_ALL. Only AND logic narrows a match
-// in a way a tag can stand for; NOT logic is an exclusion, which has no equivalent.
-const EXCLUDING_LOGIC = new Set([1, 2]);
+const AgnaiSchema = z.looseObject({
+  kind: z.literal('memory'),
+  name: z.string().nullish(),
+  entries: z.array(
+    z.looseObject({ name: z.string().nullish(), entry: z.string(), keywords: z.array(z.string()), weight: z.number().optional(), enabled: z.boolean().optional() }),
+  ),
+});
 
-class UnmappedCollector {
-  private readonly fields = new Map<string, Map<string, number>>();
-
-  record(field: string, value: unknown): void {
-    let values = this.fields.get(field);
-    if (!values) this.fields.set(field, (values = new Map()));
-    const shown = shortJson(value);
-    values.set(shown, (values.get(shown) ?? 0) + 1);
-  }
-
-  /** Records every key of `raw` not in `mapped`; objects listed in `nested` are reported key by key. */
-  recordRest(raw: Record<string, unknown>, mapped: ReadonlySet<string>, prefix = '', nested: ReadonlySet<string> = new Set()): void {
-    for (const [key, value] of Object.entries(raw)) {
-      if (mapped.has(key)) continue;
-      if (nested.has(key) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
-        this.recordRest(value as Record<string, unknown>, new Set(), `${prefix}${key}.`);
-      } else {
-        this.record(`${prefix}${key}`, value);
-      }
-    }
-  }
-
-  result(): UnmappedField[] {
-    return [...this.fields.entries()].map(([field, values]) => ({
-      field,
-      entries: [...values.values()].reduce((a, b) => a + b, 0),
-      values: [...values.entries()]
-        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .slice(0, 5)
-        .map(([value, count]) => ({ value, count })),
-    }));
-  }
-}
-
-function shortJson(value: unknown): string {
-  const json = JSON.stringify(value) ?? 'undefined';
-  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
-}
-
-/** Trims keys, drops empty ones and duplicates (case-insensitively), keeping the first spelling. */
-function cleanKeys(keys: readonly string[]): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const raw of keys) {
-    const key = raw.replace(/\s+/g, ' ').trim();
-    if (!key || seen.has(key.toLowerCase())) continue;
-    seen.add(key.toLowerCase());
-    out.push(key);
-  }
-  return out;
-}
-
-interface EntryDraft {
-  sourceId: string;
-  titleCandidates: (string | null | undefined)[];
-  keys: string[];
-  secondaryKeys: string[];
-  secondaryExcludes: boolean;
-  content: string;
-  alwaysInclude: boolean;
-  enabled: boolean;
-  tags?: string[];
-}
-
-/** Splits regex keys off (reported), and picks a title: the first non-empty candidate, else the first key. */
-function finishEntry(draft: EntryDraft, unmapped: UnmappedCollector): LoreEntry {
-  const plain = (keys: string[], field: string): string[] =>
-    cleanKeys(keys).filter((key) => {
-      if (!REGEX_KEY.test(key)) return true;
-      unmapped.record(`${field} (regular expression)`, key);
-      return false;
-    });
-  const keys = plain(draft.keys, 'key');
-  let qualifierKeys = plain(draft.secondaryKeys, 'secondary key');
-  if (draft.secondaryExcludes) {
-    for (const key of qualifierKeys) unmapped.record('secondary key (exclusion)', key);
-    qualifierKeys = [];
-  }
-  const title =
-    draft.titleCandidates.map((t) => t?.replace(/\s+/g, ' ').trim()).find((t): t is string => !!t) ?? keys[0] ?? `Entry ${draft.sourceId}`;
-  return {
-    sourceId: draft.sourceId,
-    title,
-    keys,
-    qualifierKeys,
-    content: draft.content,
-    alwaysInclude: draft.alwaysInclude,
-    enabled: draft.enabled,
-    tags: cleanKeys(draft.tags ?? []),
-  };
-}
+const RisuSchema = z.looseObject({
+  type: z.literal('risu'),
+  data: z.array(
+    z.looseObject({
+      key: z.string().default(''),
+      secondkey: z.string().nullish(),
+      comment: z.string().nullish(),
+      content: z.string().default(''),
+      mode: z.string().nullish(),
+      insertorder: z.number().optional(),
+      alwaysActive: z.boolean().nullish(),
+      selective: z.boolean().nullish(),
+      activationPercent: z.number().nullish(),
+    }),
+  ),
+});
 
 function zodReason(error: z.ZodError, what: string): string {
   const issue = error.issues[0]!;
@@ -222,120 +161,309 @@ function zodReason(error: z.ZodError, what: string): string {
   return `not a valid ${what}: ${where}: ${issue.message}`;
 }
 
-function parseWorldInfo(file: string, data: unknown): ParsedLorebook {
-  const parsed = StWorldInfoSchema.safeParse(data);
-  if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'SillyTavern World Info file'));
-  const unmapped = new UnmappedCollector();
-  const mapped = new Set(['uid', 'key', 'keysecondary', 'comment', 'content', 'constant', 'disable']);
-  const entries = Object.entries(parsed.data.entries).map(([uid, raw]) => {
-    unmapped.recordRest(raw, mapped);
-    return finishEntry(
-      {
-        sourceId: String(raw.uid ?? uid),
-        titleCandidates: [raw.comment],
-        keys: raw.key,
-        secondaryKeys: raw.keysecondary,
-        secondaryExcludes: EXCLUDING_LOGIC.has(raw.selectiveLogic ?? 0),
-        content: raw.content,
-        alwaysInclude: raw.constant === true,
-        enabled: raw.disable !== true,
-      },
-      unmapped,
-    );
-  });
-  unmapped.recordRest(parsed.data, new Set(['entries']), 'book.');
-  return { format: 'sillytavern-world-info', name: undefined, entries, unmapped: unmapped.result(), notes: [] };
+function parseWith<T extends z.ZodType>(file: string, schema: T, data: unknown, what: string): z.infer<T> {
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, what));
+  return parsed.data;
 }
 
-function parseCharacterBook(
-  book: z.infer<typeof CharacterBookSchema>,
-  format: LorebookFormat,
-  unmapped: UnmappedCollector,
-  notes: string[],
-): ParsedLorebook {
-  const mapped = new Set(['keys', 'secondary_keys', 'content', 'enabled', 'id', 'name', 'comment', 'constant']);
-  const entries = book.entries.map((raw, index) => {
-    unmapped.recordRest(raw, mapped, '', new Set(['extensions']));
-    const logic = raw.extensions?.selectiveLogic;
-    return finishEntry(
-      {
-        sourceId: String(raw.id ?? index),
-        titleCandidates: [raw.name, raw.comment],
-        keys: raw.keys,
-        secondaryKeys: raw.secondary_keys,
-        secondaryExcludes: typeof logic === 'number' && EXCLUDING_LOGIC.has(logic),
-        content: raw.content,
-        alwaysInclude: raw.constant === true,
-        enabled: raw.enabled !== false,
-      },
-      unmapped,
-    );
+const bookName = (file: string): string => path.basename(file).replace(/\.(json|lorebook|png|charx)$/i, '');
+
+/** Builds a LoreEntry from a finished World Info entry and the source-field → World Info-field account. */
+function loreEntry(
+  sourceId: string,
+  worldInfo: WorldInfoEntry,
+  raw: Record<string, unknown>,
+  fieldMap: Record<string, string | undefined>,
+  options: { titleFallback?: string | null | undefined; tags?: string[] } = {},
+): LoreEntry {
+  const sourceFields: Record<string, string | undefined> = {};
+  const dropped: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(raw)) {
+    sourceFields[field] = fieldMap[field];
+    if (fieldMap[field] === undefined) dropped[field] = value;
+  }
+  const keys = Array.isArray(worldInfo.key) ? (worldInfo.key as string[]) : [];
+  const comment = typeof worldInfo.comment === 'string' && worldInfo.comment.trim() ? worldInfo.comment : options.titleFallback;
+  return { sourceId, title: entryTitle(comment, keys, sourceId), worldInfo, sourceFields, dropped, tags: options.tags ?? [] };
+}
+
+function parseWorldInfo(file: string, data: unknown): ParsedLorebook {
+  const book = parseWith(file, StWorldInfoSchema, data, 'SillyTavern World Info file');
+  const entries = Object.entries(book.entries).map(([uid, raw]) => {
+    // The file is SillyTavern's own: every field is the World Info field of the same name.
+    const fieldMap = Object.fromEntries(Object.keys(raw).map((k) => [k, k]));
+    return loreEntry(String(raw.uid ?? uid), { ...raw, uid: raw.uid ?? uid }, raw, fieldMap);
   });
-  unmapped.recordRest(book, new Set(['entries', 'name']), 'book.', new Set(['extensions']));
-  return { format, name: book.name ?? undefined, entries, unmapped: unmapped.result(), notes };
+  const { entries: _entries, originalData, ...settings } = book;
+  const droppedSettings =
+    originalData === undefined
+      ? []
+      : [{ field: 'originalData', reason: "SillyTavern's copy of the card lorebook this book was imported from; the entries themselves are kept" }];
+  const name = typeof settings.name === 'string' && settings.name.trim() ? settings.name : bookName(file);
+  return { format: 'sillytavern-world-info', name, settings, droppedSettings, entries, notes: [] };
+}
+
+/** Card book entry → World Info entry, as SillyTavern's convertCharacterBook does it. */
+const CARD_EXTENSION_FIELDS: Record<string, [string, unknown]> = {
+  exclude_recursion: ['excludeRecursion', false],
+  prevent_recursion: ['preventRecursion', false],
+  delay_until_recursion: ['delayUntilRecursion', false],
+  probability: ['probability', 100],
+  useProbability: ['useProbability', true],
+  depth: ['depth', 4],
+  selectiveLogic: ['selectiveLogic', 0],
+  group: ['group', ''],
+  group_override: ['groupOverride', false],
+  group_weight: ['groupWeight', 100],
+  scan_depth: ['scanDepth', null],
+  case_sensitive: ['caseSensitive', null],
+  match_whole_words: ['matchWholeWords', null],
+  use_group_scoring: ['useGroupScoring', null],
+  automation_id: ['automationId', ''],
+  role: ['role', 0],
+  vectorized: ['vectorized', false],
+  sticky: ['sticky', null],
+  cooldown: ['cooldown', null],
+  delay: ['delay', null],
+  match_persona_description: ['matchPersonaDescription', false],
+  match_character_description: ['matchCharacterDescription', false],
+  match_character_personality: ['matchCharacterPersonality', false],
+  match_character_depth_prompt: ['matchCharacterDepthPrompt', false],
+  match_scenario: ['matchScenario', false],
+  match_creator_notes: ['matchCreatorNotes', false],
+};
+
+function parseCharacterBook(book: z.infer<typeof CharacterBookSchema>, format: LorebookFormat, name: string, notes: string[]): ParsedLorebook {
+  const used = new Set(book.entries.filter((e) => e.id !== undefined).map((e) => String(e.id)));
+  let next = 0;
+  const freeId = (): number => {
+    while (used.has(String(next))) next++;
+    used.add(String(next));
+    return next;
+  };
+  const entries = book.entries.map((raw, index) => {
+    const ext = raw.extensions ?? {};
+    const uid = raw.id ?? freeId();
+    const fromExtensions = Object.fromEntries(Object.entries(CARD_EXTENSION_FIELDS).map(([extField, [wiField, fallback]]) => [wiField, ext[extField] ?? fallback]));
+    const worldInfo: WorldInfoEntry = {
+      ...WORLD_INFO_ENTRY_DEFAULTS,
+      uid,
+      key: raw.keys,
+      keysecondary: raw.secondary_keys,
+      comment: raw.comment || '',
+      content: raw.content,
+      constant: raw.constant || false,
+      selective: raw.selective || false,
+      order: raw.insertion_order,
+      position: typeof ext.position === 'number' ? ext.position : raw.position === 'before_char' ? 0 : 1,
+      disable: raw.enabled === false,
+      addMemo: !!raw.comment,
+      displayIndex: ext.display_index ?? index,
+      ...fromExtensions,
+      extensions: ext,
+    };
+    const fieldMap: Record<string, string | undefined> = {
+      id: 'uid',
+      keys: 'key',
+      secondary_keys: 'keysecondary',
+      comment: 'comment',
+      content: 'content',
+      constant: 'constant',
+      selective: 'selective',
+      insertion_order: 'order',
+      position: 'position',
+      enabled: 'disable',
+      extensions: 'extensions',
+      // SillyTavern drops a card entry's name; here it titles an entry that has no comment.
+      name: !raw.comment && raw.name ? 'title' : undefined,
+    };
+    return loreEntry(String(uid), worldInfo, raw, fieldMap, { titleFallback: raw.name });
+  });
+  const { entries: _entries, ...settings } = book;
+  return { format, name: book.name || name, settings, droppedSettings: [], entries, notes };
 }
 
 function parseCard(file: string, data: unknown, formatOverride?: LorebookFormat): ParsedLorebook {
-  const parsed = CardSchema.safeParse(data);
-  if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'Character Card'));
-  const book = parsed.data.data.character_book;
-  const character = parsed.data.data.name ?? 'this character';
+  const card = parseWith(file, CardSchema, data, 'Character Card');
+  const book = card.data.character_book;
+  const character = card.data.name ?? 'this character';
   if (!book) throw new LorebookError(file, `the character card for ${character} has no lorebook (data.character_book is absent)`);
-  const format = formatOverride ?? (parsed.data.spec === 'chara_card_v3' ? 'character-card-v3' : 'character-card-v2');
+  const format = formatOverride ?? (card.spec === 'chara_card_v3' ? 'character-card-v3' : 'character-card-v2');
   const notes = [`only the lorebook of ${character}'s card is imported; the character's own fields are not`];
-  return parseCharacterBook(book, format, new UnmappedCollector(), notes);
+  return parseCharacterBook(book, format, `${character}'s Lorebook`, notes);
 }
 
-function parseNovelAi(file: string, data: unknown): ParsedLorebook {
-  const parsed = NovelAiSchema.safeParse(data);
-  if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'NovelAI lorebook'));
-  const categories = new Map((parsed.data.categories ?? []).flatMap((c) => (c.id && c.name ? [[c.id, c.name] as const] : [])));
-  const unmapped = new UnmappedCollector();
-  const mapped = new Set(['text', 'keys', 'displayName', 'id', 'enabled', 'forceActivation', 'category']);
-  const entries = parsed.data.entries.map((raw, index) => {
-    unmapped.recordRest(raw, mapped, '', new Set(['contextConfig']));
+/** A V1 card has no lorebook: the character itself becomes one entry, keyed by its name. */
+function parseV1Card(file: string, data: unknown, format: LorebookFormat = 'character-card-v1'): ParsedLorebook {
+  const card = parseWith(file, V1CardSchema, data, 'Character Card V1');
+  const parts: [string, string | undefined][] = [
+    ['Description', card.description],
+    ['Personality', card.personality],
+    ['Scenario', card.scenario],
+  ];
+  const content = parts
+    .filter(([, text]) => text?.trim())
+    .map(([heading, text]) => `## ${heading}\n\n${text!.trim()}`)
+    .join('\n\n');
+  const worldInfo: WorldInfoEntry = { ...WORLD_INFO_ENTRY_DEFAULTS, uid: 0, key: [card.name], comment: card.name, content, addMemo: true, displayIndex: 0 };
+  const fieldMap = { name: 'comment', description: 'content', personality: 'content', scenario: 'content' };
+  return {
+    format,
+    name: card.name,
+    settings: {},
+    droppedSettings: [],
+    entries: [loreEntry('0', worldInfo, card, fieldMap)],
+    notes: [`a V1 card carries no lorebook: ${card.name}'s description, personality and scenario became one entry keyed by the name`],
+  };
+}
+
+function parseNovelAi(file: string, data: unknown, format: LorebookFormat): ParsedLorebook {
+  const book = parseWith(file, NovelAiSchema, data, 'NovelAI lorebook');
+  const categories = new Map((book.categories ?? []).flatMap((c) => (c.id && c.name ? [[c.id, c.name] as const] : [])));
+  const entries = book.entries.map((raw, index) => {
     const category = raw.category ? categories.get(raw.category) : undefined;
-    return finishEntry(
-      {
-        sourceId: raw.id ?? String(index),
-        titleCandidates: [raw.displayName],
-        keys: raw.keys,
-        secondaryKeys: [],
-        secondaryExcludes: false,
-        content: raw.text,
-        alwaysInclude: raw.forceActivation === true,
-        enabled: raw.enabled !== false,
-        tags: category ? [category] : [],
-      },
-      unmapped,
-    );
+    const displayName = raw.displayName ?? '';
+    // As SillyTavern converts it, except forceActivation, which is NovelAI's "always on" and stays so.
+    const worldInfo: WorldInfoEntry = {
+      ...WORLD_INFO_ENTRY_DEFAULTS,
+      uid: index,
+      key: raw.keys,
+      comment: displayName,
+      content: raw.text,
+      constant: raw.forceActivation === true,
+      selective: false,
+      order: raw.contextConfig?.budgetPriority ?? 0,
+      disable: raw.enabled === false,
+      addMemo: displayName.trim() !== '',
+      displayIndex: index,
+    };
+    const fieldMap = { keys: 'key', displayName: 'comment', text: 'content', forceActivation: 'constant', enabled: 'disable', category: 'tags' };
+    const entry = loreEntry(String(index), worldInfo, raw, fieldMap, { tags: category ? [category] : [] });
+    // Only the budget priority of contextConfig has a World Info field (order); the rest is reported.
+    if (raw.contextConfig) {
+      const { budgetPriority, ...rest } = raw.contextConfig;
+      if (budgetPriority !== undefined) entry.sourceFields['contextConfig.budgetPriority'] = 'order';
+      for (const [k, v] of Object.entries(rest)) {
+        entry.sourceFields[`contextConfig.${k}`] = undefined;
+        entry.dropped[`contextConfig.${k}`] = v;
+      }
+      delete entry.sourceFields.contextConfig;
+      delete entry.dropped.contextConfig;
+    }
+    return entry;
   });
-  unmapped.recordRest(parsed.data, new Set(['entries', 'lorebookVersion']), 'book.');
-  return { format: 'novelai', name: undefined, entries, unmapped: unmapped.result(), notes: [] };
+  const { entries: _entries, lorebookVersion: _version, ...settings } = book;
+  return { format, name: bookName(file), settings, droppedSettings: [], entries, notes: [] };
 }
 
-function parseJsonLorebook(file: string, data: unknown, fromPng: LorebookFormat | undefined): ParsedLorebook {
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    throw new LorebookError(file, 'not a lorebook: the JSON is not an object');
+function parseAgnai(file: string, data: unknown): ParsedLorebook {
+  const book = parseWith(file, AgnaiSchema, data, 'Agnai memory book');
+  const entries = book.entries.map((raw, index) => {
+    const worldInfo: WorldInfoEntry = {
+      ...WORLD_INFO_ENTRY_DEFAULTS,
+      uid: index,
+      key: raw.keywords,
+      comment: raw.name ?? '',
+      content: raw.entry,
+      selective: false,
+      order: raw.weight ?? 100,
+      disable: raw.enabled === false,
+      addMemo: !!raw.name,
+      displayIndex: index,
+    };
+    const fieldMap = { keywords: 'key', name: 'comment', entry: 'content', weight: 'order', enabled: 'disable' };
+    return loreEntry(String(index), worldInfo, raw, fieldMap);
+  });
+  const { entries: _entries, kind: _kind, name, ...settings } = book;
+  return { format: 'agnai-memory-book', name: name || bookName(file), settings, droppedSettings: [], entries, notes: [] };
+}
+
+function parseRisu(file: string, data: unknown): ParsedLorebook {
+  const book = parseWith(file, RisuSchema, data, 'RisuAI lorebook');
+  const notes: string[] = [];
+  const folders = book.data.filter((e) => e.mode === 'folder').length;
+  if (folders > 0) notes.push(`${folders} RisuAI folder rows are folders, not entries, and were not imported`);
+  const split = (text: string | null | undefined): string[] => (text ? text.split(',').map((k) => k.trim()) : []);
+  const entries = book.data
+    .filter((e) => e.mode !== 'folder')
+    .map((raw, index) => {
+      const worldInfo: WorldInfoEntry = {
+        ...WORLD_INFO_ENTRY_DEFAULTS,
+        uid: index,
+        key: split(raw.key),
+        keysecondary: split(raw.secondkey),
+        comment: raw.comment ?? '',
+        content: raw.content,
+        constant: raw.alwaysActive === true,
+        selective: raw.selective === true,
+        order: raw.insertorder ?? 100,
+        addMemo: true,
+        displayIndex: index,
+        probability: raw.activationPercent ?? 100,
+      };
+      const fieldMap = {
+        key: 'key',
+        secondkey: 'keysecondary',
+        comment: 'comment',
+        content: 'content',
+        alwaysActive: 'constant',
+        selective: 'selective',
+        insertorder: 'order',
+        activationPercent: 'probability',
+      };
+      return loreEntry(String(index), worldInfo, raw, fieldMap);
+    });
+  const { data: _data, type: _type, ...settings } = book;
+  return { format: 'risu-lorebook', name: bookName(file), settings, droppedSettings: [], entries, notes };
+}
+
+/** What a JSON file that is not a lorebook most likely is, so the refusal can say so. */
+function recogniseOther(record: Record<string, unknown> | unknown[]): string | undefined {
+  if (Array.isArray(record)) {
+    const first = record[0] as Record<string, unknown> | undefined;
+    if (first && typeof first === 'object' && 'keys' in first && ('entry' in first || 'value' in first)) {
+      return 'an AI Dungeon World Info / Story Cards export (a list of cards): this format is not supported; copy the cards into SillyTavern or a markdown file';
+    }
+    return undefined;
   }
+  if ('storyContainerVersion' in record) return 'a NovelAI story (.story), not a lorebook: export the lorebook from NovelAI\'s Lorebook panel (.lorebook) and import that';
+  if ('scenarioVersion' in record) return 'a NovelAI scenario, not a lorebook: export the lorebook from NovelAI\'s Lorebook panel (.lorebook) and import that';
+  if (Array.isArray(record.storyCards) || Array.isArray(record.worldInfo)) {
+    return 'an AI Dungeon scenario or adventure export: this format is not supported; export its story cards to SillyTavern or copy them into markdown';
+  }
+  if (record.kind === 'character') return 'an Agnai character, not a memory book: export the memory book from Agnai instead';
+  if (record.kind === 'chat' || ('chat_metadata' in record && 'user_name' in record)) return 'a chat log, not a lorebook';
+  if ('prompts' in record && 'prompt_order' in record) return 'a SillyTavern chat-completion preset, not a lorebook';
+  return undefined;
+}
+
+function parseJsonLorebook(file: string, data: unknown, fromContainer: LorebookFormat | undefined): ParsedLorebook {
+  if (data === null || typeof data !== 'object') throw new LorebookError(file, 'not a lorebook: the JSON is not an object');
+  const other = recogniseOther(data as Record<string, unknown> | unknown[]);
+  if (Array.isArray(data)) throw new LorebookError(file, other ? `this is ${other}` : 'not a lorebook: the JSON is a list, not an object');
   const record = data as Record<string, unknown>;
-  if (record.spec === 'chara_card_v2' || record.spec === 'chara_card_v3') return parseCard(file, data, fromPng);
+  if (record.spec === 'chara_card_v2' || record.spec === 'chara_card_v3') return parseCard(file, data, fromContainer);
   if (record.spec === 'lorebook_v3') {
-    const parsed = StandaloneBookSchema.safeParse(data);
-    if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'V3 lorebook'));
-    return parseCharacterBook(parsed.data.data, 'character-book', new UnmappedCollector(), []);
+    const book = parseWith(file, StandaloneBookSchema, data, 'V3 lorebook');
+    return parseCharacterBook(book.data, 'character-book', bookName(file), []);
   }
-  if ('lorebookVersion' in record) return parseNovelAi(file, data);
+  if ('lorebookVersion' in record) return parseNovelAi(file, data, fromContainer ?? 'novelai');
+  if (record.kind === 'memory') return parseAgnai(file, data);
+  if (record.type === 'risu') return parseRisu(file, data);
+  if (record.spec === undefined && typeof record.name === 'string' && 'description' in record && ('first_mes' in record || 'personality' in record)) {
+    return parseV1Card(file, data, fromContainer === 'charx' ? 'charx' : 'character-card-v1');
+  }
   if (record.entries !== null && typeof record.entries === 'object' && !Array.isArray(record.entries)) return parseWorldInfo(file, data);
   if (Array.isArray(record.entries)) {
-    const parsed = CharacterBookSchema.safeParse(data);
-    if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'Character Card lorebook'));
-    return parseCharacterBook(parsed.data, 'character-book', new UnmappedCollector(), []);
+    const book = parseWith(file, CharacterBookSchema, data, 'Character Card lorebook');
+    return parseCharacterBook(book, 'character-book', bookName(file), []);
   }
+  if (other) throw new LorebookError(file, `this is ${other}`);
   if (typeof record.spec === 'string') throw new LorebookError(file, `unsupported card or lorebook spec '${record.spec}'`);
   throw new LorebookError(
     file,
-    'not a recognised lorebook: expected SillyTavern World Info (entries keyed by uid), a Character Card V2/V3, a V3 lorebook or a NovelAI .lorebook',
+    'not a recognised lorebook: expected SillyTavern World Info (entries keyed by uid), a Character Card V1/V2/V3 or CharX, a V3 lorebook, a NovelAI .lorebook, an Agnai memory book or a RisuAI lorebook',
   );
 }
 
@@ -347,8 +475,18 @@ function parseJsonText(file: string, text: string, what: string): unknown {
   }
 }
 
-/** The card JSON in a PNG: `ccv3` is preferred over `chara` (CCv3 spec), both base64 of UTF-8 JSON. */
-function cardFromPng(file: string, bytes: Uint8Array): { data: unknown; chunk: string } {
+/** The JSON in a PNG text chunk: base64 of UTF-8 JSON, as card and NovelAI writers store it. */
+function pngChunkJson(file: string, chunks: Map<string, string>, chunk: string): unknown {
+  const encoded = chunks.get(chunk)!.trim();
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded) || encoded.length % 4 === 1) {
+    throw new LorebookError(file, `the PNG's \`${chunk}\` chunk is not base64`);
+  }
+  const json = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.from(encoded, 'base64'));
+  return parseJsonText(file, json, `the PNG's \`${chunk}\` chunk`);
+}
+
+/** A card (`ccv3` preferred over `chara`, as the V3 spec says) or a NovelAI lorebook (`naidata`) in a PNG. */
+function parsePng(file: string, bytes: Uint8Array): ParsedLorebook {
   let chunks: Map<string, string>;
   try {
     chunks = readPngTextChunks(bytes);
@@ -356,39 +494,68 @@ function cardFromPng(file: string, bytes: Uint8Array): { data: unknown; chunk: s
     if (error instanceof PngError) throw new LorebookError(file, error.message);
     throw error;
   }
-  const chunk = chunks.has('ccv3') ? 'ccv3' : chunks.has('chara') ? 'chara' : undefined;
-  if (!chunk) throw new LorebookError(file, 'this PNG is not a character card: it has no `ccv3` or `chara` text chunk');
-  const encoded = chunks.get(chunk)!.trim();
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded) || encoded.length % 4 === 1) {
-    throw new LorebookError(file, `the PNG's \`${chunk}\` chunk is not base64`);
+  if (chunks.has('naidata') && !chunks.has('ccv3') && !chunks.has('chara')) {
+    const book = parseNovelAi(file, pngChunkJson(file, chunks, 'naidata'), 'novelai-png');
+    return { ...book, notes: ["read from the PNG's `naidata` text chunk", ...book.notes] };
   }
-  const json = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.from(encoded, 'base64'));
-  return { data: parseJsonText(file, json, `the PNG's \`${chunk}\` chunk`), chunk };
+  const chunk = chunks.has('ccv3') ? 'ccv3' : chunks.has('chara') ? 'chara' : undefined;
+  if (!chunk) throw new LorebookError(file, 'this PNG is neither a character card nor a NovelAI lorebook: it has no `ccv3`, `chara` or `naidata` text chunk');
+  const data = pngChunkJson(file, chunks, chunk);
+  const spec = (data as { spec?: unknown } | null)?.spec;
+  const book =
+    spec === 'chara_card_v2' || spec === 'chara_card_v3'
+      ? parseCard(file, data, spec === 'chara_card_v3' ? 'character-card-v3' : 'character-card-v2')
+      : spec === undefined && data !== null && typeof data === 'object'
+        ? parseV1Card(file, data)
+        : undefined;
+  if (!book) throw new LorebookError(file, `the PNG's \`${chunk}\` chunk is not a Character Card (spec is ${JSON.stringify(spec)})`);
+  return { ...book, notes: [`read from the PNG's \`${chunk}\` text chunk`, ...book.notes] };
+}
+
+/** A CharX card: a zip whose `card.json` is a Character Card V3 (the assets beside it are not read). */
+function parseCharx(file: string, bytes: Uint8Array): ParsedLorebook {
+  let json: Buffer | undefined;
+  try {
+    json = readZipEntry(bytes, 'card.json');
+  } catch (error) {
+    if (error instanceof ZipError) throw new LorebookError(file, error.message);
+    throw error;
+  }
+  if (!json) throw new LorebookError(file, 'this zip is not a CharX card: it has no card.json at its root');
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(json).replace(/^\uFEFF/, '');
+  const book = parseJsonLorebook(file, parseJsonText(file, text, 'the CharX card.json'), 'charx');
+  return { ...book, format: 'charx', notes: ["read from the CharX's card.json", ...book.notes] };
 }
 
 /**
- * Reads a lorebook from its bytes: a PNG character card, or JSON in any supported format (detected from its
- * shape). `file` names the file in messages. Throws `LorebookError` with the reason when it is not one.
+ * Reads a lorebook from its bytes: a PNG (card or NovelAI), a CharX zip, or JSON in any supported format
+ * (detected from its shape). `file` names the file in messages. Throws `LorebookError` with the reason when
+ * it is not one, naming what it is when that can be told.
  */
 export function parseLorebook(file: string, bytes: Uint8Array): ParsedLorebook {
   if (bytes.length > MAX_LOREBOOK_BYTES) {
     throw new LorebookError(file, `file is ${bytes.length} bytes, above the ${MAX_LOREBOOK_BYTES}-byte limit for a lorebook`);
   }
-  if (isPng(bytes)) {
-    const { data, chunk } = cardFromPng(file, bytes);
-    const spec = (data as { spec?: unknown } | null)?.spec;
-    const format: LorebookFormat = spec === 'chara_card_v3' ? 'character-card-v3' : 'character-card-v2';
-    if (spec !== 'chara_card_v2' && spec !== 'chara_card_v3') {
-      throw new LorebookError(file, `the PNG's \`${chunk}\` chunk is not a Character Card V2/V3 (spec is ${shortJson(spec)})`);
-    }
-    const book = parseJsonLorebook(file, data, format);
-    return { ...book, notes: [`read from the PNG's \`${chunk}\` text chunk`, ...book.notes] };
-  }
+  if (isPng(bytes)) return parsePng(file, bytes);
+  if (isZip(bytes)) return parseCharx(file, bytes);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes).replace(/^\uFEFF/, '');
   } catch {
-    throw new LorebookError(file, 'not a lorebook: the file is neither a PNG nor UTF-8 text');
+    throw new LorebookError(file, 'not a lorebook: the file is neither a PNG, a CharX zip nor UTF-8 text');
   }
-  return parseJsonLorebook(file, parseJsonText(file, text, 'the file'), undefined);
+  const trimmed = text.trimStart();
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) {
+    throw new LorebookError(file, 'not a lorebook: this is plain text, not JSON (use Import File into Campaign for markdown or text)');
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    // SillyTavern chats are JSON Lines: one object per line, the first holding the chat's metadata.
+    const firstLine = trimmed.split('\n', 1)[0]!;
+    if (/"user_name"|"chat_metadata"/.test(firstLine) && trimmed.includes('\n')) throw new LorebookError(file, 'this is a SillyTavern chat (JSON Lines), not a lorebook');
+    throw new LorebookError(file, `the file is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
+  }
+  return parseJsonLorebook(file, data, undefined);
 }

@@ -1,84 +1,53 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { splitFrontMatter } from '../campaign';
+import { frontMatterData, splitFrontMatter } from '../campaign';
 import { LorebookError } from './lorebook';
+import { entryFromFrontMatter, keptSillyTavern, type WorldInfoEntry } from './lorebookEntry';
 import { KnowledgeStore } from '../indexing';
 import type { SourceRecord } from '../campaign';
 
 /**
- * A campaign's canon as a SillyTavern World Info file: one entry per Canon source, entities → `key`,
- * always_include → `constant`, enabled: false → `disable`, title → `comment`, the body (front matter
- * removed) → `content`. The other fields get SillyTavern's own defaults so the file behaves like a new book.
+ * A campaign's canon as a SillyTavern World Info file, one entry per Canon source. A file a lorebook import
+ * wrote gives back its entry with every field it kept (lorebookEntry.ts), its uid too unless an earlier
+ * entry holds it; any other canon file becomes a new entry with SillyTavern's defaults, keyed by its
+ * entities (else its title). The book settings the imported entries agree on go back to the top of the file.
+ * A source whose text repeats another's is still its own entry: its keys are its own.
  */
-
-export interface WorldInfoEntry {
-  uid: number;
-  key: string[];
-  keysecondary: string[];
-  comment: string;
-  content: string;
-  constant: boolean;
-  disable: boolean;
-  [field: string]: unknown;
-}
 
 export interface WorldInfoFile {
   entries: Record<string, WorldInfoEntry>;
+  [bookField: string]: unknown;
 }
 
 export interface WorldInfoExportResult {
   file: string;
-  entries: { uid: number; path: string; title: string }[];
-  /** Canon sources with no entities, keyed by their title instead. */
+  entries: { uid: number | string; path: string; title: string }[];
+  /** Imported entries whose uid an earlier entry already held, and the uid they got instead. */
+  renumbered: { path: string; from: string; to: number }[];
+  /** Canon sources with no entities and no keys, keyed by their title instead. */
   keyedByTitle: string[];
+  /** Book settings written at the top of the file, and those left out because the entries' books disagree. */
+  bookSettings: { written: string[]; conflicting: string[] };
+  /** What in a file could not be carried into its entry. */
+  notes: { path: string; notes: string[] }[];
   /** Canon sources left out, and why. */
   skipped: { path: string; reason: string }[];
 }
 
-// SillyTavern's defaults for a new entry (as in its current World Info files).
-const ST_ENTRY_DEFAULTS = {
-  selective: true,
-  selectiveLogic: 0,
-  addMemo: true,
-  order: 100,
-  position: 0,
-  excludeRecursion: false,
-  preventRecursion: false,
-  delayUntilRecursion: false,
-  probability: 100,
-  useProbability: true,
-  depth: 4,
-  group: '',
-  groupOverride: false,
-  groupWeight: 100,
-  scanDepth: null,
-  caseSensitive: null,
-  matchWholeWords: null,
-  useGroupScoring: null,
-  automationId: '',
-  role: null,
-  vectorized: false,
-  sticky: 0,
-  cooldown: 0,
-  delay: 0,
-} as const;
+type ExportDraft = { source: SourceRecord; entry: WorldInfoEntry; keptUid: unknown; book: Record<string, unknown> | undefined };
 
 /** World Info entries for Canon sources, in path order. `contentOf` gives a source's text as indexed. */
 export function worldInfoFromSources(
   sources: readonly SourceRecord[],
   contentOf: (source: SourceRecord) => string | undefined,
 ): { file: WorldInfoFile; result: Omit<WorldInfoExportResult, 'file'> } {
-  const result: Omit<WorldInfoExportResult, 'file'> = { entries: [], keyedByTitle: [], skipped: [] };
-  const entries: Record<string, WorldInfoEntry> = {};
+  const result: Omit<WorldInfoExportResult, 'file'> = { entries: [], renumbered: [], keyedByTitle: [], bookSettings: { written: [], conflicting: [] }, notes: [], skipped: [] };
+  const drafts: ExportDraft[] = [];
   for (const source of [...sources].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     if (source.class !== 'canon') continue;
     if (source.lexicalState === 'error') {
       result.skipped.push({ path: source.path, reason: 'the file could not be read or indexed' });
-      continue;
-    }
-    if (source.duplicateOf !== null) {
-      result.skipped.push({ path: source.path, reason: 'same content as another source, which is exported' });
       continue;
     }
     const content = contentOf(source);
@@ -86,22 +55,62 @@ export function worldInfoFromSources(
       result.skipped.push({ path: source.path, reason: 'no indexed text' });
       continue;
     }
-    const uid = result.entries.length;
-    if (source.entities.length === 0) result.keyedByTitle.push(source.path);
-    entries[String(uid)] = {
-      uid,
-      key: source.entities.length > 0 ? [...source.entities] : [source.title],
-      keysecondary: [],
-      comment: source.title,
-      content: splitFrontMatter(content).body,
-      constant: source.alwaysInclude,
-      disable: !source.enabled,
-      ...ST_ENTRY_DEFAULTS,
-      displayIndex: uid,
-    };
-    result.entries.push({ uid, path: source.path, title: source.title });
+    const frontMatter = frontMatterData(content);
+    const kept = keptSillyTavern(frontMatter);
+    const { entry, notes } = entryFromFrontMatter({
+      frontMatter,
+      title: source.title,
+      body: splitFrontMatter(content).body,
+      alwaysInclude: source.alwaysInclude,
+      enabled: source.enabled,
+      entities: source.entities,
+    });
+    if (frontMatter.keys === undefined && source.entities.length === 0) result.keyedByTitle.push(source.path);
+    if (notes.length > 0) result.notes.push({ path: source.path, notes });
+    drafts.push({ source, entry, keptUid: kept.entry?.uid, book: kept.book });
   }
-  return { file: { entries }, result };
+
+  // Kept uids first (path order decides between two that claim the same one), then the smallest free ones.
+  const taken = new Set<string>();
+  const uids = drafts.map((d) => {
+    const wanted = d.keptUid;
+    if ((typeof wanted === 'number' || typeof wanted === 'string') && !taken.has(String(wanted))) {
+      taken.add(String(wanted));
+      return wanted;
+    }
+    return undefined;
+  });
+  let next = 0;
+  const entries: Record<string, WorldInfoEntry> = {};
+  drafts.forEach((draft, i) => {
+    let uid = uids[i];
+    if (uid === undefined) {
+      while (taken.has(String(next))) next++;
+      uid = next;
+      taken.add(String(uid));
+      if (draft.keptUid !== undefined) result.renumbered.push({ path: draft.source.path, from: String(draft.keptUid), to: uid });
+      if (draft.entry.displayIndex === undefined) draft.entry.displayIndex = uid;
+    }
+    entries[String(uid)] = { uid, ...draft.entry };
+    result.entries.push({ uid, path: draft.source.path, title: draft.source.title });
+  });
+
+  const settings = bookSettings(drafts.flatMap((d) => (d.book?.settings && typeof d.book.settings === 'object' ? [d.book.settings as Record<string, unknown>] : [])));
+  result.bookSettings = { written: Object.keys(settings.agreed), conflicting: settings.conflicting };
+  return { file: { entries, ...settings.agreed }, result };
+}
+
+/** The book-level fields every imported entry that has them agrees on; the others are named, not guessed. */
+function bookSettings(all: readonly Record<string, unknown>[]): { agreed: Record<string, unknown>; conflicting: string[] } {
+  const agreed: Record<string, unknown> = {};
+  const conflicting: string[] = [];
+  for (const field of new Set(all.flatMap((s) => Object.keys(s)))) {
+    if (field === 'entries') continue;
+    const values = new Set(all.filter((s) => field in s).map((s) => JSON.stringify(s[field])));
+    if (values.size === 1) agreed[field] = all.find((s) => field in s)![field];
+    else conflicting.push(field);
+  }
+  return { agreed, conflicting };
 }
 
 /**
@@ -121,4 +130,19 @@ export function exportCampaignWorldInfo(store: KnowledgeStore, outFile: string, 
     throw new LorebookError(out, `could not write the World Info file (${error instanceof Error ? error.message : String(error)})`);
   }
   return { file: out, ...built.result };
+}
+
+/** The export as a writer reads it, on every surface: each entry, what was renumbered, left out or not carried. */
+export function worldInfoExportReport(result: WorldInfoExportResult, shownFile: string): string[] {
+  return [
+    `Exported ${result.entries.length} canon entries to ${shownFile}.`,
+    ...result.renumbered.map((r) => `Renumbered: ${r.path} kept uid ${r.from}, which an earlier entry holds; it is uid ${r.to}.`),
+    ...result.keyedByTitle.map((p) => `Keyed by its title (no keys or entities): ${p}`),
+    ...(result.bookSettings.written.length > 0 ? [`Book settings written back: ${result.bookSettings.written.join(', ')}.`] : []),
+    ...(result.bookSettings.conflicting.length > 0
+      ? [`Book settings left out, the entries come from books that disagree on them: ${result.bookSettings.conflicting.join(', ')}.`]
+      : []),
+    ...result.notes.flatMap((n) => n.notes.map((note) => `Not carried from ${n.path}: ${note}`)),
+    ...result.skipped.map((s) => `Left out: ${s.path}: ${s.reason}`),
+  ];
 }

@@ -1,19 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML, { isMap, isSeq } from 'yaml';
-import { loadCampaign, DATA_DIR } from '../campaign';
-import { LOREBOOK_FORMAT_NAMES, LorebookError, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook, type UnmappedField } from './lorebook';
+import YAML from 'yaml';
+import { loadCampaign, DATA_DIR, unsafeRelativePath } from '../campaign';
+import { LOREBOOK_FORMAT_NAMES, LorebookError, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
+import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
 
 /**
- * Writes a lorebook into a campaign as one markdown file per entry. The mapping (documented for writers):
- * - keys → `entities` (the names the entry is about); regex keys have no equivalent and are reported;
- * - secondary keys under AND logic → `tags` (they narrow what the entry is about); under NOT logic they
- *   exclude, which has no equivalent, so they are reported instead;
- * - constant / forceActivation → `always_include: true`; disabled → `enabled: false`;
- * - comment / name / displayName → `title` (else the first key); the class is the writer's choice;
- * - the entry text → the markdown body, verbatim.
- * Every other field is counted in the report. Existing files are never overwritten: a taken name gets a suffix.
+ * Writes a lorebook into a campaign as one markdown file per entry (the mapping is in lorebookEntry.ts):
+ * the entry text is the body, verbatim; keys, secondary keys and the match options are front matter the
+ * product uses; every other SillyTavern field is kept under `sillytavern:` for export. The report says,
+ * field by field, where each went, and entry by entry what the source had that nothing can hold. Existing
+ * files are never overwritten: a taken name gets a suffix.
  */
 
 export const DEFAULT_LORE_FOLDER = 'lore';
@@ -34,31 +32,52 @@ export interface PlannedLoreFile {
   content: string;
 }
 
+/** One field of the source's entries: how many entries had it, and where it went. */
+export interface FieldFate {
+  field: string;
+  entries: number;
+  /** Front matter path, `body`, or `not carried`. */
+  keptAs: string[];
+}
+
+/** A field SillyTavern acts on that play here does not: kept for export, with the entries whose value is not the default. */
+export interface ExportOnlyBehaviour {
+  field: string;
+  entries: string[];
+  values: string[];
+}
+
 export interface LorebookImportResult {
   file: string;
   format: LorebookFormat;
   formatName: string;
-  bookName: string | undefined;
+  bookName: string;
   folder: string;
   class: KnowledgeClass;
   written: Omit<PlannedLoreFile, 'content'>[];
-  unmapped: UnmappedField[];
+  /** Every field of the source's entries and where it went. */
+  fields: FieldFate[];
+  /** Entry by entry, the source fields nothing can hold, with their values (short JSON). */
+  notCarried: { entryId: string; title: string; fields: Record<string, string> }[];
+  /** Book-level fields: kept under `sillytavern.book`, or not kept and why. */
+  bookSettings: { kept: string[]; dropped: { field: string; reason: string }[] };
+  exportOnly: ExportOnlyBehaviour[];
   notes: string[];
 }
 
 // Names Windows refuses whatever the extension; a campaign must open on every writer's machine.
 const RESERVED_NAMES = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
 const MAX_SLUG = 60;
+const NOT_CARRIED = 'not carried';
 
-/** A lowercase ASCII file stem that is safe on Windows, macOS and Linux. */
+/**
+ * A file stem from a title, in any script: letters, marks and digits of every language are kept (so
+ * Chinese titles stay Chinese), everything else becomes `-`; lowercase, NFC, at most 60 characters, and
+ * never a name Windows reserves. Safe on Windows, macOS and Linux.
+ */
 export function portableSlug(title: string): string {
-  const slug = title
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .slice(0, MAX_SLUG)
-    .replace(/^-+|-+$/g, '');
+  const dashed = title.normalize('NFC').toLowerCase().replace(/[^\p{L}\p{M}\p{N}]+/gu, '-').replace(/^-+/, '');
+  const slug = Array.from(dashed).slice(0, MAX_SLUG).join('').replace(/-+$/, '');
   if (!slug) return 'entry';
   return RESERVED_NAMES.test(slug) ? `${slug}-entry` : slug;
 }
@@ -66,54 +85,104 @@ export function portableSlug(title: string): string {
 /** A campaign-relative folder, refused when it could land outside the campaign or in its data folder. */
 export function normalizeLoreFolder(folder: string): string {
   const posix = folder.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
-  const segments = posix.split('/');
-  if (
-    posix === '' ||
-    posix.includes('\0') ||
-    path.posix.isAbsolute(posix) ||
-    /^[A-Za-z]:/.test(posix) ||
-    segments.some((s) => s === '' || s === '.' || s === '..') ||
-    segments[0] === DATA_DIR
-  ) {
+  if (unsafeRelativePath(posix) || posix.split('/')[0] === DATA_DIR) {
     throw new LorebookError(folder, `folder must be a plain path inside the campaign (not absolute, no '..', not ${DATA_DIR})`);
   }
   return posix;
 }
 
-function frontMatter(entry: LoreEntry, cls: KnowledgeClass, provenance: string): string {
-  const fields: Record<string, unknown> = { title: entry.title, class: cls };
-  if (entry.keys.length > 0) fields.entities = entry.keys;
-  const tags = [...entry.tags, ...entry.qualifierKeys];
-  if (tags.length > 0) fields.tags = tags;
-  if (entry.alwaysInclude) fields.always_include = true;
-  if (!entry.enabled) fields.enabled = false;
-  fields.notes = provenance;
-  const doc = new YAML.Document(fields);
-  if (isMap(doc.contents)) {
-    for (const pair of doc.contents.items) if (isSeq(pair.value)) pair.value.flow = true;
-  }
-  return `---\n${doc.toString({ lineWidth: 0 })}---\n`;
+const shortJson = (value: unknown): string => {
+  const json = JSON.stringify(value) ?? 'undefined';
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+};
+
+interface EntryFile {
+  text: string;
+  placement: Record<string, Placement>;
+}
+
+function entryFile(entry: LoreEntry, book: ParsedLorebook, cls: KnowledgeClass, provenance: string): EntryFile {
+  const { fields, kept, placement } = entryToFrontMatter(entry.worldInfo, entry.title);
+  const keys = Array.isArray(fields.keys) ? (fields.keys as string[]) : [];
+  const entities = entitiesFromKeys(keys);
+  const sillytavern = {
+    book: { name: book.name, ...(Object.keys(book.settings).length > 0 ? { settings: book.settings } : {}) },
+    entry: kept,
+  };
+  const frontMatter = {
+    title: entry.title,
+    class: cls,
+    ...(entities.length > 0 ? { entities } : {}),
+    ...fields,
+    ...(entry.tags.length > 0 ? { tags: entry.tags } : {}),
+    notes: provenance,
+    sillytavern,
+  };
+  const doc = new YAML.Document(frontMatter);
+  // Lists on one line keep a file with a long key list readable; maps stay in blocks.
+  YAML.visit(doc, { Seq: (_key, node) => void (node.flow = true) });
+  return { text: `---\n${doc.toString({ lineWidth: 0 })}---\n${entry.worldInfo.content as string}`, placement };
 }
 
 /**
  * Decides every file's path and content without touching the disk beyond reading what exists, so a
  * failure can be reported before anything is written. `taken` holds existing names (lowercased).
  */
-export function planLoreFiles(book: ParsedLorebook, fileName: string, cls: KnowledgeClass, folder: string, taken: ReadonlySet<string>): PlannedLoreFile[] {
+export function planLoreFiles(
+  book: ParsedLorebook,
+  fileName: string,
+  cls: KnowledgeClass,
+  folder: string,
+  taken: ReadonlySet<string>,
+): { files: PlannedLoreFile[]; placements: Record<string, Placement>[] } {
   const used = new Set(taken);
   const formatName = LOREBOOK_FORMAT_NAMES[book.format];
-  return book.entries.map((entry) => {
+  const placements: Record<string, Placement>[] = [];
+  const files = book.entries.map((entry) => {
     const stem = portableSlug(entry.title);
     let name = `${stem}.md`;
     for (let n = 2; used.has(name); n++) name = `${stem}-${n}.md`;
     used.add(name);
-    const provenance = `Imported from ${formatName} ${fileName}${book.name ? ` (${book.name})` : ''}, entry ${entry.sourceId}.`;
-    return {
-      path: `${folder}/${name}`,
-      title: entry.title,
-      entryId: entry.sourceId,
-      content: frontMatter(entry, cls, provenance) + entry.content,
-    };
+    const provenance = `Imported from ${formatName} ${fileName} (${book.name}), entry ${entry.sourceId}.`;
+    const file = entryFile(entry, book, cls, provenance);
+    placements.push(file.placement);
+    return { path: `${folder}/${name}`, title: entry.title, entryId: entry.sourceId, content: file.text };
+  });
+  return { files, placements };
+}
+
+/** Where each source field went, counted over the entries: through the World Info field it became. */
+function fieldFates(book: ParsedLorebook, placements: readonly Record<string, Placement>[]): FieldFate[] {
+  const fates = new Map<string, Map<string, number>>();
+  book.entries.forEach((entry, i) => {
+    for (const [field, worldInfoField] of Object.entries(entry.sourceFields)) {
+      const keptAs = worldInfoField === undefined ? NOT_CARRIED : (placements[i]![worldInfoField] ?? worldInfoField);
+      let seen = fates.get(field);
+      if (!seen) fates.set(field, (seen = new Map()));
+      seen.set(keptAs, (seen.get(keptAs) ?? 0) + 1);
+    }
+  });
+  return [...fates.entries()].map(([field, seen]) => ({
+    field,
+    entries: [...seen.values()].reduce((a, b) => a + b, 0),
+    keptAs: [...seen.entries()].map(([where, n]) => (seen.size > 1 ? `${where} ×${n}` : where)),
+  }));
+}
+
+/** Kept SillyTavern fields whose value changes what SillyTavern does, where play here does not act on them. */
+const EXPORT_ONLY_FIELDS = ['position', 'depth', 'role', 'order', 'probability', 'useProbability', 'group', 'sticky', 'cooldown', 'delay', 'scanDepth', 'excludeRecursion', 'preventRecursion', 'delayUntilRecursion'];
+
+/** SillyTavern reads a missing, null, 0 or false value of a field whose default is "off" as off. */
+function actsLikeDefault(value: unknown, fallback: unknown): boolean {
+  return value === undefined || JSON.stringify(value) === JSON.stringify(fallback) || (!fallback && !value);
+}
+
+function exportOnlyBehaviour(book: ParsedLorebook): ExportOnlyBehaviour[] {
+  return EXPORT_ONLY_FIELDS.flatMap((field) => {
+    const differing = book.entries.filter((e) => !actsLikeDefault(e.worldInfo[field], WORLD_INFO_ENTRY_DEFAULTS[field]));
+    if (differing.length === 0) return [];
+    const values = [...new Set(differing.map((e) => shortJson(e.worldInfo[field])))].slice(0, 5);
+    return [{ field, entries: differing.map((e) => e.sourceId), values }];
   });
 }
 
@@ -142,8 +211,8 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   if (book.entries.length === 0) throw new LorebookError(file, 'the lorebook has no entries; nothing to import');
 
   const absFolder = path.join(campaign.root, ...folder.split('/'));
-  const planned = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
-  writeAllOrNothing(file, campaign.root, absFolder, planned);
+  const { files, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
+  writeAllOrNothing(file, campaign.root, absFolder, files);
   return {
     file,
     format: book.format,
@@ -151,8 +220,13 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
     bookName: book.name,
     folder,
     class: options.class,
-    written: planned.map(({ content: _content, ...rest }) => rest),
-    unmapped: book.unmapped,
+    written: files.map(({ content: _content, ...rest }) => rest),
+    fields: fieldFates(book, placements),
+    notCarried: book.entries
+      .filter((e) => Object.keys(e.dropped).length > 0)
+      .map((e) => ({ entryId: e.sourceId, title: e.title, fields: Object.fromEntries(Object.entries(e.dropped).map(([k, v]) => [k, shortJson(v)])) })),
+    bookSettings: { kept: Object.keys(book.settings), dropped: book.droppedSettings },
+    exportOnly: exportOnlyBehaviour(book),
     notes: book.notes,
   };
 }
@@ -177,22 +251,38 @@ function writeAllOrNothing(file: string, root: string, absFolder: string, planne
   }
 }
 
-function describeUnmapped(fields: readonly UnmappedField[]): string[] {
-  if (fields.length === 0) return ['Every field had an equivalent.'];
-  const width = Math.max(...fields.map((f) => f.field.length));
-  return [
-    'No equivalent in campaign markdown (not carried into the files):',
-    ...fields.map((f) => `  ${f.field.padEnd(width)}  ${String(f.entries).padStart(4)}×  ${f.values.map((v) => `${v.value}×${v.count}`).join(', ')}`),
-  ];
-}
+const table = (rows: readonly string[][]): string[] => {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => `  ${r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ')}`.trimEnd());
+};
 
-/** The import as a writer reads it, on every surface: each file written, every field with no equivalent, the notes. */
+const listIds = (ids: readonly string[]): string => (ids.length > 8 ? `${ids.slice(0, 8).join(', ')} … (${ids.length} entries)` : ids.join(', '));
+
+/** The import as a writer reads it, on every surface: the files, where every field went, what nothing could hold. */
 export function lorebookImportReport(result: LorebookImportResult, shownFile: string): string[] {
-  const width = Math.max(...result.written.map((w) => w.path.length));
+  const carriedNothing = result.notCarried.length === 0 && result.bookSettings.dropped.length === 0;
   return [
-    `Imported ${result.written.length} entries from ${result.formatName} ${shownFile}${result.bookName ? ` (${result.bookName})` : ''} into ${result.folder}/ as ${result.class}:`,
-    ...result.written.map((w) => `  ${w.path.padEnd(width)}  ${w.title} (entry ${w.entryId})`),
-    ...describeUnmapped(result.unmapped),
+    `Imported ${result.written.length} entries from ${result.formatName} ${shownFile} (${result.bookName}) into ${result.folder}/ as ${result.class}:`,
+    ...table(result.written.map((w) => [w.path, `${w.title} (entry ${w.entryId})`])),
+    '',
+    'Where each field went (front matter field, body, or not carried):',
+    ...table([['field', 'entries', 'kept as'], ...result.fields.map((f) => [f.field, String(f.entries), f.keptAs.join(', ')])]),
+    ...(result.bookSettings.kept.length > 0 ? [`Book settings kept under sillytavern.book.settings: ${result.bookSettings.kept.join(', ')}.`] : []),
+    '',
+    ...(carriedNothing
+      ? ['Every field was carried: exporting these files as World Info gives SillyTavern the same entries.']
+      : [
+          'Not carried (no SillyTavern World Info field holds them):',
+          ...result.notCarried.map((e) => `  entry ${e.entryId} (${e.title}): ${Object.entries(e.fields).map(([k, v]) => `${k} ${v}`).join(', ')}`),
+          ...result.bookSettings.dropped.map((d) => `  book ${d.field}: ${d.reason}`),
+        ]),
+    ...(result.exportOnly.length > 0
+      ? [
+          '',
+          'Kept for export, not acted on in play here (play retrieves an entry when it is relevant, wherever SillyTavern would put it):',
+          ...result.exportOnly.map((b) => `  ${b.field}: ${b.values.join(', ')} in entries ${listIds(b.entries)}`),
+        ]
+      : []),
     ...result.notes.map((n) => `Note: ${n}`),
   ];
 }

@@ -9,12 +9,13 @@ import type {
   RetrievalStage,
   SelectedPassage,
   SemanticStatus,
+  TokenMeasure,
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, tokenize, type SearchTerm } from './retrievalTerms';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
-import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows';
+import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
-import type { KnowledgeClass, Priority } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
 
 /** The one default for every surface (CLI, extension, story engine) that does not size budgets itself. */
 export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.freeze({
@@ -66,16 +67,12 @@ interface Working {
   decision: CandidateDecision;
   headingPath: string[];
   hidden: boolean;
-  alwaysInclude: boolean;
   bm25: number | null;
   shingles: Set<string>;
 }
 
 function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): CandidateDecision['outcome'] | null {
-  if (row.enabled !== 1) return 'disabled';
-  if (row.lexical_state !== 'ready') return 'not-ready';
-  if (stage === 'player' && row.visibility === 'hidden') return 'hidden-for-stage';
-  return null;
+  return sourceExclusion(rowSource(row), stage);
 }
 
 function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], matched: string[]): string {
@@ -127,7 +124,6 @@ function toWorking(row: CandidateRow, bm25: number | null): Working {
     row,
     headingPath,
     hidden: row.visibility === 'hidden',
-    alwaysInclude: row.always_include === 1 && row.class === 'canon',
     bm25,
     shingles: shingles(tokenize(row.text)),
     decision: {
@@ -247,8 +243,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     db
       .prepare(
         `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
-         WHERE p.campaign_id = @campaign AND s.always_include = 1 AND s.class = 'canon' AND s.enabled = 1
-           AND s.lexical_state = 'ready'
+         WHERE p.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
       .all(params) as CandidateRow[]
@@ -403,7 +398,7 @@ function toSelected(w: Working, reason: string): SelectedPassage {
     class: w.row.class,
     headingPath: w.headingPath,
     text: w.row.text,
-    tokenCount: w.row.token_count,
+    tokenCount: w.decision.tokenCount,
     hidden: w.hidden,
     score: w.decision.score,
     reason,
@@ -424,7 +419,7 @@ function select(w: Working, section: KnowledgeSection, note: string): void {
 
 /** The section an admitted passage competes for, so what it left out can be shown under that section. */
 function competesFor(w: Working): KnowledgeSection {
-  return w.row.always_include === 1 ? 'alwaysInclude' : sectionOf(w.row.class);
+  return isAlwaysIncluded(rowSource(w.row)) ? 'alwaysInclude' : sectionOf(w.row.class);
 }
 
 function leaveOut(w: Working, note: string): void {
@@ -437,17 +432,20 @@ function leaveOut(w: Working, note: string): void {
  * Budgeted selection: always-include canon first, then each class within its own budget, best
  * first. With a total, pressure removes inspiration first, then the lowest-ranked reference, then
  * lower-priority canon; pinned canon is never removed at random, and its overflow is a reported conflict.
+ * Every cost is the measure's, and a section's frame is charged with the first passage placed in it.
  */
-function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets): { selected: Working[]; conflicts: BudgetConflict[] } {
+function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets, measure: TokenMeasure): { selected: Working[]; conflicts: BudgetConflict[] } {
   const used: Record<KnowledgeSection, number> = { alwaysInclude: 0, canon: 0, reference: 0, inspiration: 0 };
   const selected: Working[] = [];
   const conflicts: BudgetConflict[] = [];
+  const framed = new Set<KnowledgeSection>();
+  const cost = (w: Working, placedIn: KnowledgeSection) => w.decision.tokenCount + (framed.has(placedIn) ? 0 : measure.section(placedIn));
 
-  const pinnedNeed = ranked.alwaysInclude.reduce((n, w) => n + w.row.token_count, 0);
+  const pinnedNeed = ranked.alwaysInclude.length === 0 ? 0 : ranked.alwaysInclude.reduce((n, w) => n + w.decision.tokenCount, measure.section('alwaysInclude'));
   const overflow: Working[] = [];
   const leftOut: Working[] = [];
   for (const w of ranked.alwaysInclude) {
-    const tokens = w.row.token_count;
+    const tokens = cost(w, 'alwaysInclude');
     if (used.alwaysInclude + tokens <= budgets.alwaysInclude) {
       used.alwaysInclude += tokens;
       select(w, 'alwaysInclude', `always-include budget ${used.alwaysInclude}/${budgets.alwaysInclude} tokens`);
@@ -461,6 +459,7 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
       leaveOut(w, `always-include canon needs ${pinnedNeed} tokens and neither its budget (${budgets.alwaysInclude}) nor the canon budget had room: reported as a conflict`);
       continue;
     }
+    framed.add('alwaysInclude');
     selected.push(w);
   }
   if (pinnedNeed > budgets.alwaysInclude) {
@@ -480,9 +479,10 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
   for (const w of ranked.admitted) {
     if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
     const section = sectionOf(w.row.class);
-    const tokens = w.row.token_count;
+    const tokens = cost(w, section);
     if (used[section] + tokens <= budgets[section]) {
       used[section] += tokens;
+      framed.add(section);
       selected.push(w);
       select(w, section, `within the ${section} budget (${used[section]}/${budgets[section]} tokens)`);
     } else {
@@ -490,15 +490,16 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
     }
   }
 
-  if (budgets.total !== undefined) applyTotalPressure(selected, budgets.total);
+  if (budgets.total !== undefined) applyTotalPressure(selected, budgets.total, measure);
   return { selected: selected.filter((w) => w.decision.outcome === 'selected'), conflicts };
 }
 
 const PRESSURE_ORDER: Record<KnowledgeClass, number> = { inspiration: 0, reference: 1, canon: 2 };
 const PRIORITY_RANK: Record<Priority, number> = { low: 0, normal: 1, high: 2 };
 
-function applyTotalPressure(selected: Working[], total: number): void {
-  let used = selected.reduce((n, w) => n + w.row.token_count, 0);
+function applyTotalPressure(selected: Working[], total: number, measure: TokenMeasure): void {
+  const frames = new Set(selected.map((w) => w.decision.section!));
+  let used = selected.reduce((n, w) => n + w.decision.tokenCount, [...frames].reduce((n, s) => n + measure.section(s), 0));
   const removable = selected
     .filter((w) => w.decision.section !== 'alwaysInclude')
     .sort(
@@ -509,7 +510,7 @@ function applyTotalPressure(selected: Working[], total: number): void {
     );
   for (const w of removable) {
     if (used <= total) break;
-    used -= w.row.token_count;
+    used -= w.decision.tokenCount;
     leaveOut(w, `removed under the total knowledge budget (${total} tokens): ${w.row.class} goes ${w.row.class === 'inspiration' ? 'first' : w.row.class === 'reference' ? 'after inspiration' : 'last, lowest priority first'}`);
   }
 }
@@ -535,10 +536,15 @@ function buildRecord(
   };
 }
 
+/** The model-free estimate the index stores with each passage, unframed: what a query without a measure is budgeted in. */
+const STORED_COUNT: TokenMeasure = { passage: (p) => p.tokenCount, section: () => 0 };
+
 /** The knowledge sections for one prompt, and the record of every decision behind them. */
 export async function retrieveKnowledge(store: KnowledgeStore, query: RetrievalQuery, options: RetrievalOptions = {}): Promise<RetrievalResult> {
   const ranked = await rankCandidates(store, { ...query, placePins: true }, options);
-  const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets);
+  // Measured before selection, so the record, the budgets and the prompt's sections all count alike.
+  if (query.measure) for (const w of [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest]) w.decision.tokenCount = query.measure.passage(toSelected(w, ''));
+  const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets, query.measure ?? STORED_COUNT);
   const sections = emptySections();
   for (const w of selected) sections[w.decision.section!].push(toSelected(w, w.decision.reason));
   return { sections, record: buildRecord(store, ranked, query.stage, query.budgets, conflicts, (options.now ?? (() => new Date()))()) };

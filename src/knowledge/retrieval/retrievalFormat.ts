@@ -1,4 +1,5 @@
 import type { CandidateDecision, SelectedPassage } from './retrievalTypes';
+import { isMeaningfulWord, tokenize } from './retrievalTerms';
 
 // How retrieval results read as text, for every surface that prints them (CLI, previews in the editor).
 
@@ -10,6 +11,16 @@ export function locate(p: Pick<SelectedPassage, 'sourcePath' | 'startLine' | 'en
 export function excerpt(text: string, max = 160): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+/** The text around the first query word it contains (words as search reads them), on one line. */
+export function excerptAround(text: string, query: string, max = 160): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const wanted = new Set(tokenize(query).filter(isMeaningfulWord));
+  const first = [...flat.matchAll(/\S+/g)].find((m) => tokenize(m[0]).some((word) => wanted.has(word)))?.index ?? 0;
+  const start = Math.max(0, first - max / 4);
+  const slice = flat.slice(start, start + max);
+  return `${start > 0 ? '…' : ''}${slice}${start + max < flat.length ? '…' : ''}`;
 }
 
 export function decisionLine(d: CandidateDecision): string {

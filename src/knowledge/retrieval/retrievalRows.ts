@@ -1,5 +1,5 @@
 import type { PassageRow } from '../indexing';
-import type { Priority } from '../campaign';
+import type { LexicalState, Priority, SourceRecord } from '../campaign';
 
 /** A passage with the source fields retrieval decides on, as both candidate paths read it. */
 export interface CandidateRow extends Omit<PassageRow, 'campaign_id'> {
@@ -20,5 +20,10 @@ export const CANDIDATE_COLUMNS = `p.rowid AS rowid, p.id, p.source_id, p.idx, p.
   s.tags, s.entities, s.lexical_state, s.duplicate_of`;
 
 /** SQL for "this source may reach this stage at all", shared by every candidate query. */
-export const ELIGIBLE = `s.enabled = 1 AND s.lexical_state = 'ready' AND (@stage = 'narrator' OR s.visibility = 'normal')`;
+export { ELIGIBLE_SQL as ELIGIBLE } from '../campaign';
+
+/** The source fields of a candidate row, as the campaign's source rules read them. */
+export function rowSource(row: CandidateRow): Pick<SourceRecord, 'enabled' | 'lexicalState' | 'visibility' | 'class' | 'alwaysInclude'> {
+  return { enabled: row.enabled === 1, lexicalState: row.lexical_state as LexicalState, visibility: row.visibility, class: row.class, alwaysInclude: row.always_include === 1 };
+}
 

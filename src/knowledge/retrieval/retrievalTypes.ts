@@ -9,6 +9,7 @@ import type { KnowledgeClass } from '../campaign';
 /** Who will read what retrieval returns. Hidden (narrator-only) canon never reaches `player`. */
 export type RetrievalStage = 'narrator' | 'player';
 
+/** In the unit of the query's `measure`: every count a budget is compared with is measured the same way. */
 export interface KnowledgeBudgets {
   /** Tokens for always_include canon; overflowing it is a reported conflict, never a silent drop. */
   alwaysInclude: number;
@@ -40,6 +41,20 @@ export interface RetrievalQuery {
   currentState?: WorldFact[];
   stage: RetrievalStage;
   budgets: KnowledgeBudgets;
+  /** What knowledge costs where it is sent; absent: each passage's stored estimate, and no framing. */
+  measure?: TokenMeasure;
+}
+
+/**
+ * Tokens in the unit the budgets are in (a prompt's: calibrated to its model, framing included). One measure
+ * prices selection, the record and the prompt's sections, so a section's count is the sum of what its
+ * passages were charged and can never read over a budget each of them fitted.
+ */
+export interface TokenMeasure {
+  /** A passage as it is sent, with its frame. */
+  passage(passage: SelectedPassage): number;
+  /** A section's own heading and use line, charged once, with the first passage placed in it. */
+  section(section: KnowledgeSection): number;
 }
 
 export type CandidateOutcome =
@@ -62,6 +77,7 @@ export interface PassageIdentity {
   sourceTitle: string;
   class: KnowledgeClass;
   headingPath: string[];
+  /** What the passage costs, by the query's measure. */
   tokenCount: number;
 }
 

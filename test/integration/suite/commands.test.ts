@@ -6,8 +6,8 @@ import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import { loadCampaign } from '../../../src/knowledge/campaign/campaign';
 import type { FileImportResult } from '../../../src/knowledge/interchange/fileImport';
-import type { WorldInfoExportResult } from '../../../src/knowledge/interchange/lorebookExport';
-import type { LorebookImportResult } from '../../../src/knowledge/interchange/lorebookImport';
+import { worldInfoExportReport, type WorldInfoExportResult } from '../../../src/knowledge/interchange/lorebookExport';
+import { lorebookImportReport, type LorebookImportResult } from '../../../src/knowledge/interchange/lorebookImport';
 import { KnowledgeStore } from '../../../src/knowledge/indexing/store';
 import type { KnowledgeClass } from '../../../src/knowledge/campaign/types';
 import type { ExportSummary, ImportBundleSummary } from '../../../src/knowledge/interchange/bundle';
@@ -223,12 +223,11 @@ describe('campaign commands in the workbench', () => {
       await index.idle();
     });
 
-    it('turns a SillyTavern World Info file into sources of the chosen class and shows the fields with no equivalent', async () => {
+    it('turns a SillyTavern World Info file into sources of the chosen class and shows where every field went', async () => {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       const worldInfo = vscode.Uri.file(corpusPath('lorebooks', 'Eldoria.worldinfo.st-current.json'));
       const result = await vscode.commands.executeCommand<LorebookImportResult>('storyteller.importLorebook', worldInfo, { class: 'reference' });
       assert.equal(result.written.length, 4);
-      assert.ok(result.unmapped.length > 0);
       const paths = result.written.map((w) => w.path);
       await waitFor(() => paths.every((p) => sourceAt(p)?.class === 'reference'), 20_000, 'the four entries to be indexed as reference');
       const listed = await treeSources('reference');
@@ -236,16 +235,16 @@ describe('campaign commands in the workbench', () => {
 
       const report = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === REPORT_SCHEME)?.document;
       assert.ok(report, 'the import report is open');
-      assert.match(report.getText(), /^Imported 4 entries from SillyTavern World Info .* into lore\/ as reference:$/m);
-      assert.match(report.getText(), /^No equivalent in campaign markdown/m);
-      for (const field of result.unmapped) assert.ok(report.getText().includes(field.field), `the report names ${field.field}`);
+      assert.equal(report.getText(), `${lorebookImportReport(result, vscode.workspace.asRelativePath(worldInfo)).join('\n')}\n`, 'the same report the CLI prints');
+      assert.match(report.getText(), /^ {2}position +4 +sillytavern\.entry\.position$/m);
+      for (const field of result.fields) assert.ok(report.getText().includes(field.field), `the report names ${field.field}`);
 
       await vscode.commands.executeCommand('workbench.view.extension.storyteller');
       const reply = await waitFor(async () => {
         const seen = await capture('import-lorebook');
-        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference') && seen;
+        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference; every field was carried') && seen;
       }, 10_000, 'the summary message');
-      assert.match(screenText(reply), /No equivalent in campaign markdown/, 'the report on screen');
+      assert.match(screenText(reply), /Where each field went/, 'the report on screen');
     });
 
     it('writes the campaign’s canon as a SillyTavern World Info file', async () => {
@@ -257,6 +256,11 @@ describe('campaign commands in the workbench', () => {
       const mara = Object.values(written.entries).find((e) => e.comment === 'Sister Mara');
       assert.ok(mara, 'Sister Mara is an entry');
       assert.match(mara.content, /ledger/);
+      const eldoria = Object.values(written.entries).find((e) => e.comment === 'eldoria');
+      assert.equal(eldoria, undefined, 'the lorebook was imported as reference, so it stays out of a canon export');
+      const report = vscode.window.activeTextEditor?.document;
+      assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the export report is the active editor');
+      assert.equal(report.getText(), `${worldInfoExportReport(result, result.file).join('\n')}\n`, 'the export report, as the CLI prints it');
     });
   });
 
