@@ -1,5 +1,8 @@
 import { EXIT, UsageError, parseCommandArgs, type CliIo, type Command } from './command';
 import { COMMANDS } from './commands';
+import { terminalSafeStream } from './terminalText';
+
+export { terminalSafe } from './terminalText';
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -14,7 +17,9 @@ function help(): string {
   ].join('\n');
 }
 
-export async function runCli(argv: string[], io: CliIo): Promise<number> {
+export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
+  // Everything any command prints passes through one filter: names and text come from files and models.
+  const io: CliIo = { ...rawIo, stdout: terminalSafeStream(rawIo.stdout), stderr: terminalSafeStream(rawIo.stderr) };
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     io.stdout.write(`${help()}\n`);

@@ -1,4 +1,5 @@
 import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage, TokenMeasure } from '../knowledge/retrieval';
+import { neutralizeMarkers, promptField } from './promptField';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';
@@ -67,11 +68,6 @@ export interface ContextRequest {
   estimator: TokenEstimator;
 }
 
-/** Keeps a passage from closing its own frame early: the ⟦ ⟧ markers are ours alone. */
-function neutralize(text: string): string {
-  return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
-}
-
 /**
  * Lorebook macros in imported canon, rendered for this adventure (the files keep them, so an export gives
  * SillyTavern its own text back): `{{user}}` is the player character, by the persona's name; `{{char}}`,
@@ -82,9 +78,9 @@ export function renderLorebookMacros(text: string, personaName: string): string 
 }
 
 function renderPassage(p: SelectedPassage, personaName: string): string {
-  const where = [p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · ');
+  const where = promptField([p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · '));
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
-  return `${open}\n${neutralize(renderLorebookMacros(p.text.trim(), personaName))}\n⟦end ${p.passageId}⟧`;
+  return `${open}\n${neutralizeMarkers(renderLorebookMacros(p.text.trim(), personaName))}\n⟦end ${p.passageId}⟧`;
 }
 
 const KNOWLEDGE_FRAMES = {
@@ -131,7 +127,7 @@ export function renderAction(action: PlayerAction, personaName: string): string 
   const text = action.text.trim();
   switch (action.kind) {
     case 'say':
-      return `${personaName || 'The player'} says: "${text.replace(/^"|"$/g, '')}"`;
+      return `${promptField(personaName) || 'The player'} says: "${text.replace(/^"|"$/g, '')}"`;
     case 'story':
       return `The player writes what happens next; continue from it:\n${text}`;
     case 'continue':
@@ -156,7 +152,7 @@ function section(id: SectionId, title: string, stable: boolean, body: string, es
 }
 
 export function personaText(adventure: Adventure): string {
-  const { name, pronouns, description } = adventure.persona;
+  const [name, pronouns, description] = [adventure.persona.name, adventure.persona.pronouns, adventure.persona.description].map(promptField);
   if (!name) return '';
   return [`You are ${name}${pronouns ? ` (${pronouns})` : ''}.`, description].filter(Boolean).join(' ');
 }

@@ -5,6 +5,8 @@ export { OllamaNarrator, NarratorError, type Narrator, type NarratorErrorKind, t
 export { noKnowledge, type KnowledgePort, type CastEntry } from './ports';
 export { castFromKnowledgeStore, castFromSchema } from './cast';
 export { TokenEstimator } from './tokenEstimator';
+export { MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from './replyLimits';
+export { promptField } from './promptField';
 export { buildMemoryPrompt, buildCastBrief, MEMORY_MAX_WORDS } from './memory';
 export { parseStatSchema, renderStateSection, hasWorldState, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 export type * from './types';

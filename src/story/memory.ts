@@ -1,3 +1,4 @@
+import { promptField } from './promptField';
 import type { CastEntry } from './ports';
 import type { ChatMessage, Memory, Persona, Turn } from './types';
 import { renderHistoryTurn } from './contextBuilder';
@@ -54,7 +55,7 @@ export function buildCastBrief(input: { persona: Persona; cast: readonly CastEnt
     lines.push(`- ${c.name}${desc ? ` — ${desc}` : ''}`);
   }
   const parts: string[] = [];
-  if (lines.length > 0) parts.push(`Cast:\n${lines.join('\n')}`);
+  if (lines.length > 0) parts.push(`Cast:\n${lines.map(promptField).join('\n')}`);
   if (input.setting.trim()) parts.push(`Setting:\n${input.setting.trim()}`);
   return parts.join('\n\n');
 }

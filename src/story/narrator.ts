@@ -1,5 +1,6 @@
 import { Ollama } from 'ollama';
 import { resolveOllamaHost } from '../knowledge/models';
+import { cappedFetch, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
 import type { ChatMessage } from './types';
 
 export type NarratorErrorKind =
@@ -9,6 +10,8 @@ export type NarratorErrorKind =
   | 'mid-stream' // an error line arrived after the reply began
   | 'no-done' // the stream ended without Ollama's final done chunk
   | 'timeout' // no byte for too long
+  | 'not-ollama' // the answer is not Ollama's JSON: another kind of server, or a broken line
+  | 'too-large' // the reply passed the most one reply may take
   | 'cancelled'; // the writer stopped it
 
 /** A generation failure a writer can act on, with whatever text had already arrived. */
@@ -54,6 +57,74 @@ export interface OllamaNarratorOptions {
   env?: NodeJS.ProcessEnv;
   /** Longest wait for the next byte (first token included: a cold model load takes a while). */
   idleTimeoutMs?: number;
+  /** Longest wait for the model lookup (`/api/show`). */
+  lookupTimeoutMs?: number;
+  /** Most bytes read of one reply. */
+  maxReplyBytes?: number;
+}
+
+/** Ollama answers in JSON (`application/json`, or `application/x-ndjson` when streaming). */
+class NotOllamaError extends Error {}
+
+/**
+ * Ollama streams one JSON object per line. The client skips a line that is not JSON without a word, so a
+ * reply with a broken line would look complete: here such a line ends the reply with a reason instead.
+ * Only whole, checked lines are passed on.
+ */
+function requireJsonLines(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let pending = '';
+  // Passes on the lines before a broken one, so the text the writer saw is the partial text kept.
+  const pass = (lines: string[], controller: TransformStreamDefaultController<Uint8Array>): void => {
+    const good: string[] = [];
+    for (const line of lines) {
+      if (line.trim() !== '') {
+        try {
+          JSON.parse(line);
+        } catch {
+          controller.enqueue(encoder.encode(good.join('')));
+          const shown = line.length > 80 ? `${line.slice(0, 80)}…` : line;
+          return controller.error(new NotOllamaError(`a line of the reply is not JSON: ${JSON.stringify(shown)}`));
+        }
+      }
+      good.push(`${line}\n`);
+    }
+    controller.enqueue(encoder.encode(good.join('')));
+  };
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const text = decoder.decode(chunk, { stream: true });
+        if (!text.includes('\n')) {
+          pending += text;
+          return;
+        }
+        const lines = (pending + text).split('\n');
+        pending = lines.pop()!;
+        pass(lines, controller);
+      },
+      flush(controller) {
+        pass([pending + decoder.decode()], controller);
+      },
+    }),
+  );
+}
+
+/** Requests that follow our signal, replies cut at the size cap, refused when they are not Ollama's JSON. */
+function ollamaFetch(signal: AbortSignal, maxReplyBytes: number): typeof fetch {
+  const capped = cappedFetch(maxReplyBytes, (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal }));
+  return async (input, init) => {
+    const response = await capped(input, init);
+    const type = response.headers.get('content-type') ?? '';
+    // An error status keeps Ollama's own reason; a success must be Ollama's JSON.
+    if (response.ok && !/json/i.test(type)) {
+      await response.body?.cancel();
+      throw new NotOllamaError(`it answered with ${type ? `'${type.split(';')[0]}'` : 'no content type'} instead of Ollama's JSON (HTTP ${response.status})`);
+    }
+    if (!response.body || !/ndjson/i.test(type)) return response;
+    return new Response(requireJsonLines(response.body), { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
 }
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNRESET', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
@@ -71,25 +142,30 @@ function connectionCode(error: unknown): string | undefined {
 export class OllamaNarrator implements Narrator {
   readonly host: string;
   private readonly idleTimeoutMs: number;
+  private readonly lookupTimeoutMs: number;
+  private readonly maxReplyBytes: number;
   private readonly contextLengths = new Map<string, number | null>();
 
   constructor(options: OllamaNarratorOptions = {}) {
     this.host = resolveOllamaHost(options.host, options.env);
     this.idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
+    this.lookupTimeoutMs = options.lookupTimeoutMs ?? 10_000;
+    this.maxReplyBytes = options.maxReplyBytes ?? MAX_REPLY_BYTES;
   }
 
   /** A client whose every request also obeys our signal, so cancel and timeout work before the first byte. */
   private client(signal: AbortSignal): Ollama {
-    return new Ollama({
-      host: this.host,
-      fetch: (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal }),
-    });
+    return new Ollama({ host: this.host, fetch: ollamaFetch(signal, this.maxReplyBytes) });
   }
 
   async contextLength(model: string): Promise<number | null> {
     if (this.contextLengths.has(model)) return this.contextLengths.get(model)!;
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), 10_000);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.lookupTimeoutMs);
     try {
       const info = await this.client(controller.signal).show({ model });
       const entry = Object.entries(info.model_info ?? {}).find(([key]) => key.endsWith('.context_length'));
@@ -97,6 +173,9 @@ export class OllamaNarrator implements Narrator {
       this.contextLengths.set(model, length);
       return length;
     } catch (error) {
+      if (timedOut) {
+        throw new NarratorError('timeout', `Ollama at ${this.host} did not answer the lookup of the model '${model}' within ${this.lookupTimeoutMs / 1000} s; gave up`, '');
+      }
       throw this.classify(error, '', model, controller.signal);
     } finally {
       clearTimeout(timer);
@@ -152,6 +231,12 @@ export class OllamaNarrator implements Narrator {
 
   private classify(error: unknown, partial: string, model: string, signal: AbortSignal, timedOut = false): NarratorError {
     const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof ReplyTooLargeError) {
+      return new NarratorError('too-large', `Ollama at ${this.host} sent more than ${describeBytes(error.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, partial);
+    }
+    if (error instanceof NotOllamaError) {
+      return new NarratorError('not-ollama', `the server at ${this.host} is not answering as Ollama does: ${message}. Check the Ollama host in settings or OLLAMA_HOST.`, partial);
+    }
     if (timedOut) return new NarratorError('timeout', `Ollama at ${this.host} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
     if (signal.aborted) return new NarratorError('cancelled', partial ? 'cancelled while the reply was streaming' : 'cancelled before any text arrived', partial);
     const status = (error as { status_code?: unknown }).status_code;

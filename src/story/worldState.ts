@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { worldFactsFromState, type WorldFact } from '../knowledge/conflicts';
+import { promptField } from './promptField';
 import type { Persona } from './types';
 
 /**
@@ -262,7 +263,8 @@ export function renderStateSection(schema: StatSchema, state: WorldState, person
     const reached = milestones.filter((m) => state[`milestones.${m}`] === true);
     lines.push(`Milestones reached: ${reached.length > 0 ? reached.join(', ') : 'none yet'}.`);
   }
-  return lines.join('\n');
+  // Each line is one line whatever the names, labels and values in it hold.
+  return lines.map(promptField).join('\n');
 }
 
 function describe(path: string, def: StatDef): string {
@@ -297,10 +299,10 @@ export function renderStateGuide(schema: StatSchema, persona: Persona): string {
   for (const [n, d] of Object.entries(schema.world)) lines.push(`- ${describe(`world.${n}`, d)}`);
   for (const [n, f] of Object.entries(schema.flags)) lines.push(`- flags.${n} (true or false)${f.desc ? `: ${f.desc}` : ''}`);
   for (const [n, m] of Object.entries(schema.milestones)) lines.push(`- milestones.${n} (sticky: once true, stays true)${m.desc ? `: ${m.desc}` : ''}`);
-  return lines.join('\n');
+  return lines.map(promptField).join('\n');
 }
 
 export function renderRefusals(refusals: readonly string[]): string {
   if (refusals.length === 0) return '';
-  return ['Your last state block was partly refused; correct it if the story still needs the change:', ...refusals.map((r) => `- ${r}`)].join('\n');
+  return ['Your last state block was partly refused; correct it if the story still needs the change:', ...refusals.map((r) => promptField(`- ${r}`))].join('\n');
 }

@@ -24,6 +24,8 @@ export interface ChatScript {
   /** Fail before any byte with this status and `{"error": error}`. */
   status?: number;
   error?: string;
+  /** Answers the request itself, as a server that is not (quite) Ollama would. */
+  respond?: (res: http.ServerResponse) => void | Promise<void>;
 }
 
 export interface RecordedRequest {
@@ -97,6 +99,8 @@ export class FakeOllama {
   readonly replies: ChatScript[] = [];
   defaultReply: ChatScript = { chunks: ['The fog ', 'thickens.'] };
   embed: EmbedBehaviour = {};
+  /** When set, /api/show is answered by this instead (a server that hangs, or is not Ollama). */
+  showResponse?: (res: http.ServerResponse) => void | Promise<void>;
   readonly chatModels: Set<string>;
   readonly embedModels: Map<string, number>;
 
@@ -158,6 +162,7 @@ export class FakeOllama {
           models: [...this.chatModels, ...this.embedModels.keys()].map((name) => ({ name, model: name, size: 1, digest: 'fake' })),
         });
       case '/api/show':
+        if (this.showResponse) return this.showResponse(res);
         if (!this.chatModels.has(model) && !this.embedModels.has(model)) return this.fail(res, 404, `model '${model}' not found`);
         return this.json(res, 200, { details: { family: 'fake' }, model_info: { 'general.architecture': 'fake', 'fake.context_length': this.contextLength } });
       case '/api/embed':
@@ -187,6 +192,7 @@ export class FakeOllama {
     if (script.delayMs) await sleep(script.delayMs);
     if (res.destroyed) return;
     if (script.status) return this.fail(res, script.status, script.error ?? 'the model failed to generate a response');
+    if (script.respond) return script.respond(res);
     if (!this.chatModels.has(model)) return this.fail(res, 404, `model '${model}' not found`);
     const chunks = script.chunks ?? [];
     const field = (content: string) =>

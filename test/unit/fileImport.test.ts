@@ -78,7 +78,7 @@ describe('importing files into a campaign', () => {
     assert.match(reasons.get(refusedFiles.big)!, /over the campaign's 100 bytes cap/);
     assert.match(reasons.get(refusedFiles.image)!, /not a markdown or text file/);
     assert.match(reasons.get(refusedFiles.unclosed)!, /never closed/);
-    assert.match(reasons.get(refusedFiles.missing)!, /cannot be read \(ENOENT\)/);
+    assert.match(reasons.get(refusedFiles.missing)!, /cannot be read: the file does not exist/);
     assert.deepEqual(listTree(campaignRoot), [...before, 'good.md'].sort());
   });
 

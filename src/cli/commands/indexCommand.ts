@@ -33,7 +33,11 @@ export const indexCommand: Command = {
     // Embeds and calibrates after the lexical import when --embed-model names a model.
     const embeddingModel = stringOption(args, 'embed-model') ?? '';
     const settings = defaultSettings({ embeddingModel, ...(host ? { ollamaHost: host } : {}) });
-    const session = openSession(campaign.root, { parser, settings: () => settings });
+    const session = openSession(campaign.root, {
+      parser,
+      settings: () => settings,
+      onLockWait: (pid) => io.stderr.write(`storyteller index: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
+    });
     try {
       const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();
       await session.indexing.idle();

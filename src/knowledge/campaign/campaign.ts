@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { ReadRefusedError, readFileBounded } from './boundedRead';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from './types';
 
 /** A folder is a campaign when it holds this file. */
@@ -9,9 +10,14 @@ export const CAMPAIGN_FILE = 'campaign.yaml';
 /** Per-campaign data folder: the derived index and the play database. */
 export const DATA_DIR = '.storyteller';
 
+const CAMPAIGN_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** campaign.yaml is a few lines; anything near this is not one. */
+const MAX_CAMPAIGN_FILE_BYTES = 1024 * 1024;
+
 export const CampaignFileSchema = z
   .object({
-    id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'id must be lowercase letters, digits, - or _'),
+    /** Absent: derived from the folder's name. */
+    id: z.string().regex(CAMPAIGN_ID, 'id must be lowercase letters, digits, - or _').optional(),
     title: z.string().min(1),
     /** Class of a file that neither its front matter nor a folder rule classifies. */
     default_class: z.enum(KNOWLEDGE_CLASSES).default('reference'),
@@ -55,16 +61,31 @@ export function loadCampaign(root: string): Campaign {
   const file = path.join(root, CAMPAIGN_FILE);
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    throw new CampaignError(file, `no ${CAMPAIGN_FILE} here: this folder is not a campaign`);
+    text = readFileBounded(file, MAX_CAMPAIGN_FILE_BYTES).toString('utf8');
+  } catch (error) {
+    if (!(error instanceof ReadRefusedError)) throw error;
+    if (!fs.existsSync(file)) throw new CampaignError(file, `no ${CAMPAIGN_FILE} here: this folder is not a campaign`);
+    throw new CampaignError(file, `not read: ${error.message}`);
   }
   const doc = YAML.parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!;
     throw new CampaignError(file, `not valid YAML: ${first.message.split('\n')[0]}`, first.linePos?.[0]?.line);
   }
-  const parsed = CampaignFileSchema.safeParse(doc.toJS() ?? {});
+  let plain: unknown;
+  try {
+    plain = doc.toJS();
+  } catch (error) {
+    // The yaml library stops expanding aliases that would multiply the document (an "alias bomb").
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new CampaignError(
+      file,
+      /alias/i.test(reason)
+        ? 'not read: its YAML aliases (*name) repeat one another so often that expanding them would exhaust memory; write the values out'
+        : `not read: ${reason}`,
+    );
+  }
+  const parsed = CampaignFileSchema.safeParse(plain ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new CampaignError(file, `${issue.path.join('.') || 'campaign'}: ${issue.message}`);
@@ -72,7 +93,7 @@ export function loadCampaign(root: string): Campaign {
   const data = parsed.data;
   return {
     root: path.resolve(root),
-    id: data.id,
+    id: data.id ?? campaignIdFromFolder(root),
     title: data.title,
     defaultClass: data.default_class,
     folderRules: data.folders,
@@ -82,6 +103,20 @@ export function loadCampaign(root: string): Campaign {
     indexPath: path.join(root, DATA_DIR, 'index.db'),
     playPath: path.join(root, DATA_DIR, 'play.db'),
   };
+}
+
+/** A campaign id made from a folder's name ("The Westhaven Campaign" → "the-westhaven-campaign"). */
+export function campaignIdFromFolder(root: string): string {
+  const slug = path
+    .basename(path.resolve(root))
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+/, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
+  return CAMPAIGN_ID.test(slug) ? slug : 'campaign';
 }
 
 /** The campaign that contains `start` (a file or folder), searching upwards. */

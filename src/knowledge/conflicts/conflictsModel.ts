@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Ollama, type Message } from 'ollama';
 import { z } from 'zod';
+import { cappedFetch } from '../../story/replyLimits';
+import { promptField } from '../../story/promptField';
 import type { EntityNames } from './facts';
 import { nameKey } from './factsNormalize';
 
@@ -88,7 +90,7 @@ export function pairPassagesByEntity(passages: readonly ConsistencyPassage[], na
 /** Passage text cannot close its own frame, whatever it contains. */
 function framed(label: string, passage: ConsistencyPassage): string {
   const body = passage.text.replace(/<\/?excerpt/gi, (m) => m.replace('<', '‹'));
-  const where = [passage.sourceTitle, ...passage.headingPath].join(' › ');
+  const where = promptField([passage.sourceTitle, ...passage.headingPath].join(' › '));
   return `<excerpt id="${label}" source="${where.replace(/"/g, "'")}">\n${body}\n</excerpt>`;
 }
 
@@ -179,7 +181,8 @@ export interface ConsistencyCheckResult {
 
 /** Runs the check pair by pair; one bad reply never loses the others. Stops early when `signal` aborts. */
 export async function checkCanonConsistency(options: ConsistencyCheckOptions): Promise<ConsistencyCheckResult> {
-  const client = new Ollama({ host: options.host });
+  // Each reply is read up to the cap every model reply shares; a bigger one fails that pair, named.
+  const client = new Ollama({ host: options.host, fetch: cappedFetch() });
   const abort = () => client.abort();
   options.signal?.addEventListener('abort', abort);
   const result: ConsistencyCheckResult = { suggestions: [], failures: [] };

@@ -6,6 +6,7 @@ import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './ch
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
 import { splitFrontMatter, type FrontMatter } from '../campaign';
+import { withIndexLock } from './indexLock';
 import { inThreadParser, type Parser } from './parsePool';
 import { normalizeForIndex, type KnowledgeStore } from './store';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from '../campaign';
@@ -51,6 +52,8 @@ export interface ImportOptions {
   onProgress?: (event: ImportProgress) => void;
   /** Semantic state given to a newly indexed source; the embedding indexer moves it on. Default 'off'. */
   initialSemanticState?: SemanticState;
+  /** Called when another index run holds this index, with its process id; this run waits for it. */
+  onLockWait?: (holderPid: number) => void;
   /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
   concurrency?: number;
   now?: () => Date;
@@ -120,9 +123,13 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
         try {
           target = await fs.promises.realpath(absPath);
           stat = await fs.promises.stat(target);
-        } catch {
+        } catch (error) {
           if (documentKind(relPath)) {
-            found.push({ relPath, absPath, refused: { severity: 'error', code: 'symlink-broken', message: 'symlink leads nowhere (its target does not exist)' } });
+            const message =
+              (error as NodeJS.ErrnoException).code === 'ELOOP'
+                ? 'symlink loops back on itself (following it leads to it again); refused'
+                : 'symlink leads nowhere (its target does not exist)';
+            found.push({ relPath, absPath, refused: { severity: 'error', code: 'symlink-broken', message } });
           }
           continue;
         }
@@ -202,6 +209,12 @@ class ImportRun {
   readonly now: () => Date;
   readonly sizeCap: number;
   parsedBytes = 0;
+  /**
+   * Sources that hold text a source earlier in path order now has too: processed again at the end, so they
+   * give it up. The first copy in path order holds repeated text, as in a clean index, whatever the order
+   * of edits was.
+   */
+  readonly displaced = new Set<string>();
 
   constructor(
     readonly campaign: Campaign,
@@ -324,7 +337,8 @@ class ImportRun {
     }
 
     const holder = claims.get(sha256) ?? this.store.findByHash(sha256, id);
-    if (holder && holder.id !== id) {
+    if (holder && holder.id !== id && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
+    else if (holder && holder.id !== id) {
       const issue: SourceIssue = {
         severity: 'warning',
         code: 'duplicate',
@@ -386,7 +400,7 @@ class ImportRun {
       index,
       class: base.class,
     }));
-    const repeated = this.repeatedPassages(base.id, all);
+    const repeated = this.repeatedPassages(base.id, relPath, all);
     const kept = all.filter((p) => !repeated.has(p.index));
     const firstHolder = [...repeated.values()][0];
     const wholeDuplicate = firstHolder !== undefined && kept.length === 0;
@@ -432,7 +446,7 @@ class ImportRun {
    * Substantial passages (at least MIN_PASSAGE_TOKENS) whose exact text another source already indexes.
    * Short ones ("Hit Points 10") are kept: the same few words under different headings are different facts.
    */
-  private repeatedPassages(sourceId: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
+  private repeatedPassages(sourceId: string, relPath: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
     // `+p.campaign_id`: the campaign index would scan every passage per lookup (quadratic over an import);
     // the content-hash index finds the handful that share the text.
     const find = this.store.statement(
@@ -443,7 +457,8 @@ class ImportRun {
     for (const p of passages) {
       if (p.tokenCount < MIN_PASSAGE_TOKENS) continue;
       const holder = find.get(p.contentHash, this.campaign.id, sourceId) as { id: string; path: string } | undefined;
-      if (holder) repeated.set(p.index, holder);
+      if (holder && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
+      else if (holder) repeated.set(p.index, holder);
     }
     return repeated;
   }
@@ -472,6 +487,21 @@ class ImportRun {
    * longer holds it (edited or removed), so the text is indexed exactly once, never zero times.
    */
   async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
+    const outcomes: FileOutcome[] = [];
+    const reprocess = async (source: SourceRecord): Promise<void> => {
+      const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
+      claims.delete(source.sha256);
+      outcomes.push(await this.processOne(file, claims, true));
+    };
+    // Displaced holders first: giving up their text may leave later duplicates pointing at nothing.
+    while (this.displaced.size > 0) {
+      const ids = [...this.displaced];
+      this.displaced.clear();
+      for (const id of ids) {
+        const source = this.store.getSource(id);
+        if (source) await reprocess(source);
+      }
+    }
     const orphaned = new Set<string>();
     for (const source of this.store.listSources()) {
       if (source.lexicalState !== 'duplicate' || !source.duplicateOf) continue;
@@ -488,12 +518,7 @@ class ImportRun {
       )
       .all() as { id: string }[];
     for (const row of partial) orphaned.add(row.id);
-    const outcomes: FileOutcome[] = [];
-    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) {
-      const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
-      claims.delete(source.sha256);
-      outcomes.push(await this.processOne(file, claims, true));
-    }
+    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) await reprocess(source);
     return outcomes;
   }
 
@@ -532,7 +557,12 @@ function report(campaign: Campaign, files: FileOutcome[], parsedBytes: number, s
  * ones are skipped without parsing, removed ones are deleted, and every file that cannot be indexed keeps an
  * 'error' row saying why. One file's failure never stops or disturbs the others.
  */
-export async function importCampaign(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+export function importCampaign(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+  return withIndexLock(store.db, () => importCampaignUnlocked(campaign, store, options), { onWait: options.onLockWait, signal: options.signal });
+}
+
+/** `importCampaign` for a caller that already holds the index lock. */
+export async function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
   options.onProgress?.({ phase: 'scan', done: 0, total: 0 });
@@ -589,7 +619,11 @@ function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
  * Indexes one file (the extension calls this when a file is saved, created or removed). A path that no
  * longer exists removes its source. Duplicates that depended on this file's old content are re-checked.
  */
-export async function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+export function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, relPath, options), { onWait: options.onLockWait, signal: options.signal });
+}
+
+async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
   const posix = relPath.split(path.sep).join('/');

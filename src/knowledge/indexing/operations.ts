@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CampaignError, ELIGIBLE_SQL, findCampaignRoot, loadCampaign, pathInside, sourceExclusion, type Campaign } from '../campaign';
 import { withFrontMatterField } from '../campaign';
-import { importCampaign, indexFile, type ImportOptions, type ImportReport } from './importer';
-import type { KnowledgeStore } from './store';
+import { importCampaignUnlocked, indexFile, type ImportOptions, type ImportReport } from './importer';
+import { withIndexLock } from './indexLock';
+import { KnowledgeStore } from './store';
 import type { LexicalState, SemanticState, SourceRecord } from '../campaign';
 
 /** The campaign containing `start` (a folder or file), searching upwards; a clear error when there is none. */
@@ -51,12 +52,31 @@ export async function deleteSource(
 }
 
 /**
- * Empties the derived index and imports every file again. Sources' files and the play database are not
- * touched; embeddings survive because they are keyed by passage content.
+ * Empties the derived index and imports every file again, as one transaction on a connection of its own:
+ * every reader — `store`, a search in another process — keeps the whole old index until the new one is
+ * complete and committed, and a failure or a crash leaves the old one as it was. Sources' files and the play
+ * database are not touched; embeddings survive because they are keyed by passage content.
  */
-export async function rebuildIndex(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
-  store.clear();
-  return importCampaign(campaign, store, options);
+export function rebuildIndex(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+  return withIndexLock(
+    store.db,
+    async () => {
+      const builder = store.db.memory ? store : KnowledgeStore.open({ id: store.campaignId, indexPath: store.db.name });
+      builder.db.exec('BEGIN IMMEDIATE');
+      try {
+        builder.clear();
+        const report = await importCampaignUnlocked(campaign, builder, options);
+        builder.db.exec('COMMIT');
+        return report;
+      } catch (error) {
+        if (builder.db.inTransaction) builder.db.exec('ROLLBACK');
+        throw error;
+      } finally {
+        if (builder !== store) builder.close();
+      }
+    },
+    { onWait: options.onLockWait, signal: options.signal },
+  );
 }
 
 export interface CampaignStatus {

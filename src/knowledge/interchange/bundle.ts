@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, loadCampaign, unsafeRelativePath, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeRelativePath, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
@@ -31,8 +31,13 @@ export interface BundleLimits {
 /** A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. */
 export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024 };
 
-/** Folders never carried: the derived data folder is rebuilt or restored, the others are not the writer's campaign. */
-const EXCLUDED_FOLDERS = new Set([DATA_DIR, '.git', 'node_modules']);
+/**
+ * Folders never carried, at any depth: the derived data folder is rebuilt or restored, the others are not
+ * the writer's campaign — and a restored `.git/config` or `.vscode/tasks.json` could run commands when the
+ * folder is opened.
+ */
+const EXCLUDED_FOLDERS = new Set([DATA_DIR, '.git', '.vscode', 'node_modules']);
+const RUNS_ON_OPEN = new Set(['.git', '.vscode']);
 
 /** Index tables that hold embeddings; carried only on request (`--embeddings`), with their model metadata. */
 const EMBEDDING_TABLES = ['embedding_models', 'embeddings'] as const;
@@ -301,8 +306,12 @@ function sourceMeta(source: SourceRecord): BundleSourceMeta {
 export function unsafeBundlePath(p: string): string | undefined {
   const unsafe = unsafeRelativePath(p);
   if (unsafe) return unsafe;
-  const top = p.split('/')[0]!;
-  return EXCLUDED_FOLDERS.has(top) ? `is inside ${top}/, which a bundle never carries` : undefined;
+  // A folder anywhere on the path; a top-level entry of that name is refused even as a file.
+  const segments = p.split('/');
+  const excluded = segments.find((s, i) => EXCLUDED_FOLDERS.has(s) && (i === 0 || i < segments.length - 1));
+  if (excluded === undefined) return undefined;
+  const why = RUNS_ON_OPEN.has(excluded) ? ' (what is there can run commands when the folder is opened)' : '';
+  return `is inside ${excluded}/, which a bundle never carries${why}`;
 }
 
 // --- Export -------------------------------------------------------------------------------------------
@@ -498,20 +507,28 @@ export interface ImportBundleSummary {
 export async function importCampaignBundle(bundleFile: string, targetDir: string, options: ImportBundleOptions = {}): Promise<ImportBundleSummary> {
   const limits = options.limits ?? DEFAULT_BUNDLE_LIMITS;
   const file = path.resolve(bundleFile);
-  let size: number;
+  let text: string;
   try {
-    size = fs.statSync(file).size;
+    text = readFileBounded(file, limits.maxBundleBytes).toString('utf8');
   } catch (error) {
-    throw new BundleError(file, `cannot read the bundle (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    if (!(error instanceof ReadRefusedError)) throw error;
+    if (error.size !== undefined) throw new BundleError(file, `bundle is ${error.size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
+    throw new BundleError(file, `cannot read the bundle: ${error.message}`);
   }
-  if (size > limits.maxBundleBytes) throw new BundleError(file, `bundle is ${size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
-  const { bundle, files } = readBundle(file, fs.readFileSync(file, 'utf8'), limits);
+  const { bundle, files } = readBundle(file, text, limits);
 
   const target = path.resolve(targetDir);
+  if (fs.lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    throw new BundleError(target, 'the target is a symbolic link; give a real new or empty folder to restore the campaign into');
+  }
   if (fs.existsSync(target) && (!fs.statSync(target).isDirectory() || fs.readdirSync(target).length > 0)) {
     throw new BundleError(target, 'the target must be a new or empty folder; a bundle is never restored over existing files');
   }
-  fs.mkdirSync(path.dirname(target), { recursive: true });
+  try {
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+  } catch (error) {
+    throw new BundleError(target, `cannot create the folder around it (${(error as NodeJS.ErrnoException).code === 'ENOTDIR' || (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'a part of the path is a file, not a folder' : (error as Error).message})`);
+  }
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
   let counts: ImportReport['counts'];
   try {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadCampaign, pathInside } from '../campaign';
-import { DEFAULT_SIZE_CAP_BYTES, decodeSource } from '../campaign';
+import { DEFAULT_SIZE_CAP_BYTES, ReadRefusedError, decodeSource, oversizeIssue, readFileBounded } from '../campaign';
 import { withFrontMatterField } from '../campaign';
 import { documentKind } from '../indexing';
 import type { KnowledgeClass } from '../campaign';
@@ -47,9 +47,10 @@ function prepare(file: string, campaignRoot: string, cls: KnowledgeClass, sizeCa
   if (pathInside(campaignRoot, file) !== undefined) return { reason: 'is already inside the campaign' };
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(file);
+    bytes = readFileBounded(file, sizeCap);
   } catch (error) {
-    return { reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` };
+    if (!(error instanceof ReadRefusedError)) throw error;
+    return { reason: error.size !== undefined ? oversizeIssue(error.size, sizeCap).message : `cannot be read: ${error.message}` };
   }
   const decoded = decodeSource(bytes, sizeCap);
   if (!decoded.ok) return { reason: decoded.issue.message };

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, DATA_DIR, unsafeRelativePath } from '../campaign';
-import { LOREBOOK_FORMAT_NAMES, LorebookError, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
+import { loadCampaign, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, unsafeRelativePath } from '../campaign';
+import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
 
@@ -203,14 +203,16 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   const folder = normalizeLoreFolder(options.folder ?? DEFAULT_LORE_FOLDER);
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(file);
+    bytes = readFileBounded(file, MAX_LOREBOOK_BYTES);
   } catch (error) {
-    throw new LorebookError(file, `cannot read the file (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    if (!(error instanceof ReadRefusedError)) throw error;
+    throw new LorebookError(file, `not read: ${error.message}`);
   }
   const book = parseLorebook(file, bytes);
   if (book.entries.length === 0) throw new LorebookError(file, 'the lorebook has no entries; nothing to import');
 
   const absFolder = path.join(campaign.root, ...folder.split('/'));
+  refuseFolderLeavingCampaign(file, campaign.root, folder, absFolder);
   const { files, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
   writeAllOrNothing(file, campaign.root, absFolder, files);
   return {
@@ -229,6 +231,22 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
     exportOnly: exportOnlyBehaviour(book),
     notes: book.notes,
   };
+}
+
+/**
+ * Nothing is written through a link that leaves the campaign: the deepest part of the folder that exists
+ * (the parts below it are created as real folders) must resolve inside the campaign.
+ */
+function refuseFolderLeavingCampaign(file: string, root: string, folder: string, absFolder: string): void {
+  let existing = absFolder;
+  while (existing !== root && !fs.existsSync(existing)) existing = path.dirname(existing);
+  const real = fs.realpathSync(existing);
+  if (pathInside(fs.realpathSync(root), real) === undefined) {
+    throw new LorebookError(
+      file,
+      `the folder ${folder}/ leads outside the campaign (a symbolic link to ${real}); nothing was written — replace the link with a real folder or choose another --folder`,
+    );
+  }
 }
 
 function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[]): void {

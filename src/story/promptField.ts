@@ -1,0 +1,16 @@
+/**
+ * Data that reaches a prompt outside a passage's own text — a file name, title, heading trail, entry name,
+ * persona, world-state label — as one line that cannot close or forge a frame: the ⟦ ⟧ markers are ours
+ * alone, and without line breaks it cannot start a section of its own (`## Narrator`).
+ */
+export function promptField(text: string): string {
+  return neutralizeMarkers(text)
+    .replace(/[\r\n\u0085\u2028\u2029]+/g, ' ')
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+}
+
+/** Keeps a passage from closing its own frame early; its line breaks are its own. */
+export function neutralizeMarkers(text: string): string {
+  return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
+}

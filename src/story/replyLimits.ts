@@ -1,0 +1,39 @@
+/**
+ * Most bytes read of one model reply, on every backend. A narration turn is a few kilobytes and a model
+ * lookup less; a server that streams without end (a looping model, something that is not a model server)
+ * would otherwise take the process's memory with it.
+ */
+export const MAX_REPLY_BYTES = 4 * 1024 * 1024;
+
+export class ReplyTooLargeError extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`the reply passed ${describeBytes(limitBytes)}, the most one reply may take; stopped reading it`);
+    this.name = 'ReplyTooLargeError';
+  }
+}
+
+export function describeBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MB` : `${Math.round(bytes / 1024)} KB`;
+}
+
+/**
+ * A fetch for a model client (the `ollama` and `openai` clients both take one) whose response bodies end
+ * in `ReplyTooLargeError` once they pass `maxBytes`; the connection is dropped there.
+ */
+export function cappedFetch(maxBytes = MAX_REPLY_BYTES, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    if (!response.body) return response;
+    let received = 0;
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          received += chunk.byteLength;
+          if (received > maxBytes) controller.error(new ReplyTooLargeError(maxBytes));
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
