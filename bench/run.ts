@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { runEntitiesBench } from './entitiesBench';
 import { runIndexBench } from './indexBench';
 import { runRetrievalBench } from './retrievalBench';
 import { runSupersessionBench } from './supersessionBench';
@@ -17,6 +18,7 @@ const PARTS: BenchPart[] = [
   { name: 'index', run: (log, options) => runIndexBench(log, options) },
   { name: 'retrieval', run: (log) => runRetrievalBench(log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
+  { name: 'entities', run: (log) => runEntitiesBench(log) },
 ];
 
 async function main(): Promise<void> {

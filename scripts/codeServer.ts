@@ -64,7 +64,7 @@ function nodeHeadersDir(): string {
   return cached;
 }
 
-/** The code-server binary, installed once into .cache/code-server (about 2 minutes, 600 MB). */
+/** The code-server binary, installed once into .cache/code-server (610 MB; 2 to 12 minutes on 2 cores, see README). */
 export function ensureCodeServer(): string {
   const dir = path.join(CACHE_DIR, 'code-server');
   const bin = path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
@@ -73,7 +73,7 @@ export function ensureCodeServer(): string {
   if (Number(process.versions.node.split('.')[0]) < 24) {
     throw new MissingPieceError(`code-server must be installed with Node 24, but this is Node ${process.versions.node}: run through npm (npm test / npm start)`);
   }
-  console.log(`Installing code-server ${CODE_SERVER_VERSION} into ${path.relative(PROJECT_ROOT, dir)} (once, about 2 minutes)…`);
+  console.log(`Installing code-server ${CODE_SERVER_VERSION} into ${path.relative(PROJECT_ROOT, dir)} (once: a download and native builds, 2 to 12 minutes on 2 cores)…`);
   try {
     installInto(dir, `code-server@${CODE_SERVER_VERSION}`, [`--nodedir=${nodeHeadersDir()}`]);
   } catch (error) {

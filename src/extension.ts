@@ -4,21 +4,23 @@ import { assertFts5 } from './knowledge/indexing';
 import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
+import { CodexTree } from './views/codexTree';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
+import { EntityLanguage } from './views/entityLanguage';
 import { HealthCommand } from './views/healthCommand';
 import { InterchangeCommands } from './views/interchangeCommands';
 import { KnowledgeService } from './views/knowledgeService';
 import { PassagesTree } from './views/passagesTree';
 import { PlayPanels } from './views/playPanels';
 import { AdventuresTree, PlayReaders, ProvenanceTree } from './views/playTrees';
-import { whyNot } from './knowledge/retrieval';
 import type { PassageNode } from './views/passagesTree';
 import { ReportDocuments } from './views/reportDocuments';
 import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
+import { TranscriptDocuments } from './views/transcripts';
 
 /** What the extension hands to other extensions and to the integration suite. */
 export interface StorytellerApi {
@@ -32,6 +34,11 @@ export interface StorytellerApi {
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
+  readonly language: EntityLanguage;
+  readonly codex: CodexTree;
+  readonly transcripts: TranscriptDocuments;
+  /** The one report tab (context previews, health, import reports). */
+  readonly reports: ReportDocuments;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
   readonly sqliteProblem: string | null;
 }
@@ -65,16 +72,20 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly adventures: AdventuresTree;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
+  readonly language: EntityLanguage;
+  readonly codex: CodexTree;
+  readonly transcripts: TranscriptDocuments;
+  readonly reports = this._register(new ReportDocuments());
 
   constructor(extensionUri: vscode.Uri) {
     super();
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge));
     const readers = new PlayReaders(this.knowledge);
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
-    this.provenance = this._register(new ProvenanceTree(readers));
+    this.provenance = this._register(new ProvenanceTree(readers, this.knowledge));
     this._register(this.play.onDidPlay(({ playPath, turnId }) => turnId && this.provenance.show(playPath, turnId)));
     this._register(vscode.commands.registerCommand('storyteller.showProvenance', (playPath: string, turnId: string) => this.provenance.show(playPath, turnId)));
-    this._register(vscode.commands.registerCommand('storyteller.whyNot', (node: PassageNode) => this.whyNot(node)));
+    this._register(vscode.commands.registerCommand('storyteller.whyNot', (node: PassageNode) => this.provenance.whyNot(node)));
     this._register(new SourceDiagnostics(this.knowledge));
     this.conflicts = this._register(
       new ConflictFeatures({
@@ -88,28 +99,19 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       }),
     );
     this.sources = this._register(new SourcesTree(this.campaigns, this.knowledge, this.conflicts));
+    this.transcripts = this._register(new TranscriptDocuments(() => this.knowledge.list(), readers, this.play.onDidPlay));
+    this.language = this._register(
+      new EntityLanguage({ campaigns: () => this.knowledge.list(), onDidChangeIndex: this.knowledge.onDidChange, conflicts: this.conflicts, transcripts: this.transcripts }),
+    );
+    this.codex = this._register(new CodexTree(() => this.knowledge.list(), this.language, readers, this.play.onDidPlay));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
-    const reports = this._register(new ReportDocuments());
-    this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, reports));
-    this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, reports, () => this.adventures.refresh()));
+    this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, this.reports));
+    this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, this.reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);
       void vscode.window.showErrorMessage(`Adventure Storyteller cannot index campaigns: ${this.sqliteProblem}`);
     }
-  }
-
-  /** "Why not?": what the turn shown in Turn Provenance decided about this passage, or why it was never a candidate. */
-  private whyNot(node: PassageNode): string | undefined {
-    const snapshot = this.provenance.current;
-    const store = this.knowledge.get(node.root)?.store;
-    if (!snapshot || !store) {
-      void vscode.window.showInformationMessage('Select a turn in the Adventures view first: "why not?" answers for that turn.');
-      return undefined;
-    }
-    const answer = whyNot(store, snapshot.retrieval, node.passage.id);
-    void vscode.window.showInformationMessage(`${node.passage.headingPath.at(-1) ?? node.source.title}: ${answer}`);
-    return answer;
   }
 
   /** Everything that reads the workspace or the network starts here, after activate() has returned. */

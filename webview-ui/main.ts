@@ -160,19 +160,42 @@ function renderWorldState(view: WorldStateView): void {
 
 const transcript = el('section', 'transcript');
 transcript.id = 'transcript';
+transcript.setAttribute('aria-label', 'Story so far');
+transcript.setAttribute('aria-live', 'polite');
 const errorLine = el('div', 'error');
 errorLine.id = 'error';
+errorLine.setAttribute('role', 'alert');
+const noticeLine = el('div', 'notice');
+noticeLine.id = 'notice';
+noticeLine.setAttribute('role', 'status');
+
+/**
+ * The transcript follows the newest text unless the writer scrolled up to reread: then it stays where
+ * they are until they scroll back to the end or play again.
+ */
+let followNewest = true;
+const FOLLOW_SLACK_PX = 24;
+transcript.addEventListener('scroll', () => {
+  followNewest = transcript.scrollTop + transcript.clientHeight >= transcript.scrollHeight - FOLLOW_SLACK_PX;
+});
+function followTranscript(): void {
+  if (followNewest) transcript.scrollTop = transcript.scrollHeight;
+}
+
+/** A turn is in flight: every action that would race it waits (Stop is the one that can end it). */
+let generating = false;
 
 const action = el('vscode-textarea') as HTMLElement & { value: string };
 action.id = 'action';
 action.setAttribute('placeholder', 'What do you do?');
 action.setAttribute('rows', '3');
 
+// The typed text stays in the box until the host says it is stored as a turn (an 'accepted' message).
 const send = (kind: 'do' | 'say' | 'story'): void => {
   const text = action.value.trim();
-  if (!text) return;
+  if (!text || generating) return;
+  followNewest = true;
   vscode.postMessage({ type: 'act', kind, text });
-  action.value = '';
 };
 // Ctrl+Enter (Cmd+Enter on a Mac) plays the action as Do; a plain Enter stays a new line in it.
 action.addEventListener('keydown', (event: KeyboardEvent) => {
@@ -183,20 +206,50 @@ action.addEventListener('keydown', (event: KeyboardEvent) => {
 });
 const controls = el('div', 'controls');
 const stop = button('stop', 'Stop', () => vscode.postMessage({ type: 'stop' }), true);
-controls.append(
+const turnActions = [
   button('do', 'Do', () => send('do')),
   button('say', 'Say', () => send('say'), true),
   button('story', 'Story', () => send('story'), true),
-  stop,
-  button('retry', 'Retry', () => vscode.postMessage({ type: 'retry' }), true),
+];
+const headActions = [
+  button('retry', 'Retry', () => {
+    followNewest = true;
+    vscode.postMessage({ type: 'retry' });
+  }, true),
   button('undo', 'Undo', () => vscode.postMessage({ type: 'undo' }), true),
-  button('preview', 'Preview Context', () => vscode.postMessage({ type: 'preview', text: action.value }), true),
+];
+controls.append(
+  ...turnActions,
+  stop,
+  ...headActions,
+  button('preview', 'Preview Context', () => {
+    contextRegion.setAttribute('open', '');
+    vscode.postMessage({ type: 'preview', text: action.value });
+  }, true),
 );
 
+// What a turn was sent lives in its own region above the story, closed until the writer opens it.
+const contextRegion = el('vscode-collapsible');
+contextRegion.id = 'context-region';
+contextRegion.setAttribute('title', 'Context sent to the narrator');
 const contextPane = el('section', 'context');
 contextPane.id = 'context';
+contextPane.append(el('p', 'empty', 'Nothing sent yet.'));
+contextRegion.append(contextPane);
 
-app.append(header, setup, worldState, transcript, errorLine, action, controls, el('vscode-divider'), contextPane);
+// Setup, state and context above; the story in the middle, scrolling on its own; the action box pinned below.
+const panes = el('div', 'panes');
+panes.append(setup, worldState, contextRegion);
+const composer = el('div', 'composer');
+composer.append(errorLine, noticeLine, action, controls);
+app.append(header, panes, transcript, composer);
+
+function showGenerating(running: boolean): void {
+  generating = running;
+  stop.toggleAttribute('disabled', !running);
+  for (const node of [...turnActions, ...headActions]) node.toggleAttribute('disabled', running);
+  for (const node of transcript.querySelectorAll<HTMLButtonElement>('.link-button')) node.disabled = running;
+}
 
 /** Swaps a turn's action line for an editor; replaying posts the new text, which the host plays as a sibling. */
 function editAction(turn: TurnView, actionLine: HTMLElement): void {
@@ -216,14 +269,34 @@ function editAction(turn: TurnView, actionLine: HTMLElement): void {
   buttons.firstElementChild!.classList.add('replay');
   editor.append(text, buttons);
   actionLine.replaceWith(editor);
-  text.focus();
+  // The field renders its inner textarea a moment after it is attached; focus it once it exists.
+  void customElements
+    .whenDefined('vscode-textarea')
+    .then(() => (text as Field & { updateComplete?: Promise<unknown> }).updateComplete)
+    .then(() => text.focus());
+}
+
+/** ‹ 2 / 3 › under a reply that has siblings: flips to another reply to the same moment, in place. */
+function swipes(turn: TurnView): HTMLElement | undefined {
+  const { index, count, previousId, nextId } = turn.siblings;
+  if (count < 2) return undefined;
+  const nav = el('span', 'swipes');
+  nav.setAttribute('aria-label', `Reply ${index} of ${count}`);
+  const previous = linkButton('swipe-previous', '‹', () => previousId && vscode.postMessage({ type: 'switch', turnId: previousId }));
+  previous.setAttribute('aria-label', 'Previous reply');
+  previous.disabled = previousId === null;
+  const next = linkButton('swipe-next', '›', () => nextId && vscode.postMessage({ type: 'switch', turnId: nextId }));
+  next.setAttribute('aria-label', 'Next reply');
+  next.disabled = nextId === null;
+  nav.append(previous, el('span', 'swipe-position', `${index} / ${count}`), next);
+  return nav;
 }
 
 function renderTurn(turn: TurnView): HTMLElement {
   const node = el('article', `turn ${turn.status}`);
   node.dataset.turnId = turn.id;
   const actionLine = el('div', 'action');
-  actionLine.append(el('span', 'kind', turn.actionKind), el('span', 'text', turn.action));
+  actionLine.append(el('span', 'number', `${turn.number}.`), el('span', 'kind', turn.actionKind), el('span', 'text', turn.action));
   const narration = el('div', 'narration', turn.narration);
   const footer = el('div', 'turn-footer');
   if (turn.status !== 'complete') {
@@ -231,6 +304,8 @@ function renderTurn(turn: TurnView): HTMLElement {
     footer.append(badge);
   }
   if (turn.error) footer.append(el('span', 'turn-error', turn.error));
+  const nav = swipes(turn);
+  if (nav) footer.append(nav);
   footer.append(
     linkButton('edit', 'Edit action', () => editAction(turn, actionLine)),
     linkButton('fork', 'Fork from here', () => vscode.postMessage({ type: 'fork', turnId: turn.id })),
@@ -283,10 +358,19 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       renderWorldState(message.worldState);
       transcript.replaceChildren(...message.turns.map(renderTurn));
       if (message.turns.length === 0) transcript.append(el('p', 'empty', 'Nothing played yet. Write an action below.'));
-      stop.toggleAttribute('disabled', !message.generating);
+      showGenerating(message.generating);
       errorLine.textContent = '';
+      followTranscript();
       break;
     }
+    case 'accepted':
+      // Cleared only if the writer has not started typing something else meanwhile.
+      if (action.value.trim() === message.text) action.value = '';
+      noticeLine.textContent = '';
+      break;
+    case 'notice':
+      noticeLine.textContent = message.message;
+      break;
     case 'setupSaved':
       setupDraft = undefined;
       saveWebviewState();
@@ -295,11 +379,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     case 'chunk': {
       const narration = transcript.querySelector<HTMLElement>(`article[data-turn-id="${CSS.escape(message.turnId)}"] .narration`);
       if (narration) narration.textContent += message.text;
+      followTranscript();
       break;
     }
     case 'context': {
       if (message.sections.length === 0) {
-        contextPane.replaceChildren();
+        contextPane.replaceChildren(el('p', 'empty', 'Nothing sent yet.'));
         break;
       }
       const cost = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;

@@ -9,6 +9,10 @@ const TurnView = z.object({
   narration: z.string(),
   status: z.enum(['pending', 'streaming', 'complete', 'incomplete', 'error']),
   error: z.string().nullable(),
+  /** The turn's place in its branch, counted from 1. */
+  number: z.number(),
+  /** The replies to the same moment (retries, edits, forks), to flip between in place. */
+  siblings: z.object({ index: z.number(), count: z.number(), previousId: z.string().nullable(), nextId: z.string().nullable() }),
 });
 export type TurnView = z.infer<typeof TurnView>;
 
@@ -74,6 +78,10 @@ export const HostMessage = z.discriminatedUnion('type', [
     warnings: z.array(z.string()),
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
+  /** Something the writer should know that is not a failure (where a fork left the later turns). */
+  z.object({ type: z.literal('notice'), message: z.string() }),
+  /** The action typed in the box is stored as a turn: only now may the box be cleared. */
+  z.object({ type: z.literal('accepted'), text: z.string() }),
   z.object({ type: z.literal('setupSaved') }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
@@ -85,6 +93,8 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('retry') }),
   z.object({ type: z.literal('undo') }),
   z.object({ type: z.literal('fork'), turnId: z.string() }),
+  /** Show another reply to the same moment (a swipe). */
+  z.object({ type: z.literal('switch'), turnId: z.string() }),
   z.object({ type: z.literal('preview'), text: z.string().max(20_000) }),
   z.object({ type: z.literal('editAction'), turnId: z.string(), text: z.string().trim().min(1).max(20_000) }),
   z.object({ type: z.literal('saveSetup'), setup: AdventureSetup }),

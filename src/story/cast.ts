@@ -1,17 +1,13 @@
 import { atxHeading, sourceExclusion } from '../knowledge/campaign';
+import { entityKindOf } from '../knowledge/entities';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import type { CastEntry } from './ports';
 import type { StatSchema } from './worldState';
 
-const CHARACTER_TAGS = new Set(['npc', 'character', 'person', 'people', 'characters']);
-const PLACE_TAGS = new Set(['place', 'location', 'places', 'region', 'town']);
-
+/** The cast knows people and places; factions and items are told as other entities. */
 function kindOf(tags: readonly string[], path: string): CastEntry['kind'] {
-  const lower = tags.map((t) => t.toLowerCase());
-  const folder = path.split('/')[0]?.toLowerCase() ?? '';
-  if (lower.some((t) => CHARACTER_TAGS.has(t)) || CHARACTER_TAGS.has(folder)) return 'character';
-  if (lower.some((t) => PLACE_TAGS.has(t)) || PLACE_TAGS.has(folder)) return 'place';
-  return 'other';
+  const kind = entityKindOf(tags, path);
+  return kind === 'character' || kind === 'place' ? kind : 'other';
 }
 
 /** The adventure's own NPCs, from its stat schema. */

@@ -52,7 +52,7 @@ export function renderContextSummary(context: AssembledContext): string {
 }
 
 /** A code fence longer than any backtick run inside `text`, so sent text (imported data) stays inert text. */
-function fenced(text: string, info = 'text'): string {
+export function fenced(text: string, info = 'text'): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = '`'.repeat(longest + 1);
   return `${fence}${info}\n${text}${text.endsWith('\n') ? '' : '\n'}${fence}`;
@@ -85,7 +85,8 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
     '',
     fenced(renderContextSummary(context)),
     '',
-    `Retrieval searched ${inline(JSON.stringify(context.retrieval.queryText))} (terms: ${inline(context.retrieval.terms.join(', ') || 'none')}); ` +
+    // One line in quotes: the query joins the action and recent narration with line breaks, which a JSON string would show as a literal \n.
+    `Retrieval searched “${inline(context.retrieval.queryText.replace(/\s+/g, ' ').trim())}” (terms: ${inline(context.retrieval.terms.join(', ') || 'none')}); ` +
       `semantic: ${inline(context.retrieval.semantic.reason)}.`,
   ];
   for (const [position, { section, items, leftOut }] of describeContext(context).entries()) {

@@ -1,4 +1,5 @@
 import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBuilder';
+import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
 import { NarratorError, type Narrator } from './narrator';
@@ -40,8 +41,11 @@ export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
 export interface TurnHandlers {
   /** Narration as it streams, with the fenced state block held back. */
   onChunk?: (text: string) => void;
+  /** Called as soon as the action is stored as a turn: from here on it cannot be lost. */
+  onAccepted?: (turn: Turn) => void;
   /** Called once the action is stored and the snapshot written, just before the model is asked. */
   onStarted?: (turn: Turn, context: AssembledContext) => void;
+  /** Cancels the turn, as `stop` does. */
   signal?: AbortSignal;
 }
 
@@ -59,7 +63,7 @@ export interface TurnOutcome {
 
 export class TurnInProgressError extends Error {
   constructor(title: string) {
-    super(`a turn of '${title}' is still being generated; wait for it or cancel it first`);
+    super(`a turn of '${title}' is still being generated; wait for it or stop it first`);
   }
 }
 
@@ -76,8 +80,11 @@ export class StoryEngine {
   readonly settings: EngineSettings;
   private readonly estimators = new Map<string, TokenEstimator>();
   private readonly knownContextLengths = new Map<string, number | null>();
-  /** Adventures with a turn being generated: one at a time each, or two replies would race for the head. */
-  private readonly busy = new Set<string>();
+  /**
+   * Adventures with a turn in flight, and what stops it: one at a time each, or two replies would race
+   * for the head (and an undo or fork would move the head under the reply being written).
+   */
+  private readonly inFlight = new Map<string, AbortController>();
 
   constructor(
     private readonly store: PlayStore,
@@ -121,12 +128,22 @@ export class StoryEngine {
   async editAction(adventureId: string, turnId: string, text: string, handlers: TurnHandlers = {}): Promise<TurnOutcome> {
     const adventure = this.store.adventure(adventureId);
     const target = this.turnOf(adventure, turnId);
+    // The same action again would only duplicate the branch beside it; asking again is Retry's job.
+    if (text.trim() === target.action.text.trim()) throw new Error('the action is unchanged, so there is nothing new to play; Retry asks for another reply');
     return this.run(adventure, target.parentId, { kind: target.action.kind, text }, handlers);
+  }
+
+  /** Stops the adventure's turn in flight, keeping what arrived; false when none is running. */
+  stop(adventureId: string): boolean {
+    const running = this.inFlight.get(adventureId);
+    running?.abort();
+    return running !== undefined;
   }
 
   /** Steps the head back one turn; the undone turn stays in the tree and can be forked to again. */
   undo(adventureId: string): Turn | null {
     const adventure = this.store.adventure(adventureId);
+    this.refuseWhileInFlight(adventure);
     const head = this.requireHead(adventure);
     const parentId = this.store.turn(head).parentId;
     this.store.setHead(adventureId, parentId);
@@ -135,8 +152,25 @@ export class StoryEngine {
 
   /** Continues from any turn: the next action becomes its child, on a branch that sees only its lineage. */
   fork(adventureId: string, turnId: string): Turn {
+    const adventure = this.store.adventure(adventureId);
+    this.refuseWhileInFlight(adventure);
+    const turn = this.turnOf(adventure, turnId);
     this.store.setHead(adventureId, turnId);
-    return this.store.turn(turnId);
+    return turn;
+  }
+
+  /** Shows another reply to the same moment (a swipe): the head moves to the newest story told after it. */
+  switchTo(adventureId: string, turnId: string): Turn {
+    const adventure = this.store.adventure(adventureId);
+    this.refuseWhileInFlight(adventure);
+    this.turnOf(adventure, turnId);
+    const leaf = latestLeaf(this.store.allTurns(adventureId), turnId);
+    this.store.setHead(adventureId, leaf.id);
+    return leaf;
+  }
+
+  private refuseWhileInFlight(adventure: Adventure): void {
+    if (this.inFlight.has(adventure.id)) throw new TurnInProgressError(adventure.title);
   }
 
   /** The world state after a turn (the head by default; null: before the first), in line with today's schema. */
@@ -205,25 +239,28 @@ export class StoryEngine {
     if ((action.kind === 'do' || action.kind === 'say' || action.kind === 'story') && action.text.trim() === '') {
       throw new Error(`a '${action.kind}' action needs some text`);
     }
-    if (this.busy.has(adventure.id)) throw new TurnInProgressError(adventure.title);
-    this.busy.add(adventure.id);
+    this.refuseWhileInFlight(adventure);
+    const controller = new AbortController();
+    this.inFlight.set(adventure.id, controller);
+    const signal = handlers.signal ? AbortSignal.any([controller.signal, handlers.signal]) : controller.signal;
     try {
-      return await this.generateTurn(adventure, parentId, action, handlers);
+      return await this.generateTurn(adventure, parentId, action, handlers, signal);
     } finally {
-      this.busy.delete(adventure.id);
+      this.inFlight.delete(adventure.id);
     }
   }
 
   isGenerating(adventureId: string): boolean {
-    return this.busy.has(adventureId);
+    return this.inFlight.has(adventureId);
   }
 
-  private async generateTurn(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {
+  private async generateTurn(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers, signal: AbortSignal): Promise<TurnOutcome> {
     const model = this.settings.model;
     const parent = parentId === null ? null : this.store.turn(parentId);
     const parentState = this.stateAt(adventure, parent);
     // The action is committed before anything can fail.
     let turn = this.store.createTurn({ adventureId: adventure.id, parentId, action, model, stateAfter: parentState });
+    handlers.onAccepted?.(turn);
     const failed = (error: Error, context: AssembledContext | null): TurnOutcome => {
       const partial = error instanceof NarratorError ? extractStateBlock(error.partial).narration : '';
       turn = this.store.finishTurn(turn.id, {
@@ -260,7 +297,7 @@ export class StoryEngine {
         messages: context.messages,
         numCtx: context.budget.contextLength,
         ...(this.settings.temperature !== undefined ? { temperature: this.settings.temperature } : {}),
-        ...(handlers.signal ? { signal: handlers.signal } : {}),
+        signal,
         onChunk: (piece) => {
           streamed += piece;
           const shown = visible.push(piece);

@@ -9,4 +9,5 @@ export { MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from './replyLimits'
 export { promptField } from './promptField';
 export { buildMemoryPrompt, buildCastBrief, MEMORY_MAX_WORDS } from './memory';
 export { parseStatSchema, renderStateSection, hasWorldState, StatSchemaError, type StatSchema, type WorldState } from './worldState';
+export { transcriptMarkdown } from './transcript';
 export type * from './types';

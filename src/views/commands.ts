@@ -12,6 +12,7 @@ import { openPassage, type PassageNode, type PassagesTree } from './passagesTree
 import type { Settings } from './settings';
 import { CLASS_LABEL, describeOrigin, sourceUri, type SourcesNode } from './sourcesTree';
 import { embedderFor } from '../session';
+import { walkthroughDone } from './walkthrough';
 
 const SEARCH_DEBOUNCE_MS = 150;
 const SEARCH_LIMIT = 20;
@@ -207,7 +208,8 @@ export class Commands extends Disposable {
       }
       pick.busy = true;
       const items: SearchItem[] = [];
-      for (const index of this.knowledge.list()) {
+      const campaigns = this.knowledge.list();
+      for (const index of campaigns) {
         const store = index.store;
         if (!store) continue;
         const embedder = embedderFor(this.settings.current);
@@ -218,7 +220,8 @@ export class Commands extends Disposable {
           if (!source || !passage) continue;
           items.push({
             label: hit.headingPath.at(-1) ?? hit.sourceTitle,
-            description: `${CLASS_LABEL[hit.class]} · ${hit.sourcePath}:${hit.startLine}${hit.hidden ? ' · hidden' : ''}`,
+            // With several campaigns open, each result names the one it comes from.
+            description: `${campaigns.length > 1 ? `${index.campaign.title} · ` : ''}${CLASS_LABEL[hit.class]} · ${hit.sourcePath}:${hit.startLine}${hit.hidden ? ' · hidden' : ''}`,
             detail: excerptAround(hit.text, text),
             // Quick pick filters by the typed text; results already come from search, keep them all.
             alwaysShow: true,
@@ -227,6 +230,7 @@ export class Commands extends Disposable {
         }
       }
       if (mine !== generation) return;
+      walkthroughDone('searched');
       pick.items = items;
       pick.busy = false;
     };

@@ -78,9 +78,16 @@ function otherSide(conflict: CanonConflict, statement: FactStatement): FactState
 }
 
 /** Markdown-escape text taken from the writer's files before it goes into a hover. */
-function md(text: string): string {
+export function md(text: string): string {
   return text.replace(/[\\`*_{}[\]()#+\-.!<>|]/g, '\\$&');
 }
+
+/** `path:line` opening the file at that line, for hovers trusted with CONFLICT_COMMANDS.open. */
+export function openLink(root: string, relPath: string, line: number): string {
+  return `[${md(relPath)}:${line}](${commandUri(CONFLICT_COMMANDS.open, [uriOf(root, relPath).toString(), line]).toString()})`;
+}
+
+const FACTS_SHOWN = 12;
 
 export class ConflictFeatures implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -107,7 +114,7 @@ export class ConflictFeatures implements vscode.Disposable {
       vscode.commands.registerCommand(CONFLICT_COMMANDS.decideSuggestion, (root: string, key: string, decision: 'accepted' | 'dismissed') =>
         this.decide(root, key, decision),
       ),
-      vscode.commands.registerCommand(CONFLICT_COMMANDS.checkConsistency, () => this.checkConsistency()),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.checkConsistency, (options?: { campaignRoot?: string }) => this.checkConsistency(options)),
     );
     this.refresh();
   }
@@ -225,8 +232,7 @@ export class ConflictFeatures implements vscode.Disposable {
     const { root, relPath, state } = where;
     const line = pos.line + 1;
     const parts: string[] = [];
-    const statementLink = (s: FactStatement) =>
-      `[${md(s.path)}:${s.line}](${commandUri(CONFLICT_COMMANDS.open, [uriOf(root, s.path).toString(), s.line]).toString()})`;
+    const statementLink = (s: FactStatement) => openLink(root, s.path, s.line);
     const describe = (s: FactStatement, conflicting: boolean) =>
       `- ${conflicting ? '⚠ ' : ''}**${md(s.value)}** — ${md(s.sourceTitle)} (${s.class}) ${statementLink(s)}`;
 
@@ -255,15 +261,8 @@ export class ConflictFeatures implements vscode.Disposable {
 
     const text = doc.lineAt(pos.line).text;
     const heading = atxHeading(text);
+    // An entity named in the heading is described by the entity hover (entityHoverParts), conflicts included.
     if (heading && state.entry.store) {
-      const entityKey = state.analysis.names.resolve(heading.text);
-      if (entityKey) {
-        const conflicts = state.analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
-        if (conflicts.length > 0) {
-          parts.push(`**${md(state.analysis.names.displayName(entityKey) ?? heading.text)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
-          parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${statementLink(c.a)} vs **${md(c.b.value)}** ${statementLink(c.b)}`).join('\n'));
-        }
-      }
       // Passages start below their heading; a long section is several passages with the same heading path.
       const source = state.entry.store.getSourceByPath(relPath);
       const headingText = stripInlineMarkup(heading.text);
@@ -283,6 +282,29 @@ export class ConflictFeatures implements vscode.Disposable {
     const content = new vscode.MarkdownString(parts.join('\n\n'));
     content.isTrusted = { enabledCommands: [CONFLICT_COMMANDS.open] };
     return new vscode.Hover(content, doc.lineAt(pos.line).range);
+  }
+
+  /**
+   * What the entity hover says about canon: the entity's facts (⚠ on the disputed ones) and its open
+   * conflicts. `entityKey` is the analysis' key (the entity model groups names the same way).
+   */
+  entityHoverParts(root: string, entityKey: string): string[] {
+    const analysis = this.states.get(root)?.analysis;
+    if (!analysis) return [];
+    const parts: string[] = [];
+    const conflicts = analysis.conflictsOfEntity(entityKey).filter(isOpenConflict);
+    const disputed = new Set(conflicts.flatMap((c) => [c.a, c.b]));
+    const facts = analysis.facts.filter((f) => f.entityKey === entityKey);
+    if (facts.length > 0) {
+      const shown = facts.slice(0, FACTS_SHOWN).map((f) => `- ${disputed.has(f) ? '⚠ ' : ''}${md(f.attribute)}: **${md(f.value)}** ${openLink(root, f.path, f.line)}`);
+      if (facts.length > FACTS_SHOWN) shown.push(`- …and ${facts.length - FACTS_SHOWN} more`);
+      parts.push(`Canon facts:\n${shown.join('\n')}`);
+    }
+    if (conflicts.length > 0) {
+      parts.push(`**${md(conflicts[0]!.entity)}**: ${conflicts.length} open canon conflict${conflicts.length === 1 ? '' : 's'}`);
+      parts.push(conflicts.map((c) => `- ${md(c.attribute)}: **${md(c.a.value)}** ${openLink(root, c.a.path, c.a.line)} vs **${md(c.b.value)}** ${openLink(root, c.b.path, c.b.line)}`).join('\n'));
+    }
+    return parts;
   }
 
   /** Each adventure's current state as facts about entities; none until something was played. */
@@ -374,49 +396,98 @@ export class ConflictFeatures implements vscode.Disposable {
     this.refresh();
   }
 
-  private async checkConsistency(): Promise<SuggestedConflict[]> {
+  /** The campaign to check, among those indexed: the one named, the only one, or the writer's pick. */
+  private async consistencyTarget(indexed: CampaignState[], campaignRoot?: string): Promise<CampaignState | undefined> {
+    if (campaignRoot) return indexed.find((state) => state.entry.campaign.root === campaignRoot);
+    if (indexed.length === 1) return indexed[0];
+    const picked = await vscode.window.showQuickPick(
+      indexed.map((state) => ({ label: state.entry.campaign.title, description: vscode.workspace.asRelativePath(state.entry.campaign.root), state })),
+      { placeHolder: 'Check the canon of which campaign?' },
+    );
+    return picked?.state;
+  }
+
+  /**
+   * Asks the narrator model about every pair of canon passages that speak of the same entity, in one
+   * campaign, and says what it checked: a pair the model could not answer is never counted as consistent.
+   */
+  private async checkConsistency(options: { campaignRoot?: string } = {}): Promise<ConsistencyCheckSummary | undefined> {
     const ollama = this.deps.ollama();
     if (!ollama) {
       void vscode.window.showWarningMessage('Check Canon Consistency needs a narrator model: set storyteller.narrator.model.');
-      return [];
+      return undefined;
     }
-    const found: SuggestedConflict[] = [];
-    await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Checking canon consistency', cancellable: true },
+    const indexed = [...this.states.values()].filter((state) => state.entry.store);
+    if (indexed.length === 0) {
+      void vscode.window.showInformationMessage('No indexed campaign to check: a campaign is a folder with a campaign.yaml.');
+      return undefined;
+    }
+    const state = await this.consistencyTarget(indexed, options.campaignRoot);
+    const store = state?.entry.store;
+    // The writer dismissed the pick, or the root named is not an indexed campaign.
+    if (!state || !store) return undefined;
+    const { title } = state.entry.campaign;
+    const passages: ConsistencyPassage[] = store
+      .listSources()
+      .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
+      .flatMap((s) => store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })));
+    const pairs = pairPassagesByEntity(passages, state.analysis.names);
+    let answered = 0;
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Checking the canon of ${title}`, cancellable: true },
       async (progress, token) => {
         const abort = new AbortController();
         token.onCancellationRequested(() => abort.abort());
-        for (const state of this.states.values()) {
-          const store = state.entry.store;
-          if (!store) continue;
-          const passages: ConsistencyPassage[] = store
-            .listSources()
-            .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
-            .flatMap((s) =>
-              store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })),
-            );
-          const pairs = pairPassagesByEntity(passages, state.analysis.names);
-          const result = await checkCanonConsistency({
-            ...ollama,
-            pairs,
-            signal: abort.signal,
-            onProgress: (done, total) => progress.report({ message: `${state.entry.campaign.title}: ${done}/${total}`, increment: 100 / Math.max(1, total) }),
-          });
-          state.suggestions = result.suggestions;
-          found.push(...result.suggestions);
-          if (result.failures.length > 0) {
-            void vscode.window.showWarningMessage(`${result.failures.length} passage pair(s) could not be checked: ${result.failures[0]!.reason}`);
-          }
-        }
+        return checkCanonConsistency({
+          ...ollama,
+          pairs,
+          signal: abort.signal,
+          onProgress: (done, total) => {
+            answered = done;
+            progress.report({ message: `${done}/${total} pairs`, increment: 100 / Math.max(1, total) });
+          },
+        });
       },
     );
+    state.suggestions = result.suggestions;
     this.publish();
     this._onDidRefresh.fire();
-    void vscode.window.showInformationMessage(
-      found.length === 0 ? 'No suggested canon conflicts.' : `${found.length} suggested canon conflict(s): see the Problems panel.`,
-    );
-    return found;
+    const summary: ConsistencyCheckSummary = {
+      campaignTitle: title,
+      pairs: pairs.length,
+      checked: answered - result.failures.length,
+      failures: result.failures.length,
+      suggestions: result.suggestions,
+    };
+    const message = consistencyMessage(summary, result.failures[0]?.reason);
+    if (summary.checked < summary.pairs) void vscode.window.showWarningMessage(message);
+    else void vscode.window.showInformationMessage(message);
+    return summary;
   }
+}
+
+export interface ConsistencyCheckSummary {
+  campaignTitle: string;
+  /** Pairs of canon passages about the same entity. */
+  pairs: number;
+  /** Pairs the model answered for. */
+  checked: number;
+  /** Pairs the model could not answer for (the rest of the unchecked ones were cancelled). */
+  failures: number;
+  suggestions: SuggestedConflict[];
+}
+
+/** What a consistency check found and, as plainly, what it did not check. */
+export function consistencyMessage(summary: ConsistencyCheckSummary, firstFailure?: string): string {
+  const { campaignTitle, pairs, checked, failures, suggestions } = summary;
+  if (pairs === 0) return `${campaignTitle}: no two canon passages speak of the same entity, so there was nothing to compare.`;
+  const found = suggestions.length === 0 ? 'no suggested conflicts' : `${suggestions.length} suggested conflict${suggestions.length === 1 ? '' : 's'} (see the Problems panel)`;
+  if (checked === pairs) return `${campaignTitle}: checked all ${pairs} pairs of canon passages about the same entity: ${found}.`;
+  const cancelled = pairs - checked - failures;
+  const notChecked = [failures > 0 ? `${failures} could not be checked (${firstFailure ?? 'the model did not answer'})` : '', cancelled > 0 ? `${cancelled} were not reached (cancelled)` : '']
+    .filter(Boolean)
+    .join(' and ');
+  return `${campaignTitle}: checked ${checked} of ${pairs} pairs of canon passages: ${found} among them. ${notChecked[0]!.toUpperCase()}${notChecked.slice(1)}; run the check again once the model answers.`;
 }
 
 /** Called by extension.ts; everything registered is disposed with the extension. */

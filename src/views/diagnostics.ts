@@ -1,16 +1,22 @@
 import * as vscode from 'vscode';
-import type { SourceIssue } from '../knowledge/campaign';
+import type { SourceIssue, SourceRecord } from '../knowledge/campaign';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { sourceUri } from './sourcesTree';
 
-function toDiagnostic(issue: SourceIssue): vscode.Diagnostic {
+/**
+ * How loud an issue is in Problems. Text repeated in reference or inspiration material (an SRD repeats
+ * itself by the hundred) is information: it is indexed once either way and the writer has nothing to fix
+ * there. Repeated canon stays a warning, since two canon files saying the same thing may drift apart.
+ */
+function severityOf(issue: SourceIssue, source: SourceRecord): vscode.DiagnosticSeverity {
+  if (issue.severity === 'error') return vscode.DiagnosticSeverity.Error;
+  return issue.code === 'duplicate' && source.class !== 'canon' ? vscode.DiagnosticSeverity.Information : vscode.DiagnosticSeverity.Warning;
+}
+
+function toDiagnostic(issue: SourceIssue, source: SourceRecord): vscode.Diagnostic {
   const line = Math.max(0, (issue.line ?? 1) - 1);
-  const diagnostic = new vscode.Diagnostic(
-    new vscode.Range(line, 0, line, Number.MAX_SAFE_INTEGER),
-    issue.message,
-    issue.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning,
-  );
+  const diagnostic = new vscode.Diagnostic(new vscode.Range(line, 0, line, Number.MAX_SAFE_INTEGER), issue.message, severityOf(issue, source));
   diagnostic.source = 'Storyteller';
   diagnostic.code = issue.code;
   return diagnostic;
@@ -29,7 +35,7 @@ export class SourceDiagnostics extends Disposable {
     this.collection.clear();
     for (const index of this.knowledge.list()) {
       for (const source of index.store?.listSources() ?? []) {
-        if (source.issues.length > 0) this.collection.set(sourceUri(index.campaign.root, source), source.issues.map(toDiagnostic));
+        if (source.issues.length > 0) this.collection.set(sourceUri(index.campaign.root, source), source.issues.map((issue) => toDiagnostic(issue, source)));
       }
     }
   }

@@ -62,7 +62,7 @@ export class HealthCommand extends Disposable {
     const { embeddingModel, budgets } = this.settings.current;
     const playDb = index.session.playIfAny?.db;
     const report = await indexHealth(campaign, index.store, { alwaysIncludeBudget: budgets.alwaysInclude, embeddingModel: embeddingModel || null, ...(playDb ? { playDb } : {}) });
-    await this.reports.show(`${campaign.id}-health.md`, renderHealthReport(report, campaign.title, campaign.root));
+    await this.reports.show(`Campaign health: ${campaign.title}`, renderHealthReport(report, campaign.title, campaign.root));
     const summary = healthSummary(report, campaign.title);
     if (report.errors > 0) void vscode.window.showErrorMessage(summary);
     else if (report.warnings > 0) void vscode.window.showWarningMessage(summary);

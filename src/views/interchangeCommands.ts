@@ -4,10 +4,10 @@ import { CampaignError, pathInside } from '../knowledge/campaign';
 import { importFilesIntoCampaign, type FileImportResult } from '../knowledge/interchange';
 import { LorebookError } from '../knowledge/interchange';
 import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult } from '../knowledge/interchange';
-import { importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
+import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
-import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
-import { renderContextMarkdown } from '../story/contextReport';
+import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
+import { fenced, renderContextMarkdown } from '../story/contextReport';
 import { campaignAdventure } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
@@ -17,6 +17,7 @@ import type { KnowledgeService } from './knowledgeService';
 import type { PlayPanels } from './playPanels';
 import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
+import { walkthroughDone } from './walkthrough';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
 
 const CLASS_MEANING: Record<KnowledgeClass, string> = {
@@ -74,7 +75,7 @@ export class InterchangeCommands extends Disposable {
       this._register(vscode.commands.registerCommand(id, run));
     };
     // From the explorer: the clicked file and the whole selection; from the Sources view: the campaign node.
-    register('storyteller.importFile', (clicked?: vscode.Uri | SourcesNode, selected?: vscode.Uri[], options?: { campaignRoot?: string; class?: KnowledgeClass }) =>
+    register('storyteller.importFile', (clicked?: vscode.Uri | SourcesNode, selected?: vscode.Uri[], options?: { campaignRoot?: string; class?: KnowledgeClass; folder?: string }) =>
       clicked instanceof vscode.Uri || clicked === undefined
         ? this.importFile(selected?.length ? selected : clicked ? [clicked] : undefined, options)
         : this.importFile(undefined, { campaignRoot: nodeRoot(clicked) }),
@@ -82,11 +83,14 @@ export class InterchangeCommands extends Disposable {
     register('storyteller.previewContext', (options?: { campaignRoot?: string; action?: string }) => this.previewContext(options));
     register('storyteller.exportCampaign', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri; embeddings?: boolean }) => this.exportCampaign(arg, options));
     register('storyteller.importCampaign', (options?: { bundle?: vscode.Uri; target?: vscode.Uri; addToWorkspace?: boolean }) => this.importCampaign(options));
-    register('storyteller.importLorebook', (clicked?: vscode.Uri | SourcesNode, options?: { campaignRoot?: string; class?: KnowledgeClass }) =>
+    register('storyteller.importLorebook', (clicked?: vscode.Uri | SourcesNode, options?: { campaignRoot?: string; class?: KnowledgeClass; folder?: string }) =>
       clicked instanceof vscode.Uri || clicked === undefined ? this.importLorebook(clicked, options) : this.importLorebook(undefined, { campaignRoot: nodeRoot(clicked) }),
     );
     // Menus and commands that need a campaign show only when the workspace has one.
-    const updateContext = (): void => void vscode.commands.executeCommand('setContext', 'storyteller.hasCampaign', knowledge.list().length > 0);
+    const updateContext = (): void => {
+      void vscode.commands.executeCommand('setContext', 'storyteller.hasCampaign', knowledge.list().length > 0);
+      if (knowledge.list().some((index) => (index.store?.counts().sources ?? 0) > 0)) walkthroughDone('indexed');
+    };
     this._register(knowledge.onDidChangeState(updateContext));
     updateContext();
     register('storyteller.exportWorldInfo', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri }) => this.exportWorldInfo(arg, options));
@@ -101,6 +105,31 @@ export class InterchangeCommands extends Disposable {
     return index;
   }
 
+  /**
+   * The campaign folder new files go to, as a campaign-relative path ('' for the campaign folder itself):
+   * the one given, else the writer's choice in a folder dialog that starts at `suggested`.
+   */
+  private async pickFolder(index: CampaignIndex, suggested: string, given?: string): Promise<string | undefined> {
+    if (given !== undefined) return given;
+    const root = vscode.Uri.file(index.campaign.root);
+    const chosen = (
+      await vscode.window.showOpenDialog({
+        canSelectFiles: false,
+        canSelectFolders: true,
+        defaultUri: suggested ? vscode.Uri.joinPath(root, suggested) : root,
+        openLabel: 'Import Here',
+        title: `Into which folder of ${index.campaign.title}?`,
+      })
+    )?.[0];
+    if (!chosen) return undefined;
+    const rel = path.relative(index.campaign.root, chosen.fsPath);
+    if (rel.startsWith('..') || path.isAbsolute(rel)) {
+      void vscode.window.showErrorMessage(`${chosen.fsPath} is outside ${index.campaign.title}; choose a folder inside ${index.campaign.root}.`);
+      return undefined;
+    }
+    return rel.split(path.sep).join('/');
+  }
+
   private async pickClass(placeHolder: string): Promise<KnowledgeClass | undefined> {
     const picked = await vscode.window.showQuickPick(
       KNOWLEDGE_CLASSES.map((c) => ({ label: CLASS_LABEL[c], description: CLASS_MEANING[c], value: c })),
@@ -109,7 +138,7 @@ export class InterchangeCommands extends Disposable {
     return picked?.value;
   }
 
-  private async importFile(files: vscode.Uri[] | undefined, options: { campaignRoot?: string; class?: KnowledgeClass } = {}): Promise<FileImportResult | undefined> {
+  private async importFile(files: vscode.Uri[] | undefined, options: { campaignRoot?: string; class?: KnowledgeClass; folder?: string } = {}): Promise<FileImportResult | undefined> {
     const chosen =
       files ??
       (await vscode.window.showOpenDialog({
@@ -122,10 +151,19 @@ export class InterchangeCommands extends Disposable {
     if (!index) return undefined;
     const cls = options.class ?? (await this.pickClass(`Import ${chosen.length === 1 ? path.basename(chosen[0]!.fsPath) : `${chosen.length} files`} into ${index.campaign.title} as…`));
     if (!cls) return undefined;
-    const result = importFilesIntoCampaign(
-      chosen.map((uri) => uri.fsPath),
-      { campaignRoot: index.campaign.root, class: cls, sizeCapBytes: index.campaign.sizeCapBytes },
-    );
+    const folder = await this.pickFolder(index, '', options.folder);
+    if (folder === undefined) return undefined;
+    let result: FileImportResult;
+    try {
+      result = importFilesIntoCampaign(
+        chosen.map((uri) => uri.fsPath),
+        { campaignRoot: index.campaign.root, class: cls, sizeCapBytes: index.campaign.sizeCapBytes, ...(folder ? { folder } : {}) },
+      );
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
+      return undefined;
+    }
     if (result.written.length > 0) {
       const names = result.written.map((w) => (w.renamed ? `${w.path} (from ${path.basename(w.file)}, whose name was taken)` : w.path));
       void vscode.window.showInformationMessage(`Imported into ${index.campaign.title} as ${CLASS_LABEL[cls]}: ${names.join(', ')}.`);
@@ -161,7 +199,8 @@ export class InterchangeCommands extends Disposable {
     const text = action.trim();
     const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
     const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
-    return this.reports.show(`Context Preview — ${index.campaign.title}.md`, markdown);
+    walkthroughDone('previewed');
+    return this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
   }
 
   private async exportCampaign(arg?: SourcesNode | vscode.Uri, options: { out?: vscode.Uri; embeddings?: boolean } = {}): Promise<(ExportSummary & { file: string }) | undefined> {
@@ -193,9 +232,7 @@ export class InterchangeCommands extends Disposable {
       const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, async () =>
         exportCampaignBundle(index.session.exportSource, out.fsPath, { embeddings, force: true }),
       );
-      const rows = Object.entries(summary.playRows).filter(([, count]) => count > 0);
-      const play = rows.length > 0 ? `play data (${rows.map(([table, count]) => `${table} ${count}`).join(', ')})` : 'no play data';
-      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${play}.`);
+      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${describePlayData(summary.playRows)}.`);
       return summary;
     } catch (error) {
       if (!isRefusal(error)) throw error;
@@ -222,15 +259,23 @@ export class InterchangeCommands extends Disposable {
     if (!target) return undefined;
     let summary: ImportBundleSummary;
     try {
+      // A copy restored beside a campaign of the workspace with the same id gets its own id and title.
+      const taken = new Set(this.knowledge.list().map((index) => index.campaign.id));
+      const renameAs = ({ id, title }: { id: string; title: string }) => {
+        if (!taken.has(id)) return undefined;
+        let n = 1;
+        while (taken.has(n === 1 ? `${id}-restored` : `${id}-restored-${n}`)) n++;
+        return { id: n === 1 ? `${id}-restored` : `${id}-restored-${n}`, title: n === 1 ? `${title} (restored)` : `${title} (restored ${n})` };
+      };
       summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, () =>
-        importCampaignBundle(bundle.fsPath, target.fsPath),
+        importCampaignBundle(bundle.fsPath, target.fsPath, { renameAs }),
       );
     } catch (error) {
       if (!isRefusal(error)) throw error;
       void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
       return undefined;
     }
-    const restored = `Restored ${summary.campaignId} into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed.`;
+    const restored = `Restored "${summary.campaignTitle}" into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed, ${describePlayData(summary.playRows)}.`;
     const add = (): void => {
       vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: vscode.Uri.file(summary.target) });
     };
@@ -240,7 +285,7 @@ export class InterchangeCommands extends Disposable {
     return summary;
   }
 
-  private async importLorebook(clicked?: vscode.Uri, options: { campaignRoot?: string; class?: KnowledgeClass } = {}): Promise<LorebookImportResult | undefined> {
+  private async importLorebook(clicked?: vscode.Uri, options: { campaignRoot?: string; class?: KnowledgeClass; folder?: string } = {}): Promise<LorebookImportResult | undefined> {
     const file =
       clicked ??
       (
@@ -254,16 +299,19 @@ export class InterchangeCommands extends Disposable {
     if (!index) return undefined;
     const cls = options.class ?? (await this.pickClass(`Import the entries of ${path.basename(file.fsPath)} as…`));
     if (!cls) return undefined;
+    const folder = await this.pickFolder(index, DEFAULT_LORE_FOLDER, options.folder);
+    if (folder === undefined) return undefined;
     let result: LorebookImportResult;
     try {
-      result = importLorebookFile(file.fsPath, { campaignRoot: index.campaign.root, class: cls });
+      result = importLorebookFile(file.fsPath, { campaignRoot: index.campaign.root, class: cls, ...(folder ? { folder } : {}) });
     } catch (error) {
       if (!isRefusal(error)) throw error;
       void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
       return undefined;
     }
     const report = lorebookImportReport(result, vscode.workspace.asRelativePath(file)).join('\n');
-    await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}.txt`, `${report}\n`);
+    // Its lines are aligned in columns and quote imported text: shown as a block of plain text, never as markup.
+    await this.reports.show(`Lorebook Import — ${path.basename(file.fsPath)}`, `# Lorebook import: ${path.basename(file.fsPath)}\n\n${fenced(report)}\n`);
     const dropped = result.notCarried.length;
     const unmapped = dropped === 0 ? 'every field was carried' : `${dropped} ${dropped === 1 ? 'entry has' : 'entries have'} fields nothing holds (see the report)`;
     void vscode.window.showInformationMessage(
@@ -282,7 +330,7 @@ export class InterchangeCommands extends Disposable {
     try {
       // Read from the session's index as the writer's settings built it: an export never re-imports.
       const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true });
-      await this.reports.show(`World Info Export — ${path.basename(out.fsPath)}.txt`, `${worldInfoExportReport(result, result.file).join('\n')}\n`);
+      await this.reports.show(`World Info Export — ${path.basename(out.fsPath)}`, `# World Info export: ${path.basename(out.fsPath)}\n\n${fenced(worldInfoExportReport(result, result.file).join('\n'))}\n`);
       const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (see the report)` : '';
       void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);
       return result;
@@ -298,18 +346,27 @@ export class InterchangeCommands extends Disposable {
    * own folder is read-only and replaced on update), then opens it.
    */
   private async openExampleCampaign(options: { parent?: vscode.Uri; then?: 'ask' | 'none' } = {}): Promise<vscode.Uri | undefined> {
+    await this.campaigns.ready();
+    // Campaigns do not nest: the dialog starts beside the open campaign, never inside it.
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const open = folder && this.campaigns.campaignOf(folder.fsPath);
     const parent =
       options.parent ??
       (
         await vscode.window.showOpenDialog({
           canSelectFiles: false,
           canSelectFolders: true,
-          defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+          defaultUri: open ? vscode.Uri.file(path.dirname(open.root)) : folder,
           openLabel: 'Copy the Example Here',
-          title: 'Where should the example campaign be copied?',
+          title: 'Where should the example campaign be copied? (outside any campaign)',
         })
       )?.[0];
     if (!parent) return undefined;
+    const enclosing = this.campaigns.campaignOf(parent.fsPath);
+    if (enclosing) {
+      void vscode.window.showErrorMessage(`${parent.fsPath} is inside the campaign "${enclosing.title}"; campaigns do not nest. Choose a folder outside it.`);
+      return undefined;
+    }
     const target = await freeFolder(parent, EXAMPLE_FOLDER);
     await vscode.workspace.fs.copy(vscode.Uri.joinPath(this.extensionUri, 'fixtures', EXAMPLE_FOLDER), target, { overwrite: false });
     if (options.then === 'none') return target;

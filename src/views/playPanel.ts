@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import type { StoryEngine, TurnHandlers } from '../story/engine';
+import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
+import { branchesOf, siblingPosition } from '../story/branches';
 import { describeContext } from '../story/contextReport';
 import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
@@ -9,11 +10,39 @@ import { hasWorldState, renderStateSection } from '../story/worldState';
 import { HostMessage, PanelState, WebviewMessage, type AdventureSetup, type ContextSectionView, type TurnView, type WorldStateView } from '../../webview-ui/protocol';
 import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
+import { walkthroughDone } from './walkthrough';
 
 export const PLAY_VIEW_TYPE = 'storyteller.play';
 
-function turnView(turn: Turn): TurnView {
-  return { id: turn.id, actionKind: turn.action.kind, action: turn.action.text, narration: turn.narration, status: turn.status, error: turn.error };
+function turnView(turn: Turn, allTurns: readonly Turn[]): TurnView {
+  return {
+    id: turn.id,
+    actionKind: turn.action.kind,
+    action: turn.action.text,
+    narration: turn.narration,
+    status: turn.status,
+    error: turn.error,
+    number: turn.depth + 1,
+    siblings: siblingPosition(allTurns, turn),
+  };
+}
+
+/** The first words of a text, on one line, to name a turn or a branch in a sentence. */
+export function firstWords(text: string, max = 48): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max).replace(/\s+\S*$/, '')}…` : flat;
+}
+
+/** Where a fork leaves the turns played after it, in words. */
+function forkNotice(before: readonly Turn[], headTurnId: string | null, forkedAt: Turn): string {
+  const current = branchesOf(before, headTurnId).find((b) => b.current);
+  const at = current?.turns.findIndex((t) => t.id === forkedAt.id) ?? -1;
+  const later = at >= 0 ? current!.turns.slice(at + 1) : [];
+  const from = `Continuing from turn ${forkedAt.depth + 1} ("${firstWords(forkedAt.action.text)}")`;
+  if (later.length === 0) return `${from}.`;
+  const next = firstWords(later[0]!.action.text);
+  const moved = later.length === 1 ? `the later turn, "${next}", stays on its branch` : `the ${later.length} later turns, from "${next}", stay on their branch`;
+  return `${from}: ${moved} in the Adventures view. Your next action starts a new branch.`;
 }
 
 function setupView(adventure: Adventure): AdventureSetup {
@@ -57,7 +86,6 @@ export class PlayPanel extends Disposable {
   private readonly store: PlayStore;
   private readonly engine: StoryEngine;
   private adventure: Adventure;
-  private running: AbortController | undefined;
   private readonly _onDidPlay = this._register(new vscode.EventEmitter<{ playPath: string; turnId: string | null }>());
   /** Fires whenever the adventure's turns or head changed. */
   readonly onDidPlay = this._onDidPlay.event;
@@ -84,7 +112,7 @@ export class PlayPanel extends Disposable {
     panel.webview.html = this.html(panel.webview);
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
     this._register(panel.onDidDispose(() => this.dispose()));
-    this._register({ dispose: () => this.running?.abort() });
+    this._register({ dispose: () => this.engine.stop(this.adventure.id) });
   }
 
   /** Every turn of the adventure, on every branch. */
@@ -131,12 +159,13 @@ export class PlayPanel extends Disposable {
     this.adventure = this.store.adventure(this.adventure.id);
     const panelState: PanelState = { campaignRoot: this.campaign.root, adventureId: this.adventure.id };
     const turns = this.store.lineage(this.adventure.headTurnId);
+    const allTurns = this.store.allTurns(this.adventure.id);
     this.post({
       type: 'state',
       panelState,
       campaignTitle: this.campaign.title,
       adventure: { id: this.adventure.id, title: this.adventure.title },
-      turns: turns.map(turnView),
+      turns: turns.map((turn) => turnView(turn, allTurns)),
       setup: setupView(this.adventure),
       worldState: this.worldStateView(turns.at(-1)),
       generating: this.engine.isGenerating(this.adventure.id),
@@ -164,10 +193,13 @@ export class PlayPanel extends Disposable {
     return { tracked: true, lines: renderStateSection(statSchema, now, persona).split('\n'), changes, refusals: head?.refusals ?? [] };
   }
 
-  private handlers(): TurnHandlers {
-    this.running = new AbortController();
+  /** What the panel shows as a turn runs; `typed` is the text from the action box, cleared only once stored. */
+  private handlers(typed?: string): TurnHandlers {
     return {
-      signal: this.running.signal,
+      onAccepted: () => {
+        if (typed !== undefined) this.post({ type: 'accepted', text: typed });
+        this.postState();
+      },
       onStarted: (turn, context) => {
         this.postState();
         this.post(contextView(assembled(context)));
@@ -194,19 +226,29 @@ export class PlayPanel extends Disposable {
           this.postHeadContext();
           return;
         case 'stop':
-          this.running?.abort();
+          this.engine.stop(this.adventure.id);
           return;
         case 'undo':
           this.engine.undo(this.adventure.id);
           this.postState();
           this.postHeadContext();
           return;
-        case 'fork':
-          this.engine.fork(this.adventure.id, message.turnId);
+        case 'fork': {
+          const before = this.store.allTurns(this.adventure.id);
+          const headBefore = this.store.adventure(this.adventure.id).headTurnId;
+          const forkedAt = this.engine.fork(this.adventure.id, message.turnId);
+          this.postState();
+          this.postHeadContext();
+          this.post({ type: 'notice', message: forkNotice(before, headBefore, forkedAt) });
+          return;
+        }
+        case 'switch':
+          this.engine.switchTo(this.adventure.id, message.turnId);
           this.postState();
           this.postHeadContext();
           return;
         case 'preview':
+          walkthroughDone('previewed');
           this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text }))));
           return;
         case 'saveSetup':
@@ -220,11 +262,10 @@ export class PlayPanel extends Disposable {
         case 'editAction': {
           const outcome =
             message.type === 'act'
-              ? await this.engine.takeTurn(this.adventure.id, { kind: message.kind, text: message.text }, this.handlers())
+              ? await this.engine.takeTurn(this.adventure.id, { kind: message.kind, text: message.text }, this.handlers(message.text))
               : message.type === 'retry'
                 ? await this.engine.retry(this.adventure.id, undefined, this.handlers())
                 : await this.engine.editAction(this.adventure.id, message.turnId, message.text, this.handlers());
-          this.running = undefined;
           this.postState();
           if (outcome.error) this.post({ type: 'error', message: outcome.error.message });
           return;
@@ -233,7 +274,8 @@ export class PlayPanel extends Disposable {
     } catch (error) {
       // State first: it clears the error line, and the writer must still read what went wrong.
       this.postState();
-      this.post({ type: 'error', message: (error as Error).message });
+      const refused = error instanceof TurnInProgressError ? ' (Stop ends it; nothing you typed was lost)' : '';
+      this.post({ type: 'error', message: `${(error as Error).message}${refused}` });
     }
   }
 }

@@ -4,6 +4,7 @@ import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { PLAY_VIEW_TYPE, PlayPanel } from './playPanel';
+import { walkthroughDone } from './walkthrough';
 import { campaignAdventure } from '../story/playStore';
 
 /** Opens play panels, and brings them back after a reload from the state each webview saved. */
@@ -50,6 +51,12 @@ export class PlayPanels extends Disposable {
       void vscode.window.showInformationMessage('No campaign to play: a campaign is a folder with a campaign.yaml.');
       return undefined;
     }
+    // One panel per adventure: a second would run a second engine whose turns race the first's for the head.
+    const open = this.list().find((p) => p.campaign.root === index.campaign.root && (options.adventureId === undefined || p.adventureId === options.adventureId));
+    if (open) {
+      open.panel.reveal();
+      return open;
+    }
     const panel = vscode.window.createWebviewPanel(PLAY_VIEW_TYPE, 'Play', vscode.ViewColumn.Beside, { enableScripts: true });
     return this.adopt(panel, index.campaign.root, options.adventureId);
   }
@@ -67,6 +74,7 @@ export class PlayPanels extends Disposable {
       return undefined;
     }
     const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, adventureId);
+    walkthroughDone('played');
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));
     panel.onDidDispose(() => this.open.delete(play));

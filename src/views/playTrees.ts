@@ -1,9 +1,11 @@
 import * as vscode from 'vscode';
-import type { CandidateDecision } from '../knowledge/retrieval';
+import { whyNot, type CandidateDecision } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
+import { branchesOf, type Branch } from '../story/branches';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
+import type { PassageNode } from './passagesTree';
 import { CLASS_LABEL } from './sourcesTree';
 import { TreeProvider } from './treeProvider';
 
@@ -22,10 +24,15 @@ const oneLine = (text: string, max = 60): string => {
 };
 
 export type AdventuresNode =
-  | { kind: 'adventure'; playPath: string; campaignTitle: string; adventure: Adventure }
-  | { kind: 'turn'; playPath: string; adventure: Adventure; turn: Turn; onHead: boolean; branches: number };
+  /** `latest`: the campaign's adventure played last, shown open. */
+  | { kind: 'adventure'; playPath: string; campaignTitle: string; adventure: Adventure; latest: boolean }
+  | { kind: 'branch'; playPath: string; adventure: Adventure; branch: Branch; number: number }
+  | { kind: 'turn'; playPath: string; adventure: Adventure; turn: Turn; onHead: boolean };
 
-/** Adventures view: each campaign's adventures, and under each the turns of every branch as a tree. */
+/**
+ * Adventures view: each campaign's adventures; under each its branches, the one being played first; under
+ * a branch its turns as one flat run, so a long session reads as a list and a fork as a new branch.
+ */
 export class AdventuresTree extends TreeProvider<AdventuresNode> {
   constructor(
     private readonly campaigns: CampaignRegistry,
@@ -40,42 +47,51 @@ export class AdventuresTree extends TreeProvider<AdventuresNode> {
     if (!node) {
       return this.knowledge.list().flatMap((index) => {
         const store = this.readers.get(index.campaign.playPath);
-        return (store?.listAdventures(index.campaign.id) ?? []).map((adventure) => ({
+        return (store?.listAdventures(index.campaign.id) ?? []).map((adventure, i) => ({
           kind: 'adventure' as const,
           playPath: index.campaign.playPath,
           campaignTitle: index.campaign.title,
           adventure,
+          latest: i === 0,
         }));
       });
     }
     const store = this.readers.get(node.playPath);
-    if (!store) return [];
+    if (!store || node.kind === 'turn') return [];
     const adventure = store.adventure(node.adventure.id);
+    if (node.kind === 'adventure') {
+      return branchesOf(store.allTurns(adventure.id), adventure.headTurnId).map((branch, i) => ({ kind: 'branch' as const, playPath: node.playPath, adventure, branch, number: i + 1 }));
+    }
     const head = new Set(store.lineage(adventure.headTurnId).map((t) => t.id));
-    const parentId = node.kind === 'adventure' ? null : node.turn.id;
-    return store.children(adventure.id, parentId).map((turn) => ({
-      kind: 'turn' as const,
-      playPath: node.playPath,
-      adventure,
-      turn,
-      onHead: head.has(turn.id),
-      branches: store.children(adventure.id, turn.id).length,
-    }));
+    return node.branch.turns.map((turn) => ({ kind: 'turn' as const, playPath: node.playPath, adventure, turn, onHead: head.has(turn.id) }));
   }
 
   getTreeItem(node: AdventuresNode): vscode.TreeItem {
     if (node.kind === 'adventure') {
-      const item = new vscode.TreeItem(node.adventure.title, vscode.TreeItemCollapsibleState.Collapsed);
+      const item = new vscode.TreeItem(node.adventure.title, node.latest ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
       item.id = `adventure:${node.adventure.id}`;
       item.description = node.campaignTitle;
       item.iconPath = new vscode.ThemeIcon('book');
       item.contextValue = 'adventure';
       return item;
     }
+    if (node.kind === 'branch') {
+      const { branch } = node;
+      const label = branch.current ? 'Current story' : `Branch ${node.number}: ${oneLine(branch.turns[0]!.action.text, 40)}`;
+      const item = new vscode.TreeItem(label, branch.current ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+      item.id = `branch:${branch.id}`;
+      const count = `${branch.turns.length} turn${branch.turns.length === 1 ? '' : 's'}`;
+      const from = branch.forkedAfter ? `after turn ${branch.forkedAfter.depth + 1} (${oneLine(branch.forkedAfter.action.text, 30)})` : 'from the start';
+      item.description = `${count} · ${from}`;
+      item.tooltip = `${label}\n${count}, ${from}`;
+      item.iconPath = new vscode.ThemeIcon(branch.current ? 'debug-stackframe' : 'git-branch');
+      item.contextValue = 'branch';
+      return item;
+    }
     const { turn } = node;
-    const item = new vscode.TreeItem(oneLine(turn.action.text), node.branches > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(`${turn.depth + 1}. ${oneLine(turn.action.text)}`, vscode.TreeItemCollapsibleState.None);
     item.id = `turn:${turn.id}`;
-    item.description = [turn.status !== 'complete' ? turn.status : '', node.branches > 1 ? `${node.branches} branches` : '', oneLine(turn.narration, 40)].filter(Boolean).join(' · ');
+    item.description = [turn.status !== 'complete' ? turn.status : '', oneLine(turn.narration, 40)].filter(Boolean).join(' · ');
     item.tooltip = `${turn.action.kind}: ${turn.action.text}\n\n${turn.narration}`;
     item.iconPath = new vscode.ThemeIcon(node.onHead ? 'circle-filled' : 'circle-outline');
     item.command = { command: 'storyteller.showProvenance', title: 'Show Provenance', arguments: [node.playPath, turn.id] };
@@ -84,39 +100,105 @@ export class AdventuresTree extends TreeProvider<AdventuresNode> {
   }
 }
 
+/** Each outcome of retrieval in the words a writer uses. */
+const OUTCOME_WORDS: Record<CandidateDecision['outcome'], string> = {
+  selected: 'used',
+  'not-relevant': 'not relevant to this turn',
+  'over-budget': 'no room left in its section',
+  duplicate: 'repeats a passage that was used',
+  'in-state': 'already said by the world state',
+  disabled: 'its source is turned off',
+  'hidden-for-stage': 'hidden at this stage of the story',
+  'not-ready': 'not indexed yet',
+};
+
+/** A decision's reason without the outcome it restates ("not relevant: …"), never empty. */
+export function plainReason(decision: Pick<CandidateDecision, 'outcome' | 'reason'>): string {
+  const reason = decision.reason.replace(/^not relevant:\s*/, '').trim();
+  if (reason) return reason;
+  return decision.outcome === 'not-relevant' ? 'no word of the turn matched it' : OUTCOME_WORDS[decision.outcome];
+}
+
+/** The core's "why not" answer ("over-budget: …") with its outcome in words. */
+function plainAnswer(answer: string): string {
+  const [, outcome, rest] = /^([a-z-]+): (.*)$/s.exec(answer) ?? [];
+  return outcome && outcome in OUTCOME_WORDS ? `${OUTCOME_WORDS[outcome as CandidateDecision['outcome']]}: ${plainReason({ outcome: outcome as CandidateDecision['outcome'], reason: rest! })}` : answer;
+}
+
 export type ProvenanceNode =
   | { kind: 'section'; section: ContextSection; snapshot: PromptSnapshot }
   | { kind: 'passage'; decision: CandidateDecision }
   | { kind: 'item'; label: string; reason: string }
-  | { kind: 'excluded'; decisions: CandidateDecision[] };
+  | { kind: 'excluded'; decisions: CandidateDecision[] }
+  | { kind: 'whyNot'; question: string; answer: string };
 
 /** Turn provenance: what one turn was sent, section by section, which passages were used and which were left out, and why. */
 export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
-  private snapshot: PromptSnapshot | undefined;
+  private shown: { playPath: string; turn: Turn | undefined; snapshot: PromptSnapshot } | undefined;
+  private answer: Extract<ProvenanceNode, { kind: 'whyNot' }> | undefined;
 
-  constructor(private readonly readers: PlayReaders) {
+  constructor(
+    private readonly readers: PlayReaders,
+    private readonly knowledge: KnowledgeService,
+  ) {
     super('storyteller.provenance', []);
   }
 
   /** The snapshot shown, for "why not?". */
   get current(): PromptSnapshot | undefined {
-    return this.snapshot;
+    return this.shown?.snapshot;
   }
 
   show(playPath: string, turnId: string): boolean {
-    this.snapshot = this.readers.get(playPath)?.getSnapshot(turnId);
-    this.view.description = this.snapshot ? `${this.snapshot.totalTokens} tokens · ${this.snapshot.model ?? 'no model'}` : 'no prompt was sent for this turn';
+    const store = this.readers.get(playPath);
+    const snapshot = store?.getSnapshot(turnId);
+    const turn = store?.getTurn(turnId);
+    this.shown = snapshot ? { playPath, turn, snapshot } : undefined;
+    this.answer = undefined;
+    const name = turn ? `Turn ${turn.depth + 1}: ${oneLine(turn.action.text, 40)}` : 'this turn';
+    this.view.description = snapshot ? `${name} · ${snapshot.totalTokens} tokens · ${snapshot.model ?? 'no model'}` : `no prompt was sent for ${name}`;
     this.refresh();
-    return this.snapshot !== undefined;
+    return snapshot !== undefined;
+  }
+
+  /**
+   * "Why not?" for a passage, answered for the turn shown: the answer goes at the top of this view, where
+   * it stays readable (and in its hover), and the view is brought forward.
+   */
+  async whyNot(node: PassageNode): Promise<string | undefined> {
+    const snapshot = this.current;
+    const store = this.knowledge.get(node.root)?.store;
+    if (!snapshot || !store) {
+      void vscode.window.showInformationMessage('Select a turn in the Adventures view first: "why not?" answers for that turn.');
+      return undefined;
+    }
+    const answer = plainAnswer(whyNot(store, snapshot.retrieval, node.passage.id));
+    const trail = node.passage.headingPath.filter((h) => h !== node.source.title);
+    this.answer = { kind: 'whyNot', question: `Why not ${[node.source.title, ...trail].join(' › ')}?`, answer };
+    this.refresh();
+    await vscode.commands.executeCommand('storyteller.provenance.focus');
+    return answer;
+  }
+
+  /** A title for something a section used that is not a retrieved passage: a turn, a memory, the summary. */
+  private describeItem(id: string): string {
+    const store = this.shown && this.readers.get(this.shown.playPath);
+    const turn = store?.getTurn(id);
+    if (turn) return `Turn ${turn.depth + 1}: ${oneLine(turn.action.text, 50)}`;
+    const adventureId = this.shown?.turn?.adventureId;
+    const memory = adventureId ? store?.listMemories(adventureId).find((m) => m.id === id) : undefined;
+    if (memory) return `Memory: ${oneLine(memory.text, 50)}`;
+    return id === 'story-summary' ? 'The story so far' : 'an item no longer stored';
   }
 
   getChildren(node?: ProvenanceNode): ProvenanceNode[] {
-    const snapshot = this.snapshot;
+    const snapshot = this.current;
     if (!snapshot) return [];
     const decisions = new Map(snapshot.retrieval.candidates.map((c) => [c.passageId, c]));
     if (!node) {
       const excluded = snapshot.retrieval.candidates.filter((c) => c.outcome !== 'selected');
       return [
+        ...(this.answer ? [this.answer] : []),
         ...snapshot.sections.map((section) => ({ kind: 'section' as const, section, snapshot })),
         ...(excluded.length > 0 ? [{ kind: 'excluded' as const, decisions: excluded }] : []),
       ];
@@ -124,11 +206,11 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
     if (node.kind === 'section') {
       const used = node.section.itemIds.map((id): ProvenanceNode => {
         const decision = decisions.get(id);
-        return decision ? { kind: 'passage', decision } : { kind: 'item', label: id, reason: 'used' };
+        return decision ? { kind: 'passage', decision } : { kind: 'item', label: this.describeItem(id), reason: 'used' };
       });
       const leftOut = node.section.leftOut.map((l): ProvenanceNode => {
         const decision = decisions.get(l.id);
-        return decision ? { kind: 'passage', decision: { ...decision, reason: l.reason } } : { kind: 'item', label: l.id, reason: `left out: ${l.reason}` };
+        return decision ? { kind: 'passage', decision: { ...decision, reason: l.reason } } : { kind: 'item', label: this.describeItem(l.id), reason: `left out: ${l.reason}` };
       });
       return [...used, ...leftOut];
     }
@@ -138,6 +220,13 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
 
   getTreeItem(node: ProvenanceNode): vscode.TreeItem {
     switch (node.kind) {
+      case 'whyNot': {
+        const item = new vscode.TreeItem(node.question);
+        item.description = node.answer;
+        item.tooltip = new vscode.MarkdownString().appendText(`${node.question}\n\n${node.answer}`);
+        item.iconPath = new vscode.ThemeIcon('question');
+        return item;
+      }
       case 'section': {
         const s = node.section;
         const item = new vscode.TreeItem(s.title, s.itemIds.length + s.leftOut.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
@@ -156,15 +245,16 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       case 'item': {
         const item = new vscode.TreeItem(node.label);
         item.description = node.reason;
+        item.tooltip = `${node.label}\n${node.reason}`;
         return item;
       }
       case 'passage': {
         const d = node.decision;
-        const trail = d.headingPath.length > 0 ? ` › ${d.headingPath.join(' › ')}` : '';
-        const item = new vscode.TreeItem(`${d.sourceTitle}${trail}`);
-        const score = d.score === null ? 'not admitted' : `score ${d.score.toFixed(2)}`;
-        item.description = `${CLASS_LABEL[d.class]} · ${score} · ${d.outcome}`;
-        item.tooltip = `${d.sourcePath}\n${d.outcome}: ${d.reason}`;
+        const headings = d.headingPath[0] === d.sourceTitle ? d.headingPath.slice(1) : d.headingPath;
+        const item = new vscode.TreeItem([d.sourceTitle, ...headings].join(' › '));
+        const relevance = d.score === null ? '' : ` · relevance ${d.score.toFixed(2)}`;
+        item.description = `${CLASS_LABEL[d.class]} · ${OUTCOME_WORDS[d.outcome]}${relevance}`;
+        item.tooltip = `${d.sourcePath}\n${OUTCOME_WORDS[d.outcome]}: ${plainReason(d)}`;
         item.iconPath = new vscode.ThemeIcon(d.outcome === 'selected' ? 'pass' : 'circle-slash');
         item.contextValue = 'provenancePassage';
         return item;

@@ -39,11 +39,32 @@ export type DriverStep =
   | { action: 'fill'; selector: string; text: string }
   | { action: 'click'; selector: string }
   /** Focuses the element and presses `key` there ('Control+Enter'; 'Shift' just arrives by keyboard, so :focus-visible shows). */
-  | { action: 'press'; selector: string; key: string };
+  | { action: 'press'; selector: string; key: string }
+  /** Scrolls the element (a scrolling region) to its top, as a writer rereading the story would. */
+  | { action: 'scrollToTop'; selector: string }
+  /**
+   * Types `text` into the element one key at a time, as a writer does, and records for each key the time
+   * from the keydown to the next frame painted after it (the reply's `typing`).
+   */
+  | { action: 'typeTimed'; selector: string; text: string };
 
 export interface ScreenshotRequest {
   name: string;
   steps?: DriverStep[];
+  /** Selectors (in any frame) whose place on screen the reply reports, to tell what is in view. */
+  locate?: string[];
+}
+
+/** Where an element is inside its frame's viewport, in CSS pixels. */
+export interface Located {
+  top: number;
+  bottom: number;
+  viewportHeight: number;
+  /** A form field's current value (what the writer typed), else null. */
+  value: string | null;
+  disabled: boolean;
+  /** It, or something inside it, has the keyboard focus. */
+  focused: boolean;
 }
 
 /** The driver's answer: the files it wrote, and the text and markup of every webview frame it saw. */
@@ -57,4 +78,8 @@ export interface ScreenshotReply {
   trackerHits: number;
   /** A step that could not be done (its selector was not found). */
   stepError?: string;
+  /** Each requested selector's place (null: no frame holds it). */
+  located: Record<string, Located | null>;
+  /** Keydown-to-paint milliseconds of each key typed by a typeTimed step. */
+  typing: number[];
 }

@@ -20,7 +20,7 @@ import {
   requireChromium,
   type RunningCodeServer,
 } from '../../scripts/codeServer';
-import type { DriverStep, HarnessConfig, ScreenshotReply, ScreenshotRequest, SuiteResults } from './protocol';
+import type { DriverStep, HarnessConfig, Located, ScreenshotReply, ScreenshotRequest, SuiteResults } from './protocol';
 
 const SUITE_TIMEOUT_MS = 10 * 60_000;
 const RUN_DIR = path.join(PROJECT_ROOT, '.e2e');
@@ -124,13 +124,70 @@ async function frameWith(page: Page, selector: string): Promise<Frame> {
   throw new Error(`no frame holds ${selector}`);
 }
 
-async function runSteps(page: Page, steps: DriverStep[]): Promise<void> {
+/**
+ * Types into the element key by key and returns, per key, the milliseconds from its keydown to the frame
+ * painted after it: the lag a writer feels. The page measures it itself, so the driver's own latency
+ * is not counted.
+ */
+async function typeTimed(frame: Frame, selector: string, text: string): Promise<number[]> {
+  await frame.focus(selector);
+  await frame.evaluate(() => {
+    const w = window as unknown as { typingLatencies: number[]; typingTimed?: boolean };
+    w.typingLatencies = [];
+    // One listener per page, however many times keys are timed in it.
+    if (w.typingTimed) return;
+    w.typingTimed = true;
+    document.addEventListener(
+      'keydown',
+      () => {
+        const start = performance.now();
+        // The frame after the next animation frame is the one that shows the key's effect.
+        requestAnimationFrame(() => setTimeout(() => w.typingLatencies.push(performance.now() - start), 0));
+      },
+      { capture: true },
+    );
+  });
+  const keys = [...text];
+  for (let typed = 1; typed <= keys.length; typed++) {
+    await frame.press(selector, keys[typed - 1]!);
+    await frame.waitForFunction((n) => (window as unknown as { typingLatencies: number[] }).typingLatencies.length >= n, typed, { timeout: 30_000 });
+  }
+  return frame.evaluate(() => (window as unknown as { typingLatencies: number[] }).typingLatencies);
+}
+
+async function runSteps(page: Page, steps: DriverStep[]): Promise<number[]> {
+  const typing: number[] = [];
   for (const step of steps) {
     const frame = await frameWith(page, step.selector);
     if (step.action === 'fill') await frame.fill(step.selector, step.text);
     else if (step.action === 'press') await frame.press(step.selector, step.key);
+    else if (step.action === 'scrollToTop') await frame.$eval(step.selector, (node) => node.scrollTo({ top: 0 }));
+    else if (step.action === 'typeTimed') typing.push(...(await typeTimed(frame, step.selector, step.text)));
     else await frame.click(step.selector);
   }
+  return typing;
+}
+
+async function locate(page: Page, selectors: string[]): Promise<Record<string, Located | null>> {
+  const located: Record<string, Located | null> = {};
+  for (const selector of selectors) {
+    const frame = await frameWith(page, selector).catch(() => undefined);
+    located[selector] = frame
+      ? await frame.$eval(selector, (node) => {
+          const box = node.getBoundingClientRect();
+          const field = node as Element & { value?: unknown; disabled?: unknown };
+          return {
+            top: box.top,
+            bottom: box.bottom,
+            viewportHeight: window.innerHeight,
+            value: typeof field.value === 'string' ? field.value : null,
+            disabled: field.disabled === true || node.hasAttribute('disabled'),
+            focused: node === document.activeElement || node.contains(document.activeElement),
+          };
+        })
+      : null;
+  }
+  return located;
 }
 
 /**
@@ -151,12 +208,14 @@ async function settleFrames(page: Page): Promise<void> {
 
 async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs: string[], trackerHits: () => number): Promise<ScreenshotReply> {
   let stepError: string | undefined;
+  let typing: number[] = [];
   try {
-    await runSteps(page, request.steps ?? []);
+    typing = await runSteps(page, request.steps ?? []);
   } catch (error) {
     stepError = (error as Error).message;
   }
   await settleFrames(page);
+  const located = await locate(page, request.locate ?? []);
   // Text first, pictures after: the suite decides on the text, so every picture is at least as new as it.
   const frames: (ScreenshotReply['frames'][number] & { frame: Frame })[] = [];
   for (const frame of page.frames()) {
@@ -195,6 +254,8 @@ async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs:
     frames: frames.map(({ url, text, html }) => ({ url, text, html })),
     dialogs: [...dialogs],
     trackerHits: trackerHits(),
+    located,
+    typing,
     ...(stepError ? { stepError } : {}),
   };
 }

@@ -9,6 +9,7 @@ import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import {
   BundleError,
   DEFAULT_BUNDLE_LIMITS,
+  describePlayData,
   exportCampaignBundle,
   importCampaignBundle,
   type CampaignBundle,
@@ -109,6 +110,25 @@ describe('campaign bundle', () => {
     assert.deepEqual(readTree(restored, notData), readTree(campaign, notData));
     await exportBundle(restored, bundlePath('second'), fixedClock);
     assert.equal(fs.readFileSync(bundlePath('second'), 'utf8'), fs.readFileSync(bundlePath('first'), 'utf8'));
+  });
+
+  it('restores a copy under its own id and title when asked, with its adventures following it', async () => {
+    await exportBundle(campaign, bundlePath(), fixedClock);
+    const restored = path.join(dir, 'copy');
+    const summary = await importCampaignBundle(bundlePath(), restored, {
+      renameAs: ({ id, title }) => ({ id: `${id}-restored`, title: `${title} (restored)` }),
+    });
+    assert.deepEqual([summary.campaignId, summary.campaignTitle], ['westhaven-restored', 'The Westhaven Campaign (restored)']);
+    const copy = loadCampaign(restored);
+    assert.deepEqual([copy.id, copy.title], ['westhaven-restored', 'The Westhaven Campaign (restored)']);
+    const yaml = fs.readFileSync(path.join(restored, 'campaign.yaml'), 'utf8');
+    assert.equal(yaml, fs.readFileSync(path.join(campaign, 'campaign.yaml'), 'utf8').replace('id: westhaven', 'id: westhaven-restored').replace('title: The Westhaven Campaign', 'title: The Westhaven Campaign (restored)'));
+    const db = openDatabase(copy.playPath, PLAY_MIGRATIONS);
+    const owners = db.prepare('SELECT DISTINCT campaign_id FROM adventures UNION SELECT DISTINCT campaign_id FROM conflict_decisions').all() as { campaign_id: string }[];
+    db.close();
+    assert.deepEqual(owners.map((o) => o.campaign_id), ['westhaven-restored'], 'the adventures and decisions belong to the copy');
+    assert.equal(describePlayData(summary.playRows), '1 adventure, 3 turns, 1 saved turn context, 1 memory, 1 story summary, 1 conflict decision');
+    assert.equal(describePlayData({}), 'no play data');
   });
 
   it('carries every play table, keeping exact values: large integers, reals, text with CRLF and symbols', async () => {

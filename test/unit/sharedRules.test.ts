@@ -16,7 +16,7 @@ import { findSource } from '../../src/knowledge/indexing/operations';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { unsafeBundlePath } from '../../src/knowledge/interchange/bundle';
 import { importFilesIntoCampaign } from '../../src/knowledge/interchange/fileImport';
-import { normalizeLoreFolder } from '../../src/knowledge/interchange/lorebookImport';
+import { normalizeCampaignFolder } from '../../src/knowledge/interchange/lorebookImport';
 import { searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
 import { excerptAround } from '../../src/knowledge/retrieval/retrievalFormat';
 import { castFromKnowledgeStore } from '../../src/story/cast';
@@ -129,12 +129,12 @@ describe('shared rules: every surface reads alike', () => {
       for (const unsafe of ['', '/etc/passwd', 'C:/x', 'a/../b', 'a//b', './a/./b', 'a\u0000b']) {
         assert.ok(unsafeRelativePath(unsafe), JSON.stringify(unsafe));
         assert.ok(unsafeBundlePath(unsafe), `bundle: ${JSON.stringify(unsafe)}`);
-        assert.throws(() => normalizeLoreFolder(unsafe), `lorebook: ${JSON.stringify(unsafe)}`);
+        assert.throws(() => normalizeCampaignFolder(unsafe), `lorebook: ${JSON.stringify(unsafe)}`);
       }
       for (const safe of ['lore', 'lore/creatures', '..notes']) {
         assert.equal(unsafeRelativePath(safe), undefined);
         assert.equal(unsafeBundlePath(safe), undefined);
-        assert.equal(normalizeLoreFolder(safe), safe);
+        assert.equal(normalizeCampaignFolder(safe), safe);
       }
     });
   });

@@ -247,6 +247,40 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     assert.equal(store.allTurns(adventureId).length, 1, 'an empty action stores nothing');
   });
 
+  it('keeps one turn in flight per adventure: Stop stops it, and undo, fork, retry and edit are refused meanwhile', async () => {
+    const engine = engineFor();
+    fake.queue({ chunks: ['The bell tolls once.'] });
+    const settled = await engine.takeTurn(adventureId, { kind: 'do', text: 'listen' });
+    fake.queue({ chunks: ['One. ', 'Two. ', 'Three. ', 'Four. ', 'Five.'], chunkDelayMs: 200 });
+    let accepted: string | undefined;
+    let firstChunk!: () => void;
+    const streaming = new Promise<void>((resolve) => (firstChunk = resolve));
+    const running = engine.takeTurn(adventureId, { kind: 'do', text: 'count the bells' }, { onAccepted: (turn) => (accepted = turn.action.text), onChunk: () => firstChunk() });
+    assert.equal(accepted, 'count the bells', 'the action is stored before the model is asked');
+    await streaming;
+    assert.equal(engine.isGenerating(adventureId), true);
+    assert.throws(() => engine.undo(adventureId), /still being generated/);
+    assert.throws(() => engine.fork(adventureId, settled.turn.id), /still being generated/);
+    await assert.rejects(engine.retry(adventureId), /still being generated/);
+    await assert.rejects(engine.editAction(adventureId, settled.turn.id, 'listen closely'), /still being generated/);
+    assert.equal(engine.stop(adventureId), true);
+    const outcome = await running;
+    assert.equal(kindOf(outcome.error), 'cancelled', 'Stop stops the turn that is running');
+    assert.equal(outcome.turn.status, 'incomplete');
+    assert.match(outcome.turn.narration, /^One\./, 'what arrived is kept');
+    assert.equal(store.allTurns(adventureId).length, 2, 'nothing refused left a turn behind');
+    assert.equal(store.adventure(adventureId).headTurnId, outcome.turn.id, 'no refused undo or fork moved the head');
+    assert.equal(engine.stop(adventureId), false, 'nothing is left to stop');
+    assert.equal(engine.undo(adventureId)?.id, settled.turn.id, 'once the turn ended, undo works again');
+  });
+
+  it('refuses to replay an unchanged action, so an edit never duplicates a branch', async () => {
+    const engine = engineFor();
+    const first = await engine.takeTurn(adventureId, { kind: 'do', text: 'light a candle' });
+    await assert.rejects(engine.editAction(adventureId, first.turn.id, ' light a candle '), /unchanged/);
+    assert.equal(store.allTurns(adventureId).length, 1);
+  });
+
   it('previews a context without calling the model', async () => {
     const engine = engineFor();
     const context = await engine.previewContext(adventureId, { kind: 'do', text: 'open the crypt' });

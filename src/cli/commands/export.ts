@@ -2,7 +2,7 @@ import path from 'node:path';
 import { CampaignError } from '../../knowledge/campaign';
 import { LorebookError } from '../../knowledge/interchange';
 import { exportCampaignWorldInfo, worldInfoExportReport } from '../../knowledge/interchange';
-import { BUNDLE_EXTENSION, BundleError, exportCampaignBundle } from '../../knowledge/interchange';
+import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle } from '../../knowledge/interchange';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
 import { openCliSession } from '../knowledgeAccess';
@@ -50,7 +50,7 @@ export const exportCommand: Command = {
       emit(io, args, summary, () =>
         [
           `Exported ${summary.files} files (${summary.sources} indexed sources) to ${path.relative(io.cwd, summary.file) || summary.file}.`,
-          `Play data: ${Object.entries(summary.playRows).map(([t, n]) => `${t} ${n}`).join(', ') || 'none'}.`,
+          `Play data: ${describePlayData(summary.playRows)}.`,
           args.values.embeddings === true ? `Embeddings: ${summary.embeddings} vectors with their model metadata.` : 'Embeddings left out (rebuilt after import).',
           ...summary.skipped.map((p) => `Skipped (not a regular file): ${p}`),
         ].join('\n'),

@@ -3,7 +3,7 @@ import { CampaignError, findCampaignRoot } from '../../knowledge/campaign';
 import { indexFile, type FileOutcome } from '../../knowledge/indexing';
 import { LorebookError } from '../../knowledge/interchange';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/interchange';
-import { BundleError, importCampaignBundle } from '../../knowledge/interchange';
+import { BundleError, describePlayData, importCampaignBundle } from '../../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/campaign';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 import { openCliSession } from '../knowledgeAccess';
@@ -95,7 +95,7 @@ export const importCommand: Command = {
       emit(io, args, summary, () =>
         [
           `Restored campaign ${summary.campaignId} into ${path.relative(io.cwd, summary.target) || summary.target}: ${summary.files} files.`,
-          `Play data: ${Object.entries(summary.playRows).map(([t, n]) => `${t} ${n}`).join(', ') || 'none'}.`,
+          `Play data: ${describePlayData(summary.playRows)}.`,
         ].join('\n'),
       );
       return EXIT.ok;

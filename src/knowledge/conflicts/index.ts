@@ -8,5 +8,6 @@ export { checkCanonConsistency, pairPassagesByEntity } from './conflictsModel';
 export type { ConsistencyPassage, SuggestedConflict } from './conflictsModel';
 export { describeWorldFact, supersedeRetrievedCanon, supersededByState, worldFactsFromState } from './conflictsState';
 export type { WorldFact } from './conflictsState';
+export { buildEntityNames, EntityNames } from './facts';
 export type { FactStatement } from './facts';
-export { stripInlineMarkup } from './factsNormalize';
+export { nameKey, stripInlineMarkup } from './factsNormalize';

@@ -139,13 +139,18 @@ export function passageRetrievalCounts(playDb: Db, passageIds: readonly string[]
   return new Map(rows.map((r) => [r.passage_id, { used: r.used, considered: r.considered }]));
 }
 
+/** Turns that retrieved anything: until one has, "never retrieved" says nothing about a source. */
+export function retrievingTurnCount(playDb: Db): number {
+  return (playDb.prepare('SELECT count(DISTINCT turn_id) AS n FROM turn_passages').get() as { n: number }).n;
+}
+
 /**
  * Sources no turn has used. Only meaningful once something was played, and only about sources retrieval
  * could return (enabled, indexed, not always-included — those are sent without retrieval).
  */
 export function neverRetrievedProducer(playDb: Db): FindingProducer {
   return ({ sources }) => {
-    const turns = (playDb.prepare('SELECT count(DISTINCT turn_id) AS n FROM turn_passages').get() as { n: number }).n;
+    const turns = retrievingTurnCount(playDb);
     if (turns === 0) return [];
     const used = new Set((playDb.prepare('SELECT DISTINCT source_id FROM turn_passages WHERE selected = 1').all() as { source_id: string }[]).map((r) => r.source_id));
     return sources

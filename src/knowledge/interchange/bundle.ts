@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import YAML from 'yaml';
 import { z } from 'zod';
 import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeRelativePath, type Campaign } from '../campaign';
 import { importCampaign, type ImportReport } from '../indexing';
@@ -322,6 +323,25 @@ export interface ExportOptions {
   now?: () => Date;
 }
 
+/** What the writer calls each play table's rows; the others (passage links, calibration) are details of these. */
+const PLAY_DATA_WORDS: Record<string, [one: string, many: string]> = {
+  adventures: ['adventure', 'adventures'],
+  turns: ['turn', 'turns'],
+  prompt_snapshots: ['saved turn context', 'saved turn contexts'],
+  memories: ['memory', 'memories'],
+  story_summaries: ['story summary', 'story summaries'],
+  conflict_decisions: ['conflict decision', 'conflict decisions'],
+};
+
+/** A bundle's play data in words ("2 adventures, 14 turns, 3 memories"), or "no play data". */
+export function describePlayData(playRows: Record<string, number>): string {
+  const parts = Object.entries(PLAY_DATA_WORDS)
+    .map(([table, [one, many]]) => [playRows[table] ?? 0, one, many] as const)
+    .filter(([count]) => count > 0)
+    .map(([count, one, many]) => `${count} ${count === 1 ? one : many}`);
+  return parts.length > 0 ? parts.join(', ') : 'no play data';
+}
+
 export interface ExportSummary {
   files: number;
   sources: number;
@@ -491,11 +511,41 @@ function checkDatabase(file: string, db: BundleDatabase | null, what: string, li
 
 export interface ImportBundleOptions {
   limits?: BundleLimits;
+  /**
+   * A new id and title for the restored copy (given the bundle's), or undefined to keep them: a copy
+   * restored beside its original must not show up as a second, identical campaign.
+   */
+  renameAs?: (campaign: { id: string; title: string }) => { id: string; title: string } | undefined;
+}
+
+/** Gives the restored copy its own id and title: in campaign.yaml (comments kept) and on every play row. */
+function renameRestored(campaign: Campaign, to: { id: string; title: string }): Campaign {
+  const yamlFile = path.join(campaign.root, CAMPAIGN_FILE);
+  const doc = YAML.parseDocument(fs.readFileSync(yamlFile, 'utf8'));
+  doc.set('id', to.id);
+  doc.set('title', to.title);
+  fs.writeFileSync(yamlFile, doc.toString());
+  if (fs.existsSync(campaign.playPath)) {
+    const db = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
+    try {
+      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name);
+      db.transaction(() => {
+        for (const table of tables) {
+          const columns = db.prepare(`PRAGMA table_info("${table}")`).all() as { name: string }[];
+          if (columns.some((c) => c.name === 'campaign_id')) db.prepare(`UPDATE "${table}" SET campaign_id = ?`).run(to.id);
+        }
+      })();
+    } finally {
+      db.close();
+    }
+  }
+  return loadCampaign(campaign.root);
 }
 
 export interface ImportBundleSummary {
   target: string;
   campaignId: string;
+  campaignTitle: string;
   files: number;
   playRows: Record<string, number>;
   embeddings: number;
@@ -531,6 +581,7 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   }
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
   let counts: ImportReport['counts'];
+  let restored: Campaign;
   try {
     fs.mkdirSync(temp);
     for (const member of files) {
@@ -538,8 +589,11 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
       fs.mkdirSync(path.dirname(abs), { recursive: true });
       fs.writeFileSync(abs, member.bytes, { flag: 'wx' });
     }
-    const campaign = loadCampaign(temp);
+    let campaign = loadCampaign(temp);
     if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
+    const renamed = options.renameAs?.(bundle.campaign);
+    if (renamed) campaign = renameRestored(campaign, renamed);
+    restored = campaign;
     if (bundle.embeddings) restoreDatabase(campaign.indexPath, INDEX_MIGRATIONS, bundle.embeddings, 'embedding', file);
     // Indexed inside the temporary folder, so a failure here also leaves nothing behind.
     const store = KnowledgeStore.open(campaign);
@@ -558,7 +612,8 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   }
   return {
     target,
-    campaignId: bundle.campaign.id,
+    campaignId: restored.id,
+    campaignTitle: restored.title,
     files: files.length,
     playRows: Object.fromEntries((bundle.play?.tables ?? []).map((t) => [t.name, t.rows.length])),
     embeddings: bundle.embeddings?.tables.find((t) => t.name === 'embeddings')?.rows.length ?? 0,

@@ -5,12 +5,15 @@ import { DEFAULT_SIZE_CAP_BYTES, ReadRefusedError, decodeSource, oversizeIssue, 
 import { withFrontMatterField } from '../campaign';
 import { documentKind } from '../indexing';
 import type { KnowledgeClass } from '../campaign';
+import { normalizeCampaignFolder } from './lorebookImport';
 
 export interface FileImportOptions {
   campaignRoot: string;
   class: KnowledgeClass;
   /** Files above this are refused; default: the campaign's own cap, else the default cap. */
   sizeCapBytes?: number;
+  /** Campaign-relative folder the copies go to (created when missing); default: the campaign folder itself. */
+  folder?: string;
 }
 
 export interface ImportedFile {
@@ -70,7 +73,10 @@ function prepare(file: string, campaignRoot: string, cls: KnowledgeClass, sizeCa
 export function importFilesIntoCampaign(files: readonly string[], options: FileImportOptions): FileImportResult {
   const campaign = loadCampaign(options.campaignRoot);
   const sizeCap = options.sizeCapBytes ?? campaign.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
-  const taken = new Set(fs.readdirSync(campaign.root).map((n) => n.toLowerCase()));
+  const folder = options.folder ? normalizeCampaignFolder(options.folder) : '';
+  const into = path.join(campaign.root, ...folder.split('/').filter(Boolean));
+  fs.mkdirSync(into, { recursive: true });
+  const taken = new Set(fs.readdirSync(into).map((n) => n.toLowerCase()));
   const result: FileImportResult = { written: [], refused: [] };
   for (const file of files.map((f) => path.resolve(f))) {
     const prepared = prepare(file, campaign.root, options.class, sizeCap);
@@ -81,13 +87,13 @@ export function importFilesIntoCampaign(files: readonly string[], options: FileI
     const name = freeName(path.basename(file), taken);
     try {
       // 'wx': a file that appeared since the folder was listed is never overwritten.
-      fs.writeFileSync(path.join(campaign.root, name), prepared.text, { flag: 'wx' });
+      fs.writeFileSync(path.join(into, name), prepared.text, { flag: 'wx' });
     } catch (error) {
       result.refused.push({ file, reason: `could not be written as ${name} (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
       continue;
     }
     taken.add(name.toLowerCase());
-    result.written.push({ file, path: name, renamed: name !== path.basename(file) });
+    result.written.push({ file, path: folder ? `${folder}/${name}` : name, renamed: name !== path.basename(file) });
   }
   return result;
 }

@@ -1,5 +1,5 @@
 // Interchange: campaign bundles, lorebooks (SillyTavern, Character Cards, CharX, NovelAI, Agnai, RisuAI) and files brought into a campaign.
-export { BUNDLE_EXTENSION, BundleError, exportCampaignBundle, importCampaignBundle, type ExportSource } from './bundle';
+export { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSource } from './bundle';
 export type { ExportSummary, ImportBundleSummary } from './bundle';
 export { importFilesIntoCampaign } from './fileImport';
 export type { FileImportResult } from './fileImport';

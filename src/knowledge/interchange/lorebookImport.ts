@@ -83,7 +83,7 @@ export function portableSlug(title: string): string {
 }
 
 /** A campaign-relative folder, refused when it could land outside the campaign or in its data folder. */
-export function normalizeLoreFolder(folder: string): string {
+export function normalizeCampaignFolder(folder: string): string {
   const posix = folder.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
   if (unsafeRelativePath(posix) || posix.split('/')[0] === DATA_DIR) {
     throw new LorebookError(folder, `folder must be a plain path inside the campaign (not absolute, no '..', not ${DATA_DIR})`);
@@ -200,7 +200,7 @@ function existingNames(dir: string): Set<string> {
  */
 export function importLorebookFile(file: string, options: LorebookImportOptions): LorebookImportResult {
   const campaign = loadCampaign(options.campaignRoot);
-  const folder = normalizeLoreFolder(options.folder ?? DEFAULT_LORE_FOLDER);
+  const folder = normalizeCampaignFolder(options.folder ?? DEFAULT_LORE_FOLDER);
   let bytes: Buffer;
   try {
     bytes = readFileBounded(file, MAX_LOREBOOK_BYTES);

@@ -21,6 +21,12 @@ import { EXTENSION_ID, activatedExtension, capture, harnessConfig, waitFor } fro
 /** The workbench text as read on screen: the editor renders spaces as no-break spaces. */
 const screenText = (reply: ScreenshotReply): string => reply.workbenchText.replace(/\u00a0/g, ' ');
 
+/** The rendered report as the markdown preview shows it (a webview frame). */
+const reportText = (reply: ScreenshotReply): string => reply.frames.map((f) => f.text).join('\n');
+
+/** Open tabs showing the report, in any editor group. */
+const reportTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.label.includes('Storyteller Report'));
+
 let api: StorytellerApi;
 let index: CampaignIndex;
 let root: string;
@@ -102,7 +108,7 @@ describe('campaign commands in the workbench', () => {
       const latin1 = put('old-notes.txt', Buffer.from('Caf\xe9 by the river gate.\n', 'latin1'));
       const canonBefore = fs.readFileSync(path.join(root, 'canon.md'), 'utf8');
 
-      const result = await vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', harbour, [harbour, clash, binary, latin1], { class: 'inspiration' });
+      const result = await vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', harbour, [harbour, clash, binary, latin1], { class: 'inspiration', folder: '' });
       imported.push(...result.written.map((w) => w.path));
       assert.deepEqual(result.written.map((w) => w.path), ['harbour-songs.md', 'canon-2.md']);
       assert.equal(fs.readFileSync(path.join(root, 'canon.md'), 'utf8'), canonBefore, 'the campaign’s own canon.md is untouched');
@@ -149,19 +155,30 @@ describe('campaign commands in the workbench', () => {
       assert.match(text, /^- \*\*Sister Mara\*\* — canon · characters\/mara\.md · matched/m, 'a used passage, by its title');
       assert.match(text, /Resurrection is impossible/, 'the always-include canon as sent');
       assert.match(text, /## Retrieval decisions \(\d+ candidates/);
+      assert.doesNotMatch(text, /\\n/, 'no literal \\n in the report');
+
+      const rendered = await waitFor(async () => {
+        const seen = await capture('preview-context');
+        return /1\. Narrator — \d+ tokens \(required\)/.test(reportText(seen)) && seen;
+      }, 15_000, 'the preview rendered in the report tab');
+      assert.doesNotMatch(reportText(rendered), /^## 1\. Narrator/m, 'rendered headings, not raw markdown');
+      assert.match(reportText(rendered), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
+      assert.equal(reportTabs().length, 1);
+
+      const again = await vscode.commands.executeCommand<vscode.TextDocument>('storyteller.previewContext', { action: 'ask Brother Aldric about the bells' });
+      assert.equal(again.uri.toString(), document.uri.toString(), 'the same report document');
+      await waitFor(async () => reportText(await capture('preview-context-again')).includes('ask Brother Aldric about the bells'), 15_000, 'the second preview in the same tab');
+      assert.equal(reportTabs().length, 1, 'a second report reuses the tab');
+      assert.equal(api.reports.current?.title, 'Context Preview — The Westhaven Campaign');
 
       const adventures = api.adventures.getChildren();
       assert.equal(adventures.length, 1, 'the preview is for the campaign’s current (here: first) adventure');
       assert.deepEqual(api.adventures.getChildren(adventures[0]), [], 'a preview plays no turn');
-      // Typing into the preview changes nothing: it is read-only.
-      await vscode.window.showTextDocument(document);
+      // Typing into the report's source changes nothing: it is read-only.
+      const before = again.getText();
+      await vscode.window.showTextDocument(again);
       await vscode.commands.executeCommand('type', { text: 'x' });
-      assert.equal(document.getText(), text);
-
-      const reply = await capture('preview-context');
-      assert.match(reply.workbenchText, /Context Preview — The Westhaven Campaign/, 'the preview’s tab');
-      assert.match(screenText(reply), /## 1\. Narrator — \d+ tokens \(required\)/, 'the preview on screen');
-      assert.match(screenText(reply), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
+      assert.equal(again.getText(), before);
     });
   });
 
@@ -184,11 +201,19 @@ describe('campaign commands in the workbench', () => {
         addToWorkspace: false,
       });
       assert.equal(restored.target, target);
-      assert.deepEqual(campaignFiles(target), campaignFiles(root), 'every file comes back byte for byte');
+      const [copied, original] = [campaignFiles(target), campaignFiles(root)];
+      // Restored beside the original, the copy gets its own id and title so the two are told apart.
+      assert.equal(restored.campaignId, 'westhaven-restored');
+      assert.equal(restored.campaignTitle, 'The Westhaven Campaign (restored)');
+      assert.equal(loadCampaign(target).title, 'The Westhaven Campaign (restored)');
+      assert.equal(copied.get('campaign.yaml'), original.get('campaign.yaml')!.replace('id: westhaven', 'id: westhaven-restored').replace('title: The Westhaven Campaign', 'title: The Westhaven Campaign (restored)'), 'only id and title change in campaign.yaml');
+      copied.delete('campaign.yaml');
+      original.delete('campaign.yaml');
+      assert.deepEqual(copied, original, 'every other file comes back byte for byte');
       assert.deepEqual(restoredSources(target), describeSources(index.store!), 'and indexes into the same sources');
       const reply = await waitFor(async () => {
         const seen = await capture('import-campaign-restored');
-        return seen.workbenchText.includes('Restored westhaven into') && seen;
+        return seen.workbenchText.includes('Restored "The Westhaven Campaign (restored)" into') && seen;
       }, 10_000, 'the restore message');
       assert.equal(restored.index.indexed, exported.sources);
       assert.match(reply.workbenchText, new RegExp(`\\d+ files, ${exported.sources} indexed`));
@@ -218,33 +243,35 @@ describe('campaign commands in the workbench', () => {
 
   describe('Import Lorebook and Export Canon as World Info', () => {
     after(async () => {
-      fs.rmSync(path.join(root, 'lore'), { recursive: true, force: true });
-      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('lore/')), 20_000, 'the lore files to leave the index');
+      fs.rmSync(path.join(root, 'worlds'), { recursive: true, force: true });
+      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('worlds/')), 20_000, 'the lore files to leave the index');
       await index.idle();
     });
 
     it('turns a SillyTavern World Info file into sources of the chosen class and shows where every field went', async () => {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       const worldInfo = vscode.Uri.file(corpusPath('lorebooks', 'Eldoria.worldinfo.st-current.json'));
-      const result = await vscode.commands.executeCommand<LorebookImportResult>('storyteller.importLorebook', worldInfo, { class: 'reference' });
+      const result = await vscode.commands.executeCommand<LorebookImportResult>('storyteller.importLorebook', worldInfo, { class: 'reference', folder: 'worlds/eldoria' });
       assert.equal(result.written.length, 4);
       const paths = result.written.map((w) => w.path);
       await waitFor(() => paths.every((p) => sourceAt(p)?.class === 'reference'), 20_000, 'the four entries to be indexed as reference');
       const listed = await treeSources('reference');
       assert.ok(paths.every((p) => listed.includes(p)), 'the entries are listed under Reference');
 
-      const report = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === REPORT_SCHEME)?.document;
-      assert.ok(report, 'the import report is open');
-      assert.equal(report.getText(), `${lorebookImportReport(result, vscode.workspace.asRelativePath(worldInfo)).join('\n')}\n`, 'the same report the CLI prints');
+      const report = api.reports.current?.document;
+      assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the import report is open');
+      assert.ok(report);
+      const printed = lorebookImportReport(result, vscode.workspace.asRelativePath(worldInfo)).join('\n');
+      assert.ok(report.getText().includes(printed), 'the same report the CLI prints');
       assert.match(report.getText(), /^ {2}position +4 +sillytavern\.entry\.position$/m);
       for (const field of result.fields) assert.ok(report.getText().includes(field.field), `the report names ${field.field}`);
 
       await vscode.commands.executeCommand('workbench.view.extension.storyteller');
-      const reply = await waitFor(async () => {
+      await waitFor(async () => {
         const seen = await capture('import-lorebook');
-        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into lore/ as Reference; every field was carried') && seen;
-      }, 10_000, 'the summary message');
-      assert.match(screenText(reply), /Where each field went/, 'the report on screen');
+        return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into worlds/eldoria/ as Reference; every field was carried') && /Where each field went/.test(reportText(seen));
+      }, 10_000, 'the summary message and the report');
+      assert.ok(reportTabs().length <= 1, 'in the one report tab');
     });
 
     it('writes the campaign’s canon as a SillyTavern World Info file', async () => {
@@ -258,9 +285,9 @@ describe('campaign commands in the workbench', () => {
       assert.match(mara.content, /ledger/);
       const eldoria = Object.values(written.entries).find((e) => e.comment === 'eldoria');
       assert.equal(eldoria, undefined, 'the lorebook was imported as reference, so it stays out of a canon export');
-      const report = vscode.window.activeTextEditor?.document;
-      assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the export report is the active editor');
-      assert.equal(report.getText(), `${worldInfoExportReport(result, result.file).join('\n')}\n`, 'the export report, as the CLI prints it');
+      const report = api.reports.current?.document;
+      assert.equal(report?.uri.scheme, REPORT_SCHEME, 'the export report is in the report tab');
+      assert.ok(report.getText().includes(worldInfoExportReport(result, result.file).join('\n')), 'the export report, as the CLI prints it');
     });
   });
 

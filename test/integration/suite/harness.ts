@@ -18,11 +18,11 @@ let sequence = 0;
  * Asks the driver for a screenshot of the workbench (and of every webview frame) named `name`, and
  * returns what it saw. Waits a moment first so the workbench has painted the last change.
  */
-export async function capture(name: string, settleMs = 500, steps: DriverStep[] = []): Promise<ScreenshotReply> {
+export async function capture(name: string, settleMs = 500, steps: DriverStep[] = [], locate: string[] = []): Promise<ScreenshotReply> {
   await sleep(settleMs);
   const config = harnessConfig();
   const base = path.join(config.requestDir, `${String(++sequence).padStart(2, '0')}-${name.replace(/[^a-z0-9-]+/gi, '-')}`);
-  const request: ScreenshotRequest = { name: path.basename(base), steps };
+  const request: ScreenshotRequest = { name: path.basename(base), steps, locate };
   fs.writeFileSync(`${base}.tmp`, JSON.stringify(request));
   fs.renameSync(`${base}.tmp`, `${base}.request.json`);
   const reply = await waitFor(() => {

@@ -45,14 +45,19 @@ describe('campaign health', () => {
     assert.ok(overflow, 'the always-include budget from the settings is checked');
     assert.match(overflow.message, /over its 10-token budget/);
 
-    const document = vscode.window.activeTextEditor?.document;
+    const document = api.reports.current?.document;
     assert.equal(document?.uri.scheme, REPORT_SCHEME);
+    assert.equal(api.reports.current?.title, 'Campaign health: The Westhaven Campaign');
     const text = document!.getText();
     assert.match(text, /^# Campaign health: The Westhaven Campaign/);
     assert.match(text, new RegExp(`\\[${broken}:\\d+\\]\\[(\\d+)\\]`));
     assert.match(text, new RegExp(`^\\[\\d+\\]: file://.*/${broken}#L\\d+$`, 'm'));
     assert.match(text, /## Warnings \(\d+\)/);
-    await capture('campaign-health-report', 800);
+    const shown = await waitFor(async () => {
+      const seen = await capture('campaign-health-report', 300);
+      return seen.frames.some((f) => /Campaign health: The Westhaven Campaign/.test(f.text) && !/^# /m.test(f.text)) && seen;
+    }, 15_000, 'the health report rendered in the report tab');
+    assert.ok(shown);
   });
 
   it('is clean of those findings once the file is fixed and the budget restored', async () => {

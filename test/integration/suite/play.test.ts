@@ -18,13 +18,24 @@ const PANEL_MARKER = 'Preview Context';
 
 /** Captures until the play panel's text satisfies `test`; returns that text. */
 async function panelShows(name: string, test: (text: string) => boolean, steps: Parameters<typeof capture>[2] = []): Promise<string> {
+  return (await panelReply(name, test, steps)).text;
+}
+
+/** Like panelShows, with where the `locate` selectors sit in the panel (and their values) when it did. */
+async function panelReply(name: string, test: (text: string) => boolean, steps: Parameters<typeof capture>[2] = [], locate: string[] = []) {
   let first = true;
   return waitFor(async () => {
-    const reply = await capture(name, 300, first ? steps : []);
+    const reply = await capture(name, 300, first ? steps : [], locate);
     first = false;
     const text = webviewText(reply, PANEL_MARKER);
-    return test(text) && text;
+    return test(text) && { text, located: reply.located };
   }, 20_000, `the play panel to show ${name}`);
+}
+
+/** Opens the panel's context region (closed until the writer opens it) unless it is open already. */
+async function openContext(name: string): Promise<void> {
+  const seen = await capture(`${name}-region`, 100, [], ['#context-region[open]']);
+  if (!seen.located['#context-region[open]']) await capture(`${name}-opened`, 100, [{ action: 'click', selector: '#context-region .collapsible-header' }]);
 }
 
 describe('the play panel', () => {
@@ -71,15 +82,31 @@ describe('the play panel', () => {
     const prompt = messages.map((m) => m.content).join('\n');
     assert.match(prompt, /I knock on the gate of the Old Abbey/);
     assert.match(prompt, /Old Abbey stands on a hill/, 'the retrieved canon passage about the abbey is in the prompt');
-    assert.match(text, /Context: \d+ of \d+ tokens/, 'the context view shows what the turn was given');
-    assert.match(text, /The Old Abbey/);
+    assert.doesNotMatch(text, /Context: \d+ of \d+ tokens/, 'the context stays in its closed region, not between the story and the action box');
+    await openContext('play-context');
+    const opened = await panelShows('play-context-opened', (t) => /Context: \d+ of \d+ tokens/.test(t));
+    assert.match(opened, /The Old Abbey/, 'the context region shows what the turn was given');
+  });
+
+  it('opens one panel per adventure: opening it again reveals the same panel', async () => {
+    const before = api.play.list().length;
+    const again = await vscode.commands.executeCommand<PlayPanel>('storyteller.openPlayPanel', { campaignRoot: root });
+    assert.equal(again, panel, 'the open panel, not a second one with its own engine');
+    assert.equal(api.play.list().length, before);
   });
 
   it('retries, forks and undoes without losing a turn, and comes back after the webview reloads', async () => {
     fake.queue({ chunks: ['A second telling: the gate is already open.'] });
     let text = await panelShows('play-retry', (t) => t.includes('A second telling'), [{ action: 'click', selector: '#retry' }]);
     assert.doesNotMatch(text, /Sister Mara waits inside/, 'the retry replaces the reply on screen');
+    assert.match(text, /2 \/ 2/, 'the reply says it is the second of two');
     assert.equal(panel.allTurns().length, 2, 'the first reply stays in the tree');
+
+    // Swipes: flip back to the first reply and forward again, in place, with no new turn.
+    text = await panelShows('play-swipe-previous', (t) => t.includes('Sister Mara waits inside') && t.includes('1 / 2'), [{ action: 'click', selector: '#transcript article:last-child .swipe-previous' }]);
+    assert.doesNotMatch(text, /A second telling/);
+    await panelShows('play-swipe-next', (t) => t.includes('A second telling') && t.includes('2 / 2'), [{ action: 'click', selector: '#transcript article:last-child .swipe-next' }]);
+    assert.equal(panel.allTurns().length, 2, 'flipping between replies writes nothing');
 
     fake.queue({ chunks: ['Candles gutter in the nave.'] });
     await panelShows('play-second-action', (t) => t.includes('Candles gutter'), [
@@ -88,6 +115,7 @@ describe('the play panel', () => {
     ]);
     text = await panelShows('play-fork', (t) => !t.includes('Candles gutter'), [{ action: 'click', selector: '#transcript article:first-child .fork' }]);
     assert.match(text, /A second telling/);
+    assert.match(text, /Continuing from turn 1 .*the later turn, "I step inside", stays on its branch in the Adventures view/, 'the fork says where the later turn went');
     assert.equal(panel.allTurns().length, 3);
 
     await vscode.commands.executeCommand('workbench.action.webview.reloadWebviewAction');
@@ -103,10 +131,19 @@ describe('the play panel', () => {
       { action: 'fill', selector: '#action textarea', text: 'I ask Sister Mara about the abbey bells' },
       { action: 'click', selector: '#do' },
     ]);
-    const [adventure] = api.adventures.getChildren();
-    assert.equal(adventure?.kind === 'adventure' && adventure.adventure.title, 'The Westhaven Campaign — first adventure');
-    const firstTurns = api.adventures.getChildren(adventure);
-    assert.equal(firstTurns.length, 3, 'the first action, its retry, and the action played after undoing to the start are three branches');
+    const adventure = api.adventures.getChildren().find((n) => n.kind === 'adventure' && n.adventure.id === panel.adventureId);
+    assert.ok(adventure);
+    const branches = api.adventures.getChildren(adventure);
+    const labels = branches.map((b) => String(api.adventures.getTreeItem(b).label));
+    assert.deepEqual(labels, ['Current story', 'Branch 2: I knock on the gate of the Old Abbey', 'Branch 3: I knock on the gate of the Old Abbey'], 'the first action, its retry and the action played after undoing to the start are three branches');
+    const retold = api.adventures.getChildren(branches[2]);
+    assert.deepEqual(
+      retold.map((t) => String(api.adventures.getTreeItem(t).label)),
+      ['1. I knock on the gate of the Old Abbey', '2. I step inside'],
+      'a branch is a flat run of turns, not one level deeper per turn',
+    );
+    assert.ok(retold.every((t) => api.adventures.getChildren(t).length === 0));
+    assert.match(String(api.adventures.getTreeItem(branches[2]!).description), /2 turns · from the start/);
 
     const sections = api.provenance.getChildren();
     const canon = sections.find((n) => n.kind === 'section' && n.section.id === 'canon');
@@ -114,16 +151,80 @@ describe('the play panel', () => {
     const used = api.provenance.getChildren(canon).filter((n) => n.kind === 'passage');
     assert.ok(used.some((n) => n.kind === 'passage' && n.decision.sourcePath === 'characters/mara.md' && n.decision.outcome === 'selected'));
     const item = api.provenance.getTreeItem(used[0]!);
-    assert.match(String(item.description), /Canon · score \d/);
+    assert.match(String(item.description), /^Canon · used · relevance \d/);
+    const everything = (nodes: ReturnType<typeof api.provenance.getChildren>): ReturnType<typeof api.provenance.getChildren> =>
+      nodes.flatMap((n) => [n, ...everything(api.provenance.getChildren(n))]);
+    const shown = everything(api.provenance.getChildren()).map((n) => {
+      const tree = api.provenance.getTreeItem(n);
+      return `${String(tree.label)} ${String(tree.description ?? '')} ${typeof tree.tooltip === 'string' ? tree.tooltip : ''}`;
+    });
+    assert.doesNotMatch(shown.join('\n'), /[0-9a-f]{8}-[0-9a-f]{4}-/, 'no raw id anywhere in the view');
+    assert.doesNotMatch(shown.join('\n'), /not admitted|not-relevant|not relevant: not relevant/, 'reasons in plain words, said once');
 
     const index = api.knowledge.get(root)!;
     const taverns = index.store!.getSourceByPath('reference.md')!;
     const passage = index.store!.listPassages(taverns.id)[0]!;
     const answer = await vscode.commands.executeCommand<string>('storyteller.whyNot', { root, source: taverns, passage });
     assert.ok(answer && answer.length > 10, 'a reason a writer can read');
-    await vscode.commands.executeCommand('storyteller.provenance.focus');
+    const [top] = api.provenance.getChildren();
+    assert.equal(top?.kind, 'whyNot', 'the answer stands at the top of Turn Provenance, not in a toast');
+    assert.equal(String(api.provenance.getTreeItem(top!).description), answer);
     await vscode.commands.executeCommand('storyteller.adventures.focus');
-    await capture('adventures-and-provenance');
+    const seen = await waitFor(async () => {
+      const reply = await capture('adventures-and-provenance');
+      return reply.workbenchText.includes('Why not') && reply.workbenchText.includes('Current story') && reply;
+    }, 15_000, 'the Adventures branches and the why-not answer on screen');
+    assert.match(seen.workbenchText, /Turn \d+: I ask Sister Mara about the abbey bells/);
+  });
+
+  it('keeps the action box pinned and follows the newest reply over many turns, unless the writer scrolls up', async () => {
+    const inView = (box: { top: number; bottom: number; viewportHeight: number } | null | undefined) => !!box && box.top >= 0 && box.bottom <= box.viewportHeight + 1;
+    for (let n = 1; n <= 8; n++) {
+      fake.queue({ chunks: [`Reply ${n}: the fog rolls over the harbor wall.\nThe gulls fall silent.\nA lantern swings somewhere below.\n`] });
+      await panelShows(`many-turns-${n}`, (t) => t.includes(`Reply ${n}:`), [
+        { action: 'fill', selector: '#action textarea', text: `I walk on, step ${n}` },
+        { action: 'click', selector: '#do' },
+      ]);
+    }
+    let seen = await panelReply('many-turns-pinned', (t) => t.includes('Reply 8:'), [], ['#action', '#transcript article:last-child .narration', '#transcript article:first-child']);
+    assert.ok(inView(seen.located['#action']), `the action box is on screen after many turns: ${JSON.stringify(seen.located['#action'])}`);
+    assert.ok(inView(seen.located['#transcript article:last-child .narration']), 'the newest reply is on screen');
+    assert.ok(!inView(seen.located['#transcript article:first-child']), 'the story is long enough to scroll');
+
+    const history = api.provenance.getChildren().find((n) => n.kind === 'section' && n.section.id === 'history');
+    const earlier = api.provenance.getChildren(history).map((n) => String(api.provenance.getTreeItem(n).label));
+    assert.ok(earlier.length > 0 && earlier.every((label) => /^Turn \d+: (I walk on, step \d|I ask Sister Mara about the abbey bells)$/.test(label)), `earlier turns are named by number and first words: ${earlier.join(' | ')}`);
+
+    // The writer scrolls up to reread while the next reply streams: the story does not pull them down.
+    fake.queue({ chunks: ['Reply 9: ', 'a bell ', 'answers ', 'from ', 'the abbey.'], chunkDelayMs: 700 });
+    await panelShows('many-turns-streaming', (t) => t.includes('Reply 9:'), [
+      { action: 'fill', selector: '#action textarea', text: 'I keep reading while the story goes on' },
+      { action: 'press', selector: '#action textarea', key: 'Control+Enter' },
+    ]);
+    await capture('many-turns-scrolling-up', 100, [{ action: 'scrollToTop', selector: '#transcript' }]);
+    seen = await panelReply('many-turns-scrolled-up', (t) => t.includes('from the abbey.') && !t.includes('generating…'), [], ['#action', '#transcript article:first-child']);
+    assert.ok(inView(seen.located['#transcript article:first-child']), 'scrolled up to reread, the writer is left where they are');
+    assert.ok(inView(seen.located['#action']), 'and the action box stays pinned');
+  });
+
+  it('while a turn runs: waits on every other action, keeps what the writer types, and Stop stops it', async () => {
+    fake.queue({ chunks: ['The tide ', 'creeps ', 'up ', 'the ', 'old ', 'harbour ', 'steps, ', 'slowly, ', 'slowly, ', 'slowly.'], chunkDelayMs: 2500 });
+    const controls = ['#do', '#retry', '#undo', '#stop', '#transcript article:last-child .fork', '#action'];
+    await panelReply('turn-running', (t) => t.includes('generating…') && t.includes('The tide'), [
+      { action: 'fill', selector: '#action textarea', text: 'I watch the tide' },
+      { action: 'click', selector: '#do' },
+    ]);
+    let seen = await panelReply('turn-running-typed', (t) => t.includes('generating…'), [{ action: 'fill', selector: '#action textarea', text: 'I climb to the tower' }], controls);
+    for (const waiting of ['#do', '#retry', '#undo', '#transcript article:last-child .fork']) assert.equal(seen.located[waiting]?.disabled, true, `${waiting} waits while the turn runs`);
+    assert.equal(seen.located['#stop']?.disabled, false);
+    const head = panel.allTurns().length;
+    seen = await panelReply('turn-stopped', (t) => !t.includes('generating…'), [{ action: 'click', selector: '#stop' }], controls);
+    const stopped = panel.allTurns().find((t) => t.action.text === 'I watch the tide')!;
+    assert.equal(stopped.status, 'incomplete', 'Stop stopped the running turn, keeping what arrived');
+    assert.match(stopped.narration, /^The tide/);
+    assert.equal(panel.allTurns().length, head, 'nothing else was played meanwhile');
+    assert.equal(seen.located['#action']?.value, 'I climb to the tower', 'what the writer typed meanwhile is still in the box');
+    assert.equal(seen.located['#do']?.disabled, false);
   });
 
   describe('imported text that tries to be markup, a request or an instruction', () => {
@@ -171,6 +272,7 @@ describe('the play panel', () => {
         { action: 'fill', selector: '#action textarea', text: 'I read the harbor notice and the harbormaster note' },
         { action: 'click', selector: '#do' },
       ]);
+      await openContext('hostile');
       const reply = await waitFor(async () => {
         const seen = await capture('hostile-in-play-panel');
         return webviewText(seen, PANEL_MARKER).includes('The notice flaps') && webviewText(seen, PANEL_MARKER).includes('<script>alert(1)</script>') && seen;
@@ -283,6 +385,15 @@ describe('the play panel', () => {
       assert.match(store.getSnapshot(edited.id)!.messages.map((m) => m.content).join('\n'), /You are Kaelen/);
     });
 
+    it('focuses the field an edit opens, and replays nothing when the action is unchanged', async () => {
+      const seen = await panelReply('edit-focused', (t) => t.includes('Replay'), [{ action: 'click', selector: `${first} .edit` }], [`${first} .edit-text`]);
+      assert.equal(seen.located[`${first} .edit-text`]?.focused, true, 'the writer can type at once');
+      const count = store.allTurns(adventureId).length;
+      const text = await panelShows('edit-unchanged', (t) => /unchanged/.test(t), [{ action: 'click', selector: `${first} .replay` }]);
+      assert.match(text, /nothing new to play/);
+      assert.equal(store.allTurns(adventureId).length, count, 'no duplicate branch');
+    });
+
     it('keeps the setup, the world state and an unsaved draft across a webview reload', async () => {
       await panelShows('setup-draft', (t) => t.includes('Unsaved changes'), [
         { action: 'fill', selector: '#authors-note textarea', text: 'Keep the tone hushed and wary. Let the fog thicken.' },
@@ -292,7 +403,9 @@ describe('the play panel', () => {
       assert.match(text, /playing Kaelen \(he\/him\)/);
       assert.match(text, /Kaelen \(player\): hp 100\/100\./);
       const sent = store.getSnapshot(store.adventure(adventureId).headTurnId!)!.totalTokens;
-      assert.match(text, new RegExp(`Context sent with this turn: ${sent} tokens`), 'the context view comes back from the turn\'s snapshot');
+      await openContext('setup-after-reload');
+      const context = await panelShows('setup-after-reload-context', (t) => t.includes('Context sent with this turn'));
+      assert.match(context, new RegExp(`Context sent with this turn: ${sent} tokens`), 'the context view comes back from the turn\'s snapshot');
       assert.equal(store.adventure(adventureId).authorsNote, 'Keep the tone hushed and wary.', 'a draft is not saved until the writer saves it');
       await panelShows('setup-reverted', (t) => !t.includes('Unsaved changes'), [{ action: 'click', selector: '#revert-setup' }]);
     });

@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import { analyzeStoreConflicts } from '../../src/knowledge/conflicts';
+import { EntityModel, entitySourcesFromStore, findWikiLinks, openLinkPrefix, renameEdits, type FileEdit } from '../../src/knowledge/entities';
+import { importCampaign } from '../../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
+import { PlayStore } from '../../src/story/playStore';
+import { transcriptMarkdown } from '../../src/story/transcript';
+import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
+
+/** A campaign folder indexed as the extension indexes it; the model reads the index, as the editor does. */
+async function indexedModel(root: string): Promise<{ model: EntityModel; store: KnowledgeStore }> {
+  const campaign = loadCampaign(root);
+  const store = KnowledgeStore.open(campaign);
+  await importCampaign(campaign, store);
+  return { model: new EntityModel(entitySourcesFromStore(store)), store };
+}
+
+function applyEdits(root: string, edits: readonly FileEdit[]): void {
+  for (const file of new Set(edits.map((e) => e.path))) {
+    const fileEdits = edits.filter((e) => e.path === file);
+    const full = path.join(root, file);
+    const lines = fs.readFileSync(full, 'utf8').split('\n');
+    // Right to left, so earlier columns stay valid.
+    for (const e of [...fileEdits].sort((a, b) => b.line - a.line || b.start - a.start)) {
+      lines[e.line] = lines[e.line]!.slice(0, e.start) + e.newText + lines[e.line]!.slice(e.end);
+    }
+    fs.writeFileSync(full, lines.join('\n'));
+  }
+}
+
+const TY = 'stories/tuvdaks-gift.md';
+const BEKEBEL = 'world/oro-oro-ponoro-poron/bekebel/index.md';
+const CHEWAN = 'world/tumulted-sea/sibal/lord-chewan.md';
+const CALAS = 'world/tumulted-sea/sibal/lord-calas.md';
+const TANTAN = 'world/oro-oro-ponoro-poron/bekebel/tantan-the-inventor.md';
+
+describe('entities: the Torys setting bible as a language', () => {
+  let root: string;
+  let model: EntityModel;
+  let store: KnowledgeStore;
+
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'entities-torys-'));
+    fs.cpSync(corpusPath('torys'), root, { recursive: true });
+    fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: torys\ntitle: Torys\ndefault_class: canon\n');
+    // A writer declares the short name the stories use for Tantan.
+    const tantan = path.join(root, TANTAN);
+    fs.writeFileSync(tantan, fs.readFileSync(tantan, 'utf8').replace(/^title: .*$/m, '$&\nentities: [Tantan]'));
+    ({ model, store } = await indexedModel(root));
+  });
+  after(() => {
+    store.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('resolves `[[Heading:Page]]` to the heading on that page, and a plain link to the page title', () => {
+    const lines = fs.readFileSync(path.join(root, TY), 'utf8').split('\n');
+    const line = lines.findIndex((l) => l.includes('[[Bekebel Citadel:Bekebel]]'));
+    const citadel = model.resolveLink(findWikiLinks(lines[line]!, line).find((l) => l.target === 'Bekebel')!)!;
+    assert.equal(citadel.entity?.display, 'Bekebel');
+    assert.equal(citadel.path, BEKEBEL);
+    assert.equal(fs.readFileSync(path.join(root, BEKEBEL), 'utf8').split('\n')[citadel.line], '## Bekebel Citadel');
+
+    const chewan = fs.readFileSync(path.join(root, CHEWAN), 'utf8').split('\n');
+    const calasLine = chewan.findIndex((l) => l.includes('[[Lord Calas]]'));
+    const calas = model.resolveLink(findWikiLinks(chewan[calasLine]!, calasLine).find((l) => l.target === 'Lord Calas')!)!;
+    assert.equal(calas.path, CALAS);
+    assert.equal(fs.readFileSync(path.join(root, CALAS), 'utf8').split('\n')[calas.line], 'title: Lord Calas', 'Torys pages have no title heading: the title line is the definition');
+  });
+
+  it('finds links that name nothing, and only those', () => {
+    const unresolved = model.unresolvedLinks(fs.readFileSync(path.join(root, CHEWAN), 'utf8')).map((l) => l.target);
+    assert.deepEqual(unresolved, ['Trapwater Bay'], 'Trapwater Bay has no page or heading anywhere in Torys; Lord Calas has a page');
+  });
+
+  it('classifies entities by what the writer declared (`layout: character`), and only canon defines them', () => {
+    assert.equal(model.resolveName('Lord Chewan')?.kind, 'character');
+    assert.equal(model.resolveName('Bekebel')?.kind, 'other');
+    assert.match(model.resolveName('Lord Chewan')!.summary, /^Lord Chewan is the harbourmaster of Sibal's Trapwater Bay\./);
+  });
+
+  it('finds every mention of an entity: links, names, and declared aliases, never inside another word', () => {
+    const calas = model.mentionsOf(model.resolveName('Lord Calas')!.key);
+    assert.ok(calas.some((m) => m.path === CHEWAN && m.via === 'link' && m.text === 'Lord Calas'));
+    assert.ok(calas.some((m) => m.path === CALAS && m.declaration), 'its own title is a declaration');
+    const tantan = model.mentionsOf(model.resolveName('Tantan')!.key).filter((m) => !m.declaration);
+    assert.ok(tantan.some((m) => m.path === 'stories/tantans-dying-wish.md' && m.text === 'Tantan'), 'the declared alias is found in a story');
+    const lines = new Map<string, string[]>();
+    for (const m of model.allMentions()) {
+      const text = (lines.get(m.path) ?? lines.set(m.path, fs.readFileSync(path.join(root, m.path), 'utf8').split('\n')).get(m.path)!)[m.line]!;
+      assert.equal(text.slice(m.start, m.end), m.text, `${m.path}:${m.line + 1}`);
+      assert.doesNotMatch(text[m.start - 1] ?? ' ', /[\p{L}\p{N}]/u, `${m.path}:${m.line + 1} starts inside a word`);
+      assert.doesNotMatch(text[m.end] ?? ' ', /[\p{L}\p{N}]/u, `${m.path}:${m.line + 1} ends inside a word`);
+    }
+  });
+
+  it('renames one spelling across the campaign: alias, title, links and prose, losing no mention', async () => {
+    const key = model.resolveName('Tantan')!.key;
+    const before = model.mentionsOf(key).length;
+    const edits = renameEdits(model, key, 'Tantan', 'Tanetan');
+    const files = new Set(edits.map((e) => e.path));
+    assert.ok(files.has(TANTAN) && files.has('stories/tantans-dying-wish.md'));
+    applyEdits(root, edits);
+    const text = fs.readFileSync(path.join(root, TANTAN), 'utf8');
+    assert.match(text, /^title: Tanetan the Inventor$/m);
+    assert.match(text, /^entities: \[Tanetan\]$/m);
+    store.close();
+    ({ model, store } = await indexedModel(root));
+    const renamed = model.resolveName('Tanetan');
+    assert.ok(renamed, 'the new spelling names the entity');
+    assert.equal(model.resolveName('Tantan'), undefined, 'the old spelling is gone');
+    assert.equal(model.mentionsOf(renamed.key).length, before, 'every mention still points at the entity');
+    assert.deepEqual(model.unresolvedLinks(fs.readFileSync(path.join(root, 'stories/tantans-dying-wish.md'), 'utf8')).filter((l) => /Tan/.test(l.target)), []);
+  });
+});
+
+describe('entities: the example campaign', () => {
+  let root: string;
+  let model: EntityModel;
+  let store: KnowledgeStore;
+
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'entities-example-'));
+    fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+    ({ model, store } = await indexedModel(root));
+  });
+  after(() => {
+    store.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('keys entities as the conflict analysis does, so facts and conflicts attach to them', () => {
+    const analysis = analyzeStoreConflicts(store);
+    const mara = model.resolveName('Mara')!;
+    assert.deepEqual(
+      analysis.facts.filter((f) => f.entityKey === mara.key).map((f) => f.attribute),
+      ['Age', 'Role', 'Home'],
+    );
+    assert.equal(mara.kind, 'character');
+    assert.equal(model.resolveName('the Abbey')?.kind, 'place');
+    assert.match(mara.summary, /^Mara came to the Abbey as a foundling/, 'the summary is prose, not the fact list');
+    const taverns = model.resolveName('Medieval Taverns and Inns')!;
+    assert.equal(taverns.canon, false, 'a Reference page names no story entity');
+    assert.deepEqual(model.mentionsIn('notes.md', 'Medieval Taverns and Inns, says the book.'), []);
+    assert.equal(model.resolveLink(findWikiLinks('[[Medieval Taverns and Inns]]', 0)[0]!)?.path, 'reference.md', 'but a link may still name it');
+  });
+
+  it('reads a sentence-initial article as the same name, and renames it keeping the capital', () => {
+    const abbey = model.resolveName('the Abbey')!;
+    const text = 'The Abbey bell rang; the Abbey gate stayed shut. Abbeyfield is elsewhere.';
+    const found = model.mentionsIn('notes.md', text).filter((m) => m.entityKey === abbey.key).map((m) => m.text);
+    assert.deepEqual(found, ['The Abbey', 'the Abbey']);
+    const edits = renameEdits(model, abbey.key, 'the Abbey', 'the Priory').filter((e) => e.path === 'places/old-abbey.md');
+    assert.ok(edits.some((e) => e.newText === 'the Priory') && edits.every((e) => /^[Tt]he Priory$/.test(e.newText)));
+  });
+
+  it('names the entity under the cursor, in prose or inside a link, and completes an open link', () => {
+    const line = 'Ask [[Sister Mara|the keeper]] or Brother Aldric.';
+    assert.equal(model.entityAt('x.md', line, 0, 8)?.entity.display, 'Sister Mara');
+    assert.equal(model.entityAt('x.md', line, 0, line.indexOf('Aldric'))?.entity.display, 'Brother Aldric');
+    assert.equal(model.entityAt('x.md', line, 0, 1), undefined);
+    assert.equal(openLinkPrefix('Ask [[Sis', 9), 'Sis');
+    assert.equal(openLinkPrefix('Ask [[Sister Mara]] now', 22), undefined);
+  });
+
+  it('refuses a new name that would break links, naming the reason', () => {
+    assert.throws(() => renameEdits(model, model.resolveName('Mara')!.key, 'Mara', 'Mara]] [[x'), /cannot be a name/);
+    assert.throws(() => renameEdits(model, model.resolveName('Mara')!.key, 'Mara', '  '), /cannot be empty/);
+  });
+});
+
+describe('transcript export', () => {
+  it('writes one branch, root first, keeping cut-off and failed replies visible', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'transcript-'));
+    const play = new PlayStore(path.join(dir, 'play.db'));
+    try {
+      const adventure = play.createAdventure({ campaignId: 'w', title: 'The Abbey at Night', persona: { name: 'Kell' } });
+      const turn = (parentId: string | null, kind: 'do' | 'say', text: string, narration: string, status: 'complete' | 'incomplete' | 'error' = 'complete') => {
+        const t = play.createTurn({ adventureId: adventure.id, parentId, action: { kind, text }, model: null, stateAfter: {} });
+        return play.finishTurn(t.id, { status, narration, error: status === 'error' ? 'the model server did not answer' : null, stateDelta: null, stateAfter: {}, refusals: [], promptEvalCount: null, evalCount: null });
+      };
+      const first = turn(null, 'do', 'I knock on the gate', 'Sister Mara opens it.');
+      const second = turn(first.id, 'say', 'Is Aldric here?', 'She hesitates', 'incomplete');
+      turn(first.id, 'do', 'I walk away', 'The other branch.');
+      const third = turn(second.id, 'do', 'I wait', '', 'error');
+      const markdown = transcriptMarkdown(play.adventure(adventure.id), play.lineage(third.id), 'Westhaven');
+      assert.equal(
+        markdown,
+        [
+          '# The Abbey at Night\n\n_Westhaven · 3 turns · played as Kell_',
+          '> **Kell:** I knock on the gate\n\nSister Mara opens it.',
+          '> **Kell says:** “Is Aldric here?”\n\nShe hesitates\n\n_(The reply was cut off here.)_',
+          '> **Kell:** I wait\n\n_(No reply: the model server did not answer.)_',
+        ].join('\n\n---\n\n') + '\n',
+      );
+    } finally {
+      play.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
