@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { runEntitiesBench } from './entitiesBench';
 import { runIndexBench } from './indexBench';
+import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
 import { runSupersessionBench } from './supersessionBench';
 
@@ -17,6 +18,8 @@ interface BenchPart {
 const PARTS: BenchPart[] = [
   { name: 'index', run: (log, options) => runIndexBench(log, options) },
   { name: 'retrieval', run: (log) => runRetrievalBench(log) },
+  // Reported on validation only; constants were tuned on a train sample (`tsx bench/fairytaleBench.ts train 30`).
+  { name: 'fairytales', run: (log) => measureFairytales('val', undefined, log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
 ];

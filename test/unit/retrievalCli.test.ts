@@ -43,6 +43,18 @@ describe('CLI search and context', () => {
     assert.ok(parsed.record.candidates.length >= parsed.hits.length);
   });
 
+  it('search --stdin answers one JSON line per query line, nothing for an off-topic one', async () => {
+    index();
+    const result = await runCaptured(['search', '--stdin', '--limit', '1', '--campaign', dir], os.tmpdir(), 'bronze crypt door\n\norbital casino\n');
+    assert.equal(result.code, EXIT.ok);
+    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as { query: string; hits: { path: string; startLine: number }[] });
+    assert.deepEqual(lines.map((l) => l.query), ['bronze crypt door', 'orbital casino']);
+    assert.deepEqual(lines[0]!.hits.map((h) => h.path), ['places/old-abbey.md']);
+    assert.deepEqual(lines[1]!.hits, []);
+    const both = await runCaptured(['search', 'crypt', '--stdin', '--campaign', dir], os.tmpdir(), 'crypt\n');
+    assert.equal(both.code, EXIT.usage);
+  });
+
   it('search says plainly when nothing is relevant', async () => {
     index();
     const result = await runCaptured(['search', 'orbital casino', '--campaign', dir], os.tmpdir());

@@ -50,16 +50,17 @@ describe('semantic retrieval', function () {
     assert.ok(details.p50 > 0.2, 'unrelated texts are not at cosine 0 for this model, so a fixed 0 floor would admit everything');
   });
 
-  it('admits a passage by meaning that shares no word with the query', async () => {
+  it('admits a passage by meaning and by its stem together, and records both', async () => {
+    // "reloaded" and "Reloading" share the stem "reload": lexical search finds it now on its own.
     const lexicalOnly = await searchKnowledge(store, 'reloaded');
-    assert.equal(lexicalOnly.hits.length, 0);
+    assert.equal(lexicalOnly.hits[0]?.sourcePath, 'reference/archery.md');
     const { hits, record } = await searchKnowledge(store, 'reloaded', { semantic: { embedder } });
     assert.equal(record.semantic.used, true);
     assert.equal(hits[0]?.sourcePath, 'reference/archery.md');
     const d = record.candidates.find((c) => c.sourcePath === 'reference/archery.md')!;
-    assert.deepEqual(d.matchedTerms, []);
+    assert.deepEqual(d.matchedTerms, ['reloaded']);
     assert.ok(d.similarity! >= d.semanticFloor!);
-    assert.match(d.reason, /similarity 0\.\d+ ≥ floor 0\.\d+/);
+    assert.match(d.reason, /matched 'reloaded'; similarity 0\.\d+ ≥ floor 0\.\d+/);
   });
 
   it('still returns nothing on an unrelated scene with semantic retrieval on', async () => {
@@ -71,7 +72,8 @@ describe('semantic retrieval', function () {
     assert.equal(result.record.semantic.used, true);
     assert.deepEqual(Object.values(result.sections).flat(), []);
     assert.ok(result.record.candidates.length > 0, 'the near misses are recorded');
-    assert.ok(result.record.candidates.every((c) => c.outcome === 'not-relevant' && /below the floor/.test(c.reason)));
+    assert.ok(result.record.candidates.every((c) => c.outcome === 'not-relevant'));
+    assert.ok(result.record.candidates.filter((c) => c.similarity !== null).every((c) => /below the floor/.test(c.reason)));
   });
 
   it('skips semantic retrieval for a model with no calibrated floor, and says why', async () => {
@@ -165,7 +167,8 @@ describe('semantic retrieval', function () {
     writeFixtureSource(store, { path: 'secret.md', visibility: 'hidden', passages: [[['Secret'], 'Reloading hides the poison.']] });
     await embedPassages(store, embedder);
     const { record } = await searchKnowledge(store, 'reloaded', { semantic: { embedder }, stage: 'player' });
-    assert.ok(record.candidates.every((c) => c.sourcePath !== 'secret.md'));
+    // It shares the stem "reload", so it is a candidate, recorded as excluded for the player, never selected.
+    assert.ok(record.candidates.filter((c) => c.sourcePath === 'secret.md').every((c) => c.outcome === 'hidden-for-stage'));
     assert.match(whyNot(store, record, 'torys:secret.md#0'), /hidden-for-stage/);
   });
 });

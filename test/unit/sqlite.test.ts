@@ -25,6 +25,23 @@ describe('database migrations', () => {
     play.close();
   });
 
+  it('moves an index of the unstemmed schema to stems and CJK pairs, search working without a reimport', () => {
+    const file = path.join(dir, 'index.db');
+    const old = openDatabase(file, INDEX_MIGRATIONS.filter((m) => m.version < 4));
+    old.exec(`INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility, always_include, priority,
+        tags, entities, sha256, size, mtime_ms, imported_at, updated_at, parser_version, chunking_version, lexical_state,
+        semantic_state, issues, content)
+      VALUES ('s', 'c', 'a.md', 'A', 'canon', '{}', 1, 'normal', 0, 'normal', '[]', '[]', 'h', 1, 0, 'x', 'x', 1, 1, 'ready', 'off', '[]', '')`);
+    old.prepare(`INSERT INTO passages (rowid, id, source_id, campaign_id, idx, class, heading_path, text, token_count, content_hash, start_line, end_line)
+      VALUES (1, 's:0', 's', 'c', 0, 'canon', '["Hunt"]', 'He went a-hunting beside the 宗门弟子.', 9, 'p', 1, 1)`).run();
+    old.close();
+    const index = openDatabase(file, INDEX_MIGRATIONS);
+    const found = (query: string) => (index.prepare('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?').all(query) as { rowid: number }[]).length;
+    assert.equal(found('"hunted"'), 1, 'stems: hunted finds a-hunting');
+    assert.equal(found('"宗门"'), 1, 'CJK pairs');
+    index.close();
+  });
+
   it('keeps the previous version intact when a migration fails', () => {
     const file = path.join(dir, 'x.db');
     const good: Migration = { version: 1, description: 'a', up: (db) => db.exec('CREATE TABLE a (x)') };

@@ -1,3 +1,4 @@
+import readline from 'node:readline';
 import { searchKnowledge } from '../../knowledge/retrieval';
 import type { RetrievalStage } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
@@ -12,11 +13,16 @@ export function stageOption(value: string | undefined): RetrievalStage {
 export const searchCommand: Command = {
   name: 'search',
   summary: 'search the campaign knowledge: relevant passages only, ranked, each with why it matched',
-  usage: 'storyteller search "<query>" [--campaign <dir>] [--limit N] [--stage narrator|player] [--embed-model M] [--ollama-host H] [--lexical-only] [--json]',
-  options: { ...KNOWLEDGE_READ_OPTIONS, limit: { type: 'string' }, stage: { type: 'string' } },
+  usage:
+    'storyteller search "<query>" | --stdin [--campaign <dir>] [--limit N] [--stage narrator|player] [--embed-model M] [--ollama-host H] [--lexical-only] [--json]\n' +
+    '  --stdin: one query per line on standard input, one JSON line out per query (start-up paid once)',
+  options: { ...KNOWLEDGE_READ_OPTIONS, limit: { type: 'string' }, stage: { type: 'string' }, stdin: { type: 'boolean', default: false } },
   async run(args, io) {
     const text = args.positionals.join(' ').trim();
-    if (!text) throw new UsageError('give the text to search for');
+    const batch = args.values.stdin === true;
+    if (batch && text) throw new UsageError('give the query either as text or on standard input with --stdin, not both');
+    if (batch && !io.stdin) throw new UsageError('--stdin needs standard input');
+    if (!batch && !text) throw new UsageError('give the text to search for');
     const limitText = stringOption(args, 'limit');
     const limit = limitText === undefined ? 10 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive whole number, not '${limitText}'`);
@@ -31,6 +37,18 @@ export const searchCommand: Command = {
     }
     const { campaign, store } = opened;
     try {
+      if (batch) {
+        const semantic = semanticFromArgs(args, store);
+        for await (const line of readline.createInterface({ input: io.stdin!, crlfDelay: Infinity })) {
+          const query = line.trim();
+          if (!query) continue;
+          const { hits } = await searchKnowledge(store, query, { stage, limit, semantic });
+          // Compact: one line per query, the fields a script reads; the full record stays with single search --json.
+          const found = hits.map((h) => ({ rank: h.rank, path: h.sourcePath, startLine: h.startLine, endLine: h.endLine, headingPath: h.headingPath, class: h.class, tokens: h.tokenCount, score: h.score, reason: h.reason }));
+          io.stdout.write(`${JSON.stringify({ campaign: campaign.id, query, hits: found })}\n`);
+        }
+        return EXIT.ok;
+      }
       const result = await searchKnowledge(store, text, { stage, limit, semantic: semanticFromArgs(args, store) });
       emit(io, args, { campaign: campaign.id, query: text, ...result }, () => {
         const semantic = result.record.semantic.used ? `semantic: ${result.record.semantic.reason}` : `lexical only (${result.record.semantic.reason})`;

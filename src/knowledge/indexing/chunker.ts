@@ -4,7 +4,7 @@ import remarkFrontmatter from 'remark-frontmatter';
 import remarkGfm from 'remark-gfm';
 import remarkParse from 'remark-parse';
 import { unified } from 'unified';
-import { normalizeForIndex } from './store';
+import { normalizeForIndex } from './indexText';
 import { estimateTokens } from '../campaign';
 import type { DraftPassage } from '../campaign';
 
@@ -269,7 +269,7 @@ function countNewlines(text: string, until: number): number {
  */
 function pack(blocks: Block[]): DraftPassage[] {
   const passages: DraftPassage[] = [];
-  const trail: string[] = [];
+  const trail: { depth: number; text: string }[] = [];
   let parts: string[] = [];
   let startLine = 0;
   let endLine = 0;
@@ -293,7 +293,7 @@ function pack(blocks: Block[]): DraftPassage[] {
   };
   const add = (text: string, from: number, to: number): void => {
     if (!hasContent()) {
-      passageTrail = [...trail];
+      passageTrail = trail.map((h) => h.text);
       startLine = from;
       endLine = to;
     }
@@ -304,8 +304,10 @@ function pack(blocks: Block[]): DraftPassage[] {
   for (const block of blocks) {
     if (block.kind === 'heading') {
       if (hasContent() && joinedTokens() >= MIN_PASSAGE_TOKENS) close();
-      trail.length = Math.min(trail.length, block.depth - 1);
-      trail.push(block.text);
+      // By depth, not by count: a file whose headings start at `##`, or that skips a level, must not
+      // keep an earlier sibling in the trail.
+      while (trail.length > 0 && trail[trail.length - 1]!.depth >= block.depth) trail.pop();
+      trail.push({ depth: block.depth, text: block.text });
       if (hasContent()) {
         const written = `${'#'.repeat(block.depth)} ${block.text}`;
         if (joinedTokens(written) > MAX_PASSAGE_TOKENS) close();

@@ -8,7 +8,8 @@ import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign
 import { splitFrontMatter, type FrontMatter } from '../campaign';
 import { withIndexLock } from './indexLock';
 import { inThreadParser, type Parser } from './parsePool';
-import { normalizeForIndex, type KnowledgeStore } from './store';
+import { normalizeForIndex } from './indexText';
+import type { KnowledgeStore } from './store';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from '../campaign';
 
 const SOURCE_EXTENSIONS: Record<string, DocumentKind> = { '.md': 'markdown', '.markdown': 'markdown', '.txt': 'text' };

@@ -7,5 +7,6 @@ export { inThreadParser, workerParser } from './parsePool';
 export type { Parser } from './parsePool';
 export { assertFts5, migrate, openDatabase } from './sqlite';
 export type { Db, Migration } from './sqlite';
+export { ftsText } from './indexText';
 export { KnowledgeStore } from './store';
 export type { PassageRow } from './store';

@@ -1,4 +1,5 @@
 import type { Migration } from './sqlite';
+import { ftsText } from './indexText';
 
 /**
  * The knowledge index (`<campaign>/.storyteller/index.db`) is derived from the campaign's files and can be
@@ -119,6 +120,25 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
         CREATE INDEX passages_by_campaign ON passages (campaign_id);
         CREATE INDEX sources_entities ON sources (campaign_id, enabled, entities) WHERE entities <> '[]';
       `);
+    },
+  },
+  {
+    version: 4,
+    description: 'full-text index stems words (porter) and holds CJK text as character pairs',
+    up(db) {
+      db.exec(`
+        DROP TABLE passages_fts;
+        CREATE VIRTUAL TABLE passages_fts USING fts5 (
+          heading, body,
+          tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+      `);
+      // Refilled from the passages here, so search works before the next import re-chunks them.
+      const insert = db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+      // Read all first: better-sqlite3 cannot write on a connection while a read is still being iterated.
+      for (const row of db.prepare('SELECT rowid, heading_path, text FROM passages').all() as { rowid: number; heading_path: string; text: string }[]) {
+        insert.run(row.rowid, ftsText((JSON.parse(row.heading_path) as string[]).join(' › ')), ftsText(row.text));
+      }
     },
   },
 ];

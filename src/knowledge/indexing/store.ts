@@ -2,12 +2,8 @@ import type { Campaign } from '../campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
 import { assertFts5, openDatabase, type Db } from './sqlite';
+import { ftsText } from './indexText';
 import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from '../campaign';
-
-/** Passage text as it is matched: NFC so that composed and decomposed spellings meet. */
-export function normalizeForIndex(text: string): string {
-  return text.normalize('NFC');
-}
 
 interface SourceRow {
   id: string;
@@ -98,6 +94,10 @@ export function toPassage(row: PassageRow): PassageRecord {
   };
 }
 
+/** Page cache per open index, and how much of the file is memory-mapped (read without copying). */
+const INDEX_CACHE_KIB = 64 * 1024;
+const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
+
 /**
  * The derived knowledge index of one campaign. Every write of a source — its row, its passages and their
  * FTS rows — is one transaction, so a failure leaves the previous state, never half a source.
@@ -126,6 +126,9 @@ export class KnowledgeStore {
 
   static open(campaign: Pick<Campaign, 'id' | 'indexPath'>): KnowledgeStore {
     const db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS, 'normal');
+    // The SRD ×10 index is ~90 MB; SQLite's default 2 MB page cache would reread it on every search.
+    db.pragma(`cache_size = -${INDEX_CACHE_KIB}`);
+    db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
     assertFts5(db);
     return new KnowledgeStore(campaign.id, db);
   }
@@ -215,7 +218,7 @@ export class KnowledgeStore {
           p.startLine,
           p.endLine,
         );
-        insertFts.run(lastInsertRowid, normalizeForIndex(p.headingPath.join(' › ')), normalizeForIndex(p.text));
+        insertFts.run(lastInsertRowid, ftsText(p.headingPath.join(' › ')), ftsText(p.text));
       }
     })();
   }

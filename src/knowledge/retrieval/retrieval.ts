@@ -11,7 +11,8 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, stemText, tokenize, type SearchTerm } from './retrievalTerms';
+import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -29,28 +30,14 @@ export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.free
 export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1, reference: 0.85, inspiration: 0.7 };
 /** How much the weaker path adds to the stronger one in hybrid relevance. */
 export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
-/**
- * A single matched word (not a name this turn mentions) admits only when it carries at least this share
- * of the query's weight by rarity. Chosen on bench/retrievalBench.ts: at 0.2
- * one rare word of an off-topic question ("python", "starter") admitted passages; at 0.5 abstention on
- * off-topic questions went from 20% to 80% and recall@5 rose.
- */
-export const NEGLIGIBLE_TERM_SHARE = 0.5;
-/**
- * Two or more matched terms admit unless together they are a negligible share of the query: two common
- * words of a long scene ("jump", "release") are not what the scene is about.
- */
-export const NEGLIGIBLE_MATCH_SHARE = 0.15;
-/** This turn's words say what it is about; the story so far, the scene and the state frame it. */
-const ORIGIN_WEIGHT: Record<SearchTerm['origin'], number> = { input: 1, scene: 0.5, recent: 0.5, entity: 0.5 };
-/** Heading trail counts this many times the body in bm25. */
-const HEADING_WEIGHT = 3;
+/** FTS5's bm25 (stems, heading weighted) picks this many passages; only they are joined and judged. */
+const CANDIDATE_POOL = 80;
+/** FTS5 column weights of the first cut: the heading trail counts this many times the body. */
+const HEADING_WEIGHT = 2;
 /** Passages whose word-shingle sets overlap this much say the same thing. */
 const DUPLICATE_JACCARD = 0.8;
 /** A passage this much covered by current-state facts only repeats them. */
 const IN_STATE_CONTAINMENT = 0.7;
-const LEXICAL_CANDIDATE_LIMIT = 100;
-const EXCLUSION_RECORD_LIMIT = 50;
 const PRIORITY_BOOST: Record<Priority, number> = { low: 0.8, normal: 1, high: 1.25 };
 const ENTITY_BOOST = 1.2;
 const TAG_BOOST = 1.1;
@@ -67,7 +54,8 @@ interface Working {
   decision: CandidateDecision;
   headingPath: string[];
   hidden: boolean;
-  bm25: number | null;
+  /** Lexical relevance (see retrievalScore.ts); null when only the semantic path found it. */
+  lexical: LexicalJudgement | null;
   shingles: Set<string>;
 }
 
@@ -118,14 +106,14 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return union === 0 ? 0 : shared / union;
 }
 
-function toWorking(row: CandidateRow, bm25: number | null): Working {
+function toWorking(row: CandidateRow, lexical: LexicalJudgement | null): Working {
   const headingPath = JSON.parse(row.heading_path) as string[];
   return {
     row,
     headingPath,
     hidden: row.visibility === 'hidden',
-    bm25,
-    shingles: shingles(tokenize(row.text)),
+    lexical,
+    shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
     decision: {
       passageId: row.id,
       sourceId: row.source_id,
@@ -136,7 +124,7 @@ function toWorking(row: CandidateRow, bm25: number | null): Working {
       tokenCount: row.token_count,
       admitted: false,
       matchedTerms: [],
-      lexicalScore: bm25 === null ? null : -bm25,
+      lexicalScore: lexical === null ? null : round(lexical.score),
       similarity: null,
       semanticFloor: null,
       score: null,
@@ -149,28 +137,10 @@ function toWorking(row: CandidateRow, bm25: number | null): Working {
   };
 }
 
-/** Inverse document frequency of each term in this campaign, so "a negligible share" means something. */
-function termWeights(store: KnowledgeStore, terms: readonly SearchTerm[]): Map<string, number> {
-  const db = store.db;
-  db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab('main', 'passages_fts', 'row')");
-  const total = (db.prepare('SELECT count(*) n FROM passages WHERE campaign_id = ?').get(store.campaignId) as { n: number }).n;
-  const docCount = db.prepare('SELECT doc FROM temp.passages_vocab WHERE term = ?');
-  const docsOf = (word: string) => ((docCount.get(word) as { doc: number } | undefined)?.doc ?? 0);
-  const weights = new Map<string, number>();
-  for (const term of terms) {
-    // A phrase is as rare as its rarest word; a word is as common as its commonest form. A term the
-    // library lacks counts as the rarest present one, so words the library never heard of still weigh in
-    // the query without swamping it.
-    const n = Math.max(1, ...term.variants.map((v) => Math.min(...v.map(docsOf))));
-    weights.set(term.text, ORIGIN_WEIGHT[term.origin] * Math.log(1 + (total - n + 0.5) / (n + 0.5)));
-  }
-  return weights;
-}
-
 /** Multi-word names the library declares (front matter `entities`), searched as phrases. */
 function libraryNames(store: KnowledgeStore): string[] {
-  const rows = store.db
-    .prepare("SELECT DISTINCT entities FROM sources WHERE campaign_id = ? AND entities <> '[]' AND enabled = 1")
+  const rows = store
+    .statement("SELECT DISTINCT entities FROM sources WHERE campaign_id = ? AND entities <> '[]' AND enabled = 1")
     .all(store.campaignId) as { entities: string }[];
   return [...new Set(rows.flatMap((r) => JSON.parse(r.entities) as string[]))];
 }
@@ -203,24 +173,28 @@ interface RankInput {
  * alone, then hybrid score × class weight × boosts among the survivors, then redundancy suppression.
  */
 async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
-  const db = store.db;
   const { terms, queryText } = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
   const match = buildMatchExpression(terms);
-  const params = { match, campaign: store.campaignId, stage: query.stage };
   const byId = new Map<string, Working>();
 
+  const stats = campaignStatistics(store);
+  const weights = queryWeights(stats, terms);
   if (match) {
-    const lexical = (ineligible: boolean, limit: number) =>
-      db
-        .prepare(
-          `SELECT ${CANDIDATE_COLUMNS}, bm25(passages_fts, ${HEADING_WEIGHT}, 1) AS rank
-           FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid JOIN sources s ON s.id = p.source_id
-           WHERE passages_fts MATCH @match AND p.campaign_id = @campaign AND ${ineligible ? 'NOT' : ''} (${ELIGIBLE})
-           ORDER BY rank LIMIT ${limit}`,
-        )
-        .all(params) as (CandidateRow & { rank: number })[];
-    for (const row of [...lexical(false, LEXICAL_CANDIDATE_LIMIT), ...lexical(true, EXCLUSION_RECORD_LIMIT)]) {
-      byId.set(row.id, toWorking(row, row.rank));
+    // Rank on FTS5 alone, then join only the pool that can matter: eligible or not, in one query, so
+    // what eligibility excludes is still recorded with its reason.
+    const pool = store
+      .statement(
+        `SELECT ${CANDIDATE_COLUMNS}
+         FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH @match
+               AND rank MATCH 'bm25(${HEADING_WEIGHT}, 1)' ORDER BY rank LIMIT ${CANDIDATE_POOL}) f
+         JOIN passages p ON p.rowid = f.rowid JOIN sources s ON s.id = p.source_id
+         WHERE p.campaign_id = @campaign`,
+      )
+      .all({ match, campaign: store.campaignId }) as CandidateRow[];
+    for (const row of pool) {
+      const heading = stemText((JSON.parse(row.heading_path) as string[]).join(' '));
+      const body = stemmedPassage(row.content_hash, row.text);
+      byId.set(row.id, toWorking(row, judge(stats, weights, terms, heading, body, row.text.length)));
     }
   }
 
@@ -240,25 +214,27 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const alwaysInclude = !query.placePins
     ? []
     : (
-    db
-      .prepare(
+    store
+      .statement(
         `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
          WHERE p.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
-      .all(params) as CandidateRow[]
+      .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
   ).map((row) => byId.get(row.id) ?? toWorking(row, null));
   const pinned = new Set(alwaysInclude.map((w) => w.row.id));
 
-  const weights = termWeights(store, terms);
-  const totalWeight = [...weights.values()].reduce((a, b) => a + b, 0);
   const admitted: Working[] = [];
   const rest: Working[] = [];
   const placedPins: Working[] = [];
+  const best = [...byId.values()]
+    .filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null)
+    .reduce<LexicalJudgement | undefined>((b, w) => (!b || w.lexical!.coverage > b.coverage ? w.lexical! : b), undefined);
+  const answered = answers(weights, best);
 
   for (const w of new Set([...byId.values(), ...alwaysInclude])) {
     const d = w.decision;
-    const matched = w.bm25 !== null ? matchTerms(tokenize(`${w.headingPath.join(' ')} ${w.row.text}`), terms) : [];
+    const matched = w.lexical?.matched ?? [];
     d.matchedTerms = matched.map((t) => t.text);
     const similarity = similarities.get(w.row.id);
     if (similarity !== undefined) {
@@ -278,7 +254,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       placedPins.push(w);
       continue;
     }
-    const lexicalVerdict = admitLexically(matched, weights, totalWeight);
+    const lexicalVerdict = admitLexically(w.lexical, weights, answered);
     const semanticVerdict =
       similarity === undefined || floor === null
         ? null
@@ -301,31 +277,32 @@ function round(n: number): number {
   return Math.round(n * 1000) / 1000;
 }
 
-function admitLexically(
-  matched: readonly SearchTerm[],
-  weights: Map<string, number>,
-  totalWeight: number,
-): { admitted: boolean; reason: string } {
-  if (matched.length === 0) return { admitted: false, reason: '' };
-  const shareOf = (terms: readonly SearchTerm[]) =>
-    totalWeight > 0 ? terms.reduce((n, t) => n + (weights.get(t.text) ?? 0), 0) / totalWeight : 1;
-  if (matched.length >= 2) {
-    const share = shareOf(matched);
-    const list = quoteList(matched.map((t) => t.text));
-    return share >= NEGLIGIBLE_MATCH_SHARE
-      ? { admitted: true, reason: `matched ${list}` }
-      : { admitted: false, reason: `matched only ${list}, ${Math.round(share * 100)}% of the query's weight` };
+/**
+ * Admission by evidence: the campaign must answer the query at all (its best passage holds enough of
+ * the query's information, and the query's words are words this campaign uses), and the passage must
+ * hold a fair part of it. A name this turn mentions is evidence enough; a name merely standing in the
+ * state never is.
+ */
+function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights, answered: boolean): { admitted: boolean; reason: string } {
+  if (!lexical || lexical.matched.length === 0) return { admitted: false, reason: '' };
+  const matched = lexical.matched;
+  const list = quoteList(matched.map((t) => t.text));
+  const names = matched.filter((t) => t.name && !t.standing);
+  if (names.length > 0) {
+    const others = matched.filter((t) => !names.includes(t));
+    return { admitted: true, reason: `mentions ${quoteList(names.map((t) => t.text))}${others.length > 0 ? ` and matched ${quoteList(others.map((t) => t.text))}` : ''}` };
   }
-  const only = matched[0]!;
-  if (only.standing) {
-    return { admitted: false, reason: `matched only '${only.text}', a name standing in the current state, which alone says nothing about this turn` };
+  if (matched.every((t) => t.standing)) {
+    return { admitted: false, reason: `matched only ${list}, ${matched.length === 1 ? 'a name' : 'names'} standing in the current state, which alone says nothing about this turn` };
   }
-  if (only.name) return { admitted: true, reason: `matched '${only.text}', a name this turn mentions` };
-  const share = shareOf(matched);
-  if (share < NEGLIGIBLE_TERM_SHARE) {
-    return { admitted: false, reason: `matched only '${only.text}', ${Math.round(share * 100)}% of the query's weight` };
+  if (!answered) {
+    return weights.unseenShare >= MAX_UNSEEN_SHARE
+      ? { admitted: false, reason: `matched ${list}, but this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}: the question is not about it` }
+      : { admitted: false, reason: `matched only ${list}; no passage holds enough of the query to answer it` };
   }
-  return { admitted: true, reason: `matched '${only.text}'` };
+  return passageHolds(weights, lexical)
+    ? { admitted: true, reason: `matched ${list}` }
+    : { admitted: false, reason: `matched only ${list}, words too common here to say what the query is about` };
 }
 
 function scoreSurvivors(
@@ -336,7 +313,7 @@ function scoreSurvivors(
   entities: readonly string[],
 ): void {
   // Each path is normalized against its own best survivor: bm25 has no fixed range, cosine's zero is not zero.
-  const bestLexical = Math.max(0, ...admitted.map((w) => (w.bm25 === null ? 0 : -w.bm25)));
+  const bestLexical = Math.max(0, ...admitted.map((w) => w.lexical?.score ?? 0));
   const aboveFloor = (w: Working) => {
     const s = similarities.get(w.row.id);
     return s === undefined || floor === null ? 0 : Math.max(0, s - floor);
@@ -346,7 +323,7 @@ function scoreSurvivors(
   const stateNames = new Set(entities.map((e) => tokenize(e).join(' ')));
   for (const w of admitted) {
     const d = w.decision;
-    const lexical = bestLexical > 0 && w.bm25 !== null ? -w.bm25 / bestLexical : 0;
+    const lexical = bestLexical > 0 && w.lexical ? w.lexical.score / bestLexical : 0;
     const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
     const boosts: CandidateDecision['boosts'] = [];
@@ -601,12 +578,12 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
   const excluded = eligibilityOutcome(row, record.stage);
   if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, [])}`;
   const { terms } = buildSearchTerms({ input: record.terms.join(' ') });
-  const found = matchTerms(tokenize(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
+  const found = matchTerms(stemText(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
   const semantic = record.semantic.used
     ? ', and it was not semantically close enough to the query to be recorded'
     : ` (semantic retrieval did not run: ${record.semantic.reason})`;
   if (found.length === 0) {
     return `never a candidate: it contains none of the query's terms (${quoteList(record.terms)})${semantic}`;
   }
-  return `never a candidate: it contains ${quoteList(found.map((t) => t.text))}, but ${LEXICAL_CANDIDATE_LIMIT} eligible passages matched the query more strongly`;
+  return `never a candidate: it contains ${quoteList(found.map((t) => t.text))}, but ${CANDIDATE_POOL} passages matched the query more strongly`;
 }

@@ -1,31 +1,39 @@
+import { ftsText } from '../indexing';
+import { stem } from './stemmer';
+
 /**
  * Turning text into search terms. Every term reaches FTS5 only as a double-quoted string built here, so
  * a writer's text (quotes, `NEAR`, `*`, column filters) can never change the meaning of the MATCH query.
  */
 
-/** Words that carry no topic. A term made only of these is never searched. */
+/**
+ * Function words: they carry no topic, so a term made only of these is never searched. Content words,
+ * however common ("said", "walk", "ask"), are searched and weighed by how rare they are in the campaign.
+ */
 const STOP_WORDS = new Set(
   (
     'a about above after again against all also am an and any are as at be because been before being below ' +
     'between both but by can could did do does doing done down during each either else even ever every few for ' +
-    'from further get gets go goes going got had has have having he her here hers herself him himself his how ' +
-    'however i if in into is it its itself just least less let like made make many may me might mine more most ' +
-    'much must my myself near neither no nor not now of off often on once one only onto or other others our ours ' +
-    'ourselves out over own per perhaps quite rather really said same say says see seen shall she should since ' +
-    'so some such than that the their theirs them themselves then there these they thing things this those ' +
-    'though through thus to too toward towards under until up upon us use used uses using very via was we well ' +
-    'were what whatever when where whether which while who whom whose why will with within without would yet you ' +
-    'your yours yourself yourselves tell know want look looks take takes come comes back still way around'
+    'from further had has have having he her here hers herself him himself his how however i if in into is it ' +
+    'its itself just least less let many may me might mine more most much must my myself near neither no nor ' +
+    'not now of off often on once only onto or other others our ours ourselves out over own per perhaps quite ' +
+    'rather really same shall she should since so some such than that the their theirs them themselves then ' +
+    'there these they this those though through thus to too toward towards under until up upon us very via was ' +
+    'we well were what whatever when where whether which while who whom whose why will with within without ' +
+    'would yet you your yours yourself yourselves ' +
+    // Words that frame a question rather than name its topic: "How does grappling work?" is about grappling.
+    'work works happen happens happened mean means'
   ).split(' '),
 );
 
 /**
- * The words of a text as FTS5's `unicode61 remove_diacritics 2` tokenizer sees them: lower-cased,
- * diacritics removed, split at anything that is not a letter or digit.
+ * The words of a text as the index's `porter unicode61 remove_diacritics 2` tokenizer sees them before
+ * stemming: lower-cased, diacritics removed, split at anything that is not a letter or digit, and CJK
+ * runs as the overlapping character pairs the index holds (see `ftsText`).
  */
 export function tokenize(text: string): string[] {
   return (
-    text
+    ftsText(text)
       .normalize('NFKD')
       .replace(/\p{M}+/gu, '')
       .toLowerCase()
@@ -33,20 +41,27 @@ export function tokenize(text: string): string[] {
   );
 }
 
+/** A CJK character pair, the unit the index holds CJK text in: it names something as a word does. */
+const CJK_PAIR = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2}$/u;
+const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2,}/gu;
+
 export function isMeaningfulWord(word: string): boolean {
   if (STOP_WORDS.has(word)) return false;
-  return word.length >= 3 || (word.length === 2 && /\d/.test(word));
+  return word.length >= 3 || (word.length === 2 && (/\d/.test(word) || CJK_PAIR.test(word)));
 }
 
 /**
- * A search term: one word, or a multi-word entity name searched as a phrase. `variants` are the forms
- * searched for it (a plural also finds its singular), so "dragons" matches a passage about a dragon.
+ * A search term: one word, or a multi-word entity name searched as a phrase. It matches a passage by its
+ * stems (the index stems with Porter, so "dragons" finds "dragon" and "hunted" finds "hunting"); the exact
+ * spelling counts for more when scoring.
  */
 export interface SearchTerm {
   /** Display form, as recorded in matchedTerms. */
   text: string;
-  /** Token sequences; the term matches when any of them occurs. */
-  variants: string[][];
+  /** The words as written (one for a word, several for a phrase). */
+  words: string[];
+  /** Their stems, as the index holds them. */
+  stems: string[];
   /** Named in the standing state (a character present, the location) rather than in this turn's text. */
   standing: boolean;
   /** The name of an entity (from the state or the library's entity lists), not just a word. */
@@ -55,18 +70,8 @@ export interface SearchTerm {
   origin: 'input' | 'recent' | 'scene' | 'entity';
 }
 
-function singular(word: string): string | null {
-  if (word.length < 5 || /\d/.test(word)) return null;
-  if (word.endsWith('ies')) return `${word.slice(0, -3)}y`;
-  if (word.endsWith('ves')) return `${word.slice(0, -3)}f`;
-  if (/(ches|shes|sses|xes)$/.test(word)) return word.slice(0, -2);
-  if (word.endsWith('s') && !word.endsWith('ss') && !word.endsWith('us') && !word.endsWith('is')) return word.slice(0, -1);
-  return null;
-}
-
-function wordTerm(word: string, origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
-  const base = singular(word);
-  return { text: word, variants: base ? [[word], [base]] : [[word]], standing, name, origin };
+function term(words: string[], origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
+  return { text: words.join(' '), words, stems: words.map(stem), standing, name, origin };
 }
 
 /** `"a b"` with quotes doubled: the only way a term enters a MATCH expression. */
@@ -76,25 +81,36 @@ function quote(tokens: string[]): string {
 
 /** An FTS5 MATCH expression that finds any of the terms, or null when there is nothing to search. */
 export function buildMatchExpression(terms: readonly SearchTerm[]): string | null {
-  const parts = terms.map((t) => (t.variants.length === 1 ? quote(t.variants[0]!) : `(${t.variants.map(quote).join(' OR ')})`));
-  return parts.length > 0 ? parts.join(' OR ') : null;
+  return terms.length > 0 ? terms.map((t) => quote(t.words)).join(' OR ') : null;
 }
 
-function containsSequence(tokens: readonly string[], sequence: readonly string[]): boolean {
-  if (sequence.length === 1) return tokens.includes(sequence[0]!);
-  outer: for (let i = 0; i + sequence.length <= tokens.length; i++) {
-    for (let j = 0; j < sequence.length; j++) if (tokens[i + j] !== sequence[j]) continue outer;
-    return true;
+/** A passage's words with their stems, worked out once and reused for matching, scoring and proximity. */
+export interface StemmedText {
+  words: string[];
+  stems: string[];
+}
+
+export function stemText(text: string): StemmedText {
+  const words = tokenize(text);
+  return { words, stems: words.map(stem) };
+}
+
+/** Positions where a term occurs in the text, and how many of them are spelled exactly as asked. */
+export function occurrences(text: StemmedText, t: SearchTerm): { positions: number[]; exact: number } {
+  const positions: number[] = [];
+  let exact = 0;
+  const n = t.stems.length;
+  outer: for (let i = 0; i + n <= text.stems.length; i++) {
+    for (let j = 0; j < n; j++) if (text.stems[i + j] !== t.stems[j]) continue outer;
+    positions.push(i);
+    if (t.words.every((w, j) => text.words[i + j] === w)) exact++;
   }
-  return false;
+  return { positions, exact };
 }
 
-/** The terms that occur in already-tokenized text. */
-export function matchTerms(tokens: readonly string[], terms: readonly SearchTerm[]): SearchTerm[] {
-  const set = new Set(tokens);
-  return terms.filter((t) =>
-    t.variants.some((v) => (v.length === 1 ? set.has(v[0]!) : v.every((w) => set.has(w)) && containsSequence(tokens, v))),
-  );
+/** The terms that occur in the text. */
+export function matchTerms(text: StemmedText, terms: readonly SearchTerm[]): SearchTerm[] {
+  return terms.filter((t) => occurrences(text, t).positions.length > 0);
 }
 
 export interface QueryParts {
@@ -139,8 +155,13 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
     else if (existing.standing && !term.standing) terms.set(term.text, { ...existing, standing: false, origin: term.origin });
   };
 
-  const addText = (text: string | undefined, origin: SearchTerm['origin']) => {
-    if (!text) return;
+  const addText = (raw: string | undefined, origin: SearchTerm['origin']) => {
+    if (!raw) return;
+    // A CJK run has no spaces between its words: the whole run is searched as one phrase of its pairs.
+    const text = raw.replace(CJK_RUN, (run) => {
+      add(term(tokenize(run), origin, false, false));
+      return ' ';
+    });
     const tokens = tokenize(text);
     const claimed = new Array<boolean>(tokens.length).fill(false);
     for (const name of names) {
@@ -148,12 +169,12 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
       for (let i = 0; i + name.length <= tokens.length; i++) {
         if (name.every((w, j) => tokens[i + j] === w && !claimed[i + j])) {
           for (let j = 0; j < name.length; j++) claimed[i + j] = true;
-          add({ text: name.join(' '), variants: [name], standing: false, name: true, origin });
+          add(term(name, origin, false, true));
         }
       }
     }
     tokens.forEach((word, i) => {
-      if (!claimed[i] && isMeaningfulWord(word)) add(wordTerm(word, origin, false, oneWordNames.has(word)));
+      if (!claimed[i] && isMeaningfulWord(word)) add(term([word], origin, false, oneWordNames.has(word)));
     });
   };
 
@@ -164,8 +185,7 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
     const tokens = nameTokens(name);
     if (tokens.length === 0) continue;
     if (tokens.length === 1 && !isMeaningfulWord(tokens[0]!)) continue;
-    const key = tokens.join(' ');
-    add(tokens.length === 1 ? wordTerm(key, 'entity', true, true) : { text: key, variants: [tokens], standing: true, name: true, origin: 'entity' });
+    add(term(tokens, 'entity', true, true));
   }
 
   const queryText = [

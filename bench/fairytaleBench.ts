@@ -1,0 +1,374 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign } from '../src/knowledge/campaign/campaign';
+import { estimateTokens } from '../src/knowledge/campaign/tokens';
+import { importCampaign } from '../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../src/knowledge/indexing/store';
+import { searchKnowledge } from '../src/knowledge/retrieval/retrieval';
+import { corpusPath } from '../test/support/corpora';
+
+/**
+ * Retrieval quality on FairytaleQA (real questions by education experts, each naming its answering
+ * sections), as the held-out check measures it: each story one markdown file with `## Section N`
+ * headings in a `default_class: canon` campaign; per story (a campaign each) and pooled (one campaign,
+ * unscoped questions); a hit when a returned passage's lines overlap a gold section. Beside it, in the
+ * same run, raw FTS5 bm25 (`porter unicode61`, one row per section, query words OR-ed). Constants are
+ * tuned on `train` (a fixed sample of stories, to keep the bench quick); `val` is what is reported.
+ */
+
+export interface Story {
+  name: string;
+  sections: { section: number; text: string }[];
+  questions: { question: string; gold: number[] }[];
+}
+
+/** RFC 4180 CSV: quoted fields may hold commas, doubled quotes and newlines. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i++;
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+    } else field += c;
+  }
+  if (field !== '' || row.length > 0) {
+    row.push(field);
+    rows.push(row);
+  }
+  return rows.filter((r) => r.some((f) => f !== ''));
+}
+
+function records(file: string): Record<string, string>[] {
+  const [header, ...rows] = parseCsv(fs.readFileSync(file, 'utf8'));
+  return rows.map((r) => Object.fromEntries(header!.map((h, i) => [h, r[i] ?? ''])));
+}
+
+export type Split = 'train' | 'val';
+
+/** The stories of a split in name order; `sample` takes every n-th one so a train run stays quick. */
+export function loadStories(split: Split, sample?: number): Story[] {
+  const root = corpusPath('fairytaleqa-dev');
+  const names = fs
+    .readdirSync(path.join(root, 'section-stories', split))
+    .filter((f) => f.endsWith('-story.csv'))
+    .map((f) => f.slice(0, -'-story.csv'.length))
+    .sort();
+  const picked = sample && sample < names.length ? names.filter((_, i) => i % Math.ceil(names.length / sample) === 0) : names;
+  return picked.map((name) => ({
+    name,
+    // Some stories break lines with a bare CR, which markdown counts as a line: one convention for both.
+    sections: records(path.join(root, 'section-stories', split, `${name}-story.csv`)).map((r) => ({ section: Number(r.section), text: r.text!.replace(/\r\n?/g, '\n').trim() })),
+    questions: records(path.join(root, 'questions', split, `${name}-questions.csv`)).map((r) => ({
+      question: r.question!,
+      gold: r.cor_section!.split(',').map((s) => Number(s.trim())),
+    })),
+  }));
+}
+
+/** Rules questions a D&D player asks (from the SRD's own topics) and everyday questions: none is in a fairy tale. */
+export const OFF_TOPIC = {
+  train: [
+    'How does grappling work?',
+    'What are the effects of exhaustion levels?',
+    'How much damage does falling deal?',
+    'When do I make an opportunity attack?',
+    'death saving throws at zero hit points',
+    "the rogue's sneak attack damage",
+    'druid wild shape into a beast',
+    'half cover and three-quarters cover bonus to armor class',
+    'maintaining concentration on a spell when damaged',
+    'barbarian rage damage bonus',
+    'prerequisites for multiclassing',
+    'fireball spell damage and radius',
+    'How many spell slots does a 5th level wizard have?',
+    'What is the proficiency bonus at level 9?',
+    'Does a critical hit double the damage dice?',
+    'How do I calculate passive perception?',
+    'How do I configure a Kubernetes ingress controller?',
+    'What hydration should a sourdough starter have?',
+    'quarterly earnings report for the stock market',
+    'python list comprehension syntax',
+    'home office tax deduction rules',
+    'replacing a smartphone screen',
+    'train timetable for the airport express',
+    'How do I reset my router password?',
+    'best settings for a dishwasher eco cycle',
+    'What is the interest rate on a fixed mortgage?',
+    'How do I renew my passport online?',
+    'symptoms of a vitamin D deficiency',
+  ],
+  val: [
+    'How does the paladin divine smite work?',
+    'What does the frightened condition impose on ability checks?',
+    'How long is a long rest and what does it restore?',
+    'Can a creature take the dodge action as a bonus action?',
+    'What is the armor class of chain mail?',
+    'How does advantage and disadvantage stack?',
+    'What is the range of a longbow?',
+    'How many hit dice does a fighter get at level 1?',
+    'cleric spellcasting ability and spell save DC',
+    'What does the counterspell spell do?',
+    'How does the monk unarmored defense work?',
+    'What happens when a creature is reduced to 0 hit points by massive damage?',
+    'initiative order and surprise in combat',
+    'How heavy is a backpack and what does it carry?',
+    'How much does a healing potion cost in gold pieces?',
+    'What is the difference between a Roth IRA and a 401k?',
+    'How do I bleed a radiator?',
+    'how to set up two-factor authentication on email',
+    'What time does the pharmacy close on Sunday?',
+    'recipe for gluten free banana bread',
+    'How do I update the firmware on my printer?',
+    'which laptop has the best battery life',
+    'how to file a car insurance claim after an accident',
+    'what is the capital gains tax on shares',
+    'How do I unclog a kitchen sink drain?',
+    'weather forecast for the weekend',
+    'how to install node on ubuntu',
+    'How many calories are in a cup of rice?',
+    'What is the best way to learn Spanish vocabulary?',
+    'The pilot checks the hyperdrive coolant before docking.',
+  ],
+} as const;
+
+const K = [1, 3, 5] as const;
+const LIMIT = 5;
+
+interface Written {
+  /** Campaign-relative path of the story file. */
+  path: string;
+  /** Section number → [first line, last line] of its text in the file. */
+  lines: Map<number, [number, number]>;
+}
+
+/** A story as a markdown file: `## Section N` before each section, as the held-out check writes it. */
+function writeStory(dir: string, story: Story): Written {
+  const out: string[] = [];
+  const lines = new Map<number, [number, number]>();
+  for (const s of story.sections) {
+    out.push(`## Section ${s.section}`, '');
+    const first = out.length + 1;
+    out.push(...s.text.split(/\r?\n/));
+    lines.set(s.section, [first, out.length]);
+    out.push('');
+  }
+  const rel = `${story.name}.md`;
+  fs.writeFileSync(path.join(dir, rel), out.join('\n'));
+  return { path: rel, lines };
+}
+
+interface Tally {
+  questions: number;
+  hits: Record<number, number>;
+  passages: number;
+  tokens: number;
+  abstained: number;
+}
+
+const newTally = (): Tally => ({ questions: 0, hits: { 1: 0, 3: 0, 5: 0 }, passages: 0, tokens: 0, abstained: 0 });
+
+function count(t: Tally, ranked: { path: string; start: number; end: number; tokens: number }[], gold: { path: string; ranges: [number, number][] }): void {
+  t.questions++;
+  t.passages += ranked.length;
+  t.tokens += ranked.reduce((n, r) => n + r.tokens, 0);
+  if (ranked.length === 0) t.abstained++;
+  const first = ranked.findIndex((r) => r.path === gold.path && gold.ranges.some(([a, b]) => r.start <= b && r.end >= a));
+  for (const k of K) if (first !== -1 && first < k) t.hits[k]!++;
+}
+
+function merge(into: Tally, from: Tally): void {
+  into.questions += from.questions;
+  for (const k of K) into.hits[k]! += from.hits[k]!;
+  into.passages += from.passages;
+  into.tokens += from.tokens;
+  into.abstained += from.abstained;
+}
+
+export interface QualityRow {
+  recall: Record<number, number>;
+  passagesPerQuestion: number;
+  tokensPerQuestion: number;
+  falseAbstention: number;
+}
+
+function summarize(t: Tally): QualityRow {
+  const r = (n: number) => Math.round((n / Math.max(1, t.questions)) * 1000) / 1000;
+  return {
+    recall: Object.fromEntries(K.map((k) => [k, r(t.hits[k]!)])),
+    passagesPerQuestion: Math.round((t.passages / Math.max(1, t.questions)) * 10) / 10,
+    tokensPerQuestion: Math.round(t.tokens / Math.max(1, t.questions)),
+    falseAbstention: r(t.abstained),
+  };
+}
+
+/** One row per section in a bare FTS5 table, `porter unicode61`, ranked by bm25: the anchor. */
+class RawBm25 {
+  private readonly db = new Database(':memory:');
+  private readonly rows: { path: string; start: number; end: number; tokens: number }[] = [];
+  constructor() {
+    this.db.exec("CREATE VIRTUAL TABLE s USING fts5 (body, tokenize = 'porter unicode61')");
+  }
+  add(story: Story, written: Written): void {
+    const insert = this.db.prepare('INSERT INTO s (rowid, body) VALUES (?, ?)');
+    for (const s of story.sections) {
+      const [start, end] = written.lines.get(s.section)!;
+      this.rows.push({ path: written.path, start, end, tokens: estimateTokens(s.text) });
+      insert.run(this.rows.length, s.text);
+    }
+  }
+  search(question: string): { path: string; start: number; end: number; tokens: number }[] {
+    const words = [...new Set(question.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
+    if (words.length === 0) return [];
+    const ids = this.db
+      .prepare('SELECT rowid FROM s WHERE s MATCH ? ORDER BY bm25(s) LIMIT ?')
+      .all(words.map((w) => `"${w}"`).join(' OR '), LIMIT) as { rowid: number }[];
+    return ids.map((r) => this.rows[r.rowid - 1]!);
+  }
+  close(): void {
+    this.db.close();
+  }
+}
+
+async function productSearch(store: KnowledgeStore, question: string) {
+  const { hits } = await searchKnowledge(store, question, { limit: LIMIT });
+  return hits.map((h) => ({ path: h.sourcePath, start: h.startLine, end: h.endLine, tokens: h.tokenCount }));
+}
+
+async function indexedCampaign(stories: Story[]): Promise<{ store: KnowledgeStore; written: Map<string, Written>; bm25: RawBm25; dispose: () => void }> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-fairytale-'));
+  fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: fairytales\ntitle: Fairy tales\ndefault_class: canon\n');
+  const written = new Map<string, Written>();
+  const bm25 = new RawBm25();
+  for (const story of stories) {
+    const w = writeStory(root, story);
+    written.set(story.name, w);
+    bm25.add(story, w);
+  }
+  const campaign = loadCampaign(root);
+  const store = KnowledgeStore.inMemory(campaign.id);
+  await importCampaign(campaign, store);
+  return {
+    store,
+    written,
+    bm25,
+    dispose: () => {
+      store.close();
+      bm25.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface FairytaleResult {
+  split: Split;
+  stories: number;
+  questions: number;
+  perStory: { product: QualityRow; bm25: QualityRow; byStory: { name: string; product: QualityRow; bm25: QualityRow }[] };
+  pooled: { product: QualityRow; bm25: QualityRow };
+  offTopicAbstention: { perStory: number; pooled: number; bm25: number };
+}
+
+export async function measureFairytales(split: Split, sample?: number, log: (line: string) => void = () => undefined): Promise<FairytaleResult> {
+  const stories = loadStories(split, sample);
+  const offTopic = OFF_TOPIC[split];
+  const perStoryProduct = newTally();
+  const perStoryBm25 = newTally();
+  const byStory: FairytaleResult['perStory']['byStory'] = [];
+  let offTopicAsked = 0;
+  let offTopicAbstained = 0;
+  for (const story of stories) {
+    const c = await indexedCampaign([story]);
+    const w = c.written.get(story.name)!;
+    const product = newTally();
+    const bm25 = newTally();
+    for (const q of story.questions) {
+      const gold = { path: w.path, ranges: q.gold.flatMap((g) => (w.lines.has(g) ? [w.lines.get(g)!] : [])) };
+      count(product, await productSearch(c.store, q.question), gold);
+      count(bm25, c.bm25.search(q.question), gold);
+    }
+    for (const q of offTopic) {
+      offTopicAsked++;
+      if ((await productSearch(c.store, q)).length === 0) offTopicAbstained++;
+    }
+    c.dispose();
+    merge(perStoryProduct, product);
+    merge(perStoryBm25, bm25);
+    byStory.push({ name: story.name, product: summarize(product), bm25: summarize(bm25) });
+  }
+
+  const pooled = await indexedCampaign(stories);
+  const pooledProduct = newTally();
+  const pooledBm25 = newTally();
+  for (const story of stories) {
+    const w = pooled.written.get(story.name)!;
+    for (const q of story.questions) {
+      const gold = { path: w.path, ranges: q.gold.flatMap((g) => (w.lines.has(g) ? [w.lines.get(g)!] : [])) };
+      count(pooledProduct, await productSearch(pooled.store, q.question), gold);
+      count(pooledBm25, pooled.bm25.search(q.question), gold);
+    }
+  }
+  let pooledAbstained = 0;
+  let bm25Abstained = 0;
+  for (const q of offTopic) {
+    if ((await productSearch(pooled.store, q)).length === 0) pooledAbstained++;
+    if (pooled.bm25.search(q).length === 0) bm25Abstained++;
+  }
+  pooled.dispose();
+
+  const result: FairytaleResult = {
+    split,
+    stories: stories.length,
+    questions: perStoryProduct.questions,
+    perStory: { product: summarize(perStoryProduct), bm25: summarize(perStoryBm25), byStory },
+    pooled: { product: summarize(pooledProduct), bm25: summarize(pooledBm25) },
+    offTopicAbstention: {
+      perStory: Math.round((offTopicAbstained / offTopicAsked) * 1000) / 1000,
+      pooled: Math.round((pooledAbstained / offTopic.length) * 1000) / 1000,
+      bm25: Math.round((bm25Abstained / offTopic.length) * 1000) / 1000,
+    },
+  };
+  printTable(result, log);
+  return result;
+}
+
+function printTable(r: FairytaleResult, log: (line: string) => void): void {
+  const row = (label: string, q: QualityRow) =>
+    `  ${label.padEnd(34)} ${K.map((k) => q.recall[k]!.toFixed(3)).join('  ')}   ${String(q.passagesPerQuestion).padStart(4)}  ${String(q.tokensPerQuestion).padStart(6)}   ${(q.falseAbstention * 100).toFixed(1)}%`;
+  log(`fairytaleqa ${r.split}: ${r.stories} stories, ${r.questions} questions (hit = a returned passage overlaps a gold section)`);
+  log(`  ${''.padEnd(34)} R@1    R@3    R@5    pass  tokens   got nothing`);
+  log(row('raw bm25, one story per campaign', r.perStory.bm25));
+  log(row('product, one story per campaign', r.perStory.product));
+  log(row(`raw bm25, ${r.stories} stories pooled`, r.pooled.bm25));
+  log(row(`product, ${r.stories} stories pooled`, r.pooled.product));
+  const worse = r.perStory.byStory.filter((s) => s.product.recall[5]! < s.bm25.recall[5]! || s.product.recall[1]! < s.bm25.recall[1]!);
+  log(`  per story: product below bm25 on R@1 or R@5 in ${worse.length} of ${r.stories}${worse.length > 0 ? `: ${worse.map((s) => `${s.name} (R@1 ${s.product.recall[1]} vs ${s.bm25.recall[1]}, R@5 ${s.product.recall[5]} vs ${s.bm25.recall[5]})`).join('; ')}` : ''}`);
+  log(`  off-topic abstention (${OFF_TOPIC[r.split].length} SRD rules + everyday questions): per story ${(r.offTopicAbstention.perStory * 100).toFixed(1)}%, pooled ${(r.offTopicAbstention.pooled * 100).toFixed(1)}% (raw bm25 ${(r.offTopicAbstention.bm25 * 100).toFixed(1)}%)`);
+}
+
+if (require.main === module) {
+  const split = (process.argv[2] ?? 'val') as Split;
+  const sample = process.argv[3] ? Number(process.argv[3]) : undefined;
+  measureFairytales(split, sample, (line) => console.log(line)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

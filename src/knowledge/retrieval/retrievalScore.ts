@@ -1,0 +1,190 @@
+import type { KnowledgeStore } from '../indexing';
+import { occurrences, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
+
+/**
+ * Lexical relevance with meaning: BM25 over stems with the campaign's own term statistics, the exact
+ * spelling and the heading counting for more, a bonus for query terms found close together, and
+ * abstention decided by evidence: how much of the query's information (idf, words the campaign never
+ * uses weighing most) the best passage holds.
+ * Constants are tuned on FairytaleQA's train split (bench/fairytaleBench.ts), never on what is reported.
+ */
+
+/** BM25 term-frequency saturation and passage-length normalisation. */
+export const BM25_K1 = 1.2;
+export const BM25_B = 0.75;
+/** An occurrence in the heading trail counts this many times one in the body. */
+export const HEADING_TF = 2;
+/** An occurrence spelled exactly as asked adds this much to its stem's count: a name beats a cousin word. */
+export const EXACT_TF = 0.5;
+/** Two query terms side by side add this share of the rarer one's weight, decaying with distance. */
+export const PROXIMITY_WEIGHT = 0.3;
+/** Words apart beyond which two terms are no longer "together". */
+const PROXIMITY_WINDOW = 12;
+/** This turn's words say what it is about; the story so far, the scene and the state frame it. */
+const ORIGIN_WEIGHT: Record<SearchTerm['origin'], number> = { input: 1, scene: 0.5, recent: 0.5, entity: 0.5 };
+
+/**
+ * A campaign answers a query only when some passage holds at least this share of the query's evidence
+ * (Σ idf, a word the campaign never uses weighing as much as the rarest word can). In a small campaign
+ * every word is rarer, so the share asked grows with its size up to this value at ANSWER_FULL_SIZE passages.
+ */
+export const ANSWER_COVERAGE = 0.3;
+const ANSWER_FULL_SIZE = 400;
+/** A passage of an answered query still needs this share of the bar: two common verbs are not a topic. */
+const PASSAGE_SHARE_OF_BAR = 0.5;
+/** When this share of a question's words never occurs in the campaign, the campaign is not what it is about. */
+export const MAX_UNSEEN_SHARE = 0.6;
+
+export interface CampaignStatistics {
+  passages: number;
+  averageLength: number;
+  /** Passages holding a stem (FTS5 vocabulary over the index). */
+  docFrequency(stem: string): number;
+}
+
+interface CachedStatistics extends CampaignStatistics {
+  key: string;
+  frequencies: Map<string, number>;
+}
+
+const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
+/** Stemmed passage text by content, reused across turns: the text of a passage only changes with its hash. */
+const stemmedCache = new Map<string, StemmedText>();
+const STEMMED_CACHE_LIMIT = 4000;
+
+/**
+ * The campaign's statistics, recomputed only when the index changed: `data_version` moves on another
+ * connection's commit, `total_changes()` on this one's.
+ */
+export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
+  const { version } = store.statement('SELECT (SELECT data_version FROM pragma_data_version) || \':\' || total_changes() AS version').get() as { version: string };
+  const cached = statisticsCache.get(store);
+  if (cached && cached.key === version) return cached;
+  store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab('main', 'passages_fts', 'row')");
+  const { n, chars } = store
+    .statement('SELECT count(*) AS n, coalesce(avg(length(text)), 0) AS chars FROM passages WHERE campaign_id = ?')
+    .get(store.campaignId) as { n: number; chars: number };
+  const lookup = store.statement('SELECT doc FROM temp.passages_vocab WHERE term = ?');
+  const frequencies = new Map<string, number>();
+  const stats: CachedStatistics = {
+    key: version,
+    passages: n,
+    averageLength: chars,
+    frequencies,
+    docFrequency(stem: string): number {
+      let doc = frequencies.get(stem);
+      if (doc === undefined) {
+        doc = (lookup.get(stem) as { doc: number } | undefined)?.doc ?? 0;
+        frequencies.set(stem, doc);
+      }
+      return doc;
+    },
+  };
+  statisticsCache.set(store, stats);
+  return stats;
+}
+
+export function stemmedPassage(contentHash: string, text: string): StemmedText {
+  let stemmed = stemmedCache.get(contentHash);
+  if (!stemmed) {
+    stemmed = stemText(text);
+    if (stemmedCache.size >= STEMMED_CACHE_LIMIT) stemmedCache.delete(stemmedCache.keys().next().value!);
+    stemmedCache.set(contentHash, stemmed);
+  }
+  return stemmed;
+}
+
+/** How rare a term is here: a phrase as rare as its rarest word; a word the campaign lacks has df 0. */
+export function inverseFrequency(stats: CampaignStatistics, term: SearchTerm): { idf: number; df: number } {
+  const df = Math.min(...term.stems.map((s) => stats.docFrequency(s)));
+  return { idf: Math.log(1 + (stats.passages - df + 0.5) / (df + 0.5)), df };
+}
+
+export interface LexicalJudgement {
+  score: number;
+  matched: SearchTerm[];
+  /** Share of the query's evidence (Σ idf) the passage holds. */
+  coverage: number;
+}
+
+export interface QueryWeights {
+  idf: Map<SearchTerm, number>;
+  total: number;
+  /** Meaningful words of this turn the campaign has never seen, and their share of the turn's words. */
+  unseen: SearchTerm[];
+  unseenShare: number;
+  /** Coverage the best passage must reach for the campaign to answer at all. */
+  bar: number;
+}
+
+export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTerm[]): QueryWeights {
+  const idf = new Map<SearchTerm, number>();
+  const unseen: SearchTerm[] = [];
+  let total = 0;
+  for (const t of terms) {
+    const { idf: value, df } = inverseFrequency(stats, t);
+    idf.set(t, value * ORIGIN_WEIGHT[t.origin]);
+    total += value * ORIGIN_WEIGHT[t.origin];
+    if (df === 0 && t.origin === 'input') unseen.push(t);
+  }
+  const inputs = terms.filter((t) => t.origin === 'input').length;
+  const size = Math.min(1, Math.log(Math.max(2, stats.passages)) / Math.log(ANSWER_FULL_SIZE));
+  return { idf, total, unseen, unseenShare: inputs === 0 ? 0 : unseen.length / inputs, bar: ANSWER_COVERAGE * size };
+}
+
+/** Whether the campaign answers the query at all: the evidence its best passage holds, and words it knows. */
+export function answers(weights: QueryWeights, best: LexicalJudgement | undefined): boolean {
+  return best !== undefined && weights.unseenShare < MAX_UNSEEN_SHARE && best.coverage >= weights.bar;
+}
+
+/** Whether one passage of an answered query holds enough of it to be admitted. */
+export function passageHolds(weights: QueryWeights, judgement: LexicalJudgement): boolean {
+  return judgement.coverage >= weights.bar * PASSAGE_SHARE_OF_BAR;
+}
+
+/** BM25 with stems, exact spellings, the heading, and proximity; and the share of the query's evidence held. */
+export function judge(
+  stats: CampaignStatistics,
+  weights: QueryWeights,
+  terms: readonly SearchTerm[],
+  heading: StemmedText,
+  body: StemmedText,
+  length: number,
+): LexicalJudgement {
+  const norm = 1 - BM25_B + (BM25_B * length) / Math.max(1, stats.averageLength);
+  let score = 0;
+  let evidence = 0;
+  const matched: SearchTerm[] = [];
+  const positions: { idf: number; at: number[] }[] = [];
+  for (const t of terms) {
+    const inBody = occurrences(body, t);
+    const inHeading = occurrences(heading, t);
+    const tf = inBody.positions.length + HEADING_TF * inHeading.positions.length + EXACT_TF * (inBody.exact + inHeading.exact);
+    if (tf === 0) continue;
+    const idf = weights.idf.get(t)!;
+    matched.push(t);
+    evidence += idf;
+    score += (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
+    if (inBody.positions.length > 0) positions.push({ idf, at: inBody.positions });
+  }
+  for (let i = 0; i < positions.length; i++) {
+    for (let j = i + 1; j < positions.length; j++) {
+      const gap = closest(positions[i]!.at, positions[j]!.at);
+      if (gap <= PROXIMITY_WINDOW) score += (PROXIMITY_WEIGHT * Math.min(positions[i]!.idf, positions[j]!.idf)) / gap;
+    }
+  }
+  return { score, matched, coverage: weights.total > 0 ? evidence / weights.total : 0 };
+}
+
+/** Smallest distance between two sorted position lists. */
+function closest(a: readonly number[], b: readonly number[]): number {
+  let best = Infinity;
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    best = Math.min(best, Math.abs(a[i]! - b[j]!) || 1);
+    if (a[i]! < b[j]!) i++;
+    else j++;
+  }
+  return best;
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign } from '../../src/knowledge/campaign/campaign';
+import { parseDocument } from '../../src/knowledge/indexing/chunker';
+import { importCampaign } from '../../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
+import { searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
+import { loadStories } from '../../bench/fairytaleBench';
+
+/** One campaign holding real FairytaleQA stories (one file each, `## Section N` headings, canon). */
+async function fairyTales(names: string[], extra: Record<string, string> = {}): Promise<{ store: KnowledgeStore; dispose: () => void }> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-relevance-'));
+  fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: tales\ntitle: Tales\ndefault_class: canon\n');
+  for (const story of loadStories('val').filter((s) => names.includes(s.name))) {
+    fs.writeFileSync(path.join(root, `${story.name}.md`), story.sections.map((s) => `## Section ${s.section}\n\n${s.text}\n`).join('\n'));
+  }
+  for (const [file, text] of Object.entries(extra)) fs.writeFileSync(path.join(root, file), text);
+  const campaign = loadCampaign(root);
+  const store = KnowledgeStore.open(campaign);
+  await importCampaign(campaign, store);
+  return {
+    store,
+    dispose: () => {
+      store.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+describe('retrieval relevance on real text', () => {
+  let tales: { store: KnowledgeStore; dispose: () => void };
+  before(async () => {
+    tales = await fairyTales(['the-lady-of-the-moon', 'the-selfish-giant', 'magic-apples'], {
+      // The opening of the Analects (public domain), as a writer's CJK notes would hold it.
+      'analects.md': '# 論語 學而\n\n子曰：學而時習之，不亦說乎？有朋自遠方來，不亦樂乎？人不知而不慍，不亦君子乎？\n',
+    });
+  });
+  after(() => tales.dispose());
+
+  it('keeps one heading in the trail of a file whose headings start at ##, and skips no level wrongly', () => {
+    const moon = loadStories('val').find((s) => s.name === 'the-lady-of-the-moon')!;
+    const text = moon.sections.map((s) => `## Section ${s.section}\n\n${s.text}\n`).join('\n');
+    const trails = parseDocument(text, 'markdown').passages.map((p) => p.headingPath);
+    assert.deepEqual(trails, moon.sections.map((s) => [`Section ${s.section}`]));
+    const skipped = parseDocument(`# Book\n\n### Deep\n\n${moon.sections[0]!.text}\n\n## Next\n\n${moon.sections[1]!.text}\n`, 'markdown').passages;
+    assert.deepEqual(skipped.map((p) => p.headingPath), [['Book', 'Deep'], ['Book', 'Next']]);
+  });
+
+  it('finds a word by its stem ("hunted" finds "a-hunting") and names the word the writer typed', async () => {
+    const { hits } = await searchKnowledge(tales.store, 'Hou I hunted on his horse', { limit: 1 });
+    assert.equal(hits[0]?.sourcePath, 'the-lady-of-the-moon.md');
+    assert.match(hits[0]!.text, /a-hunting/);
+    assert.match(hits[0]!.reason, /'hunted'/);
+  });
+
+  it('says nothing to rules and everyday questions the tales know nothing about', async () => {
+    for (const question of ['How many spell slots does a 5th level wizard have?', 'How do I configure a Kubernetes ingress controller?', 'What is the armor class of chain mail?']) {
+      const { hits, record } = await searchKnowledge(tales.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.ok(record.candidates.every((c) => !c.admitted), question);
+    }
+  });
+
+  it('does not let a common verb admit a passage that shares nothing else with the turn', async () => {
+    const { hits, record } = await searchKnowledge(tales.store, 'I walk into the tavern and ask the barkeep about the starship');
+    assert.deepEqual(hits, []);
+    const refused = record.candidates.filter((c) => c.matchedTerms.length > 0);
+    assert.ok(refused.length > 0, 'the common words did match something');
+    assert.ok(refused.every((c) => /never mentions|no passage holds enough|too common/.test(c.reason)), refused.map((c) => c.reason).join('\n'));
+  });
+
+  it('indexes and finds Chinese text by its words, which have no spaces between them', async () => {
+    for (const word of ['君子', '學而', '朋']) {
+      const { hits } = await searchKnowledge(tales.store, word, { limit: 1 });
+      if (word === '朋') {
+        // A single CJK character is not a searchable unit of the index (pairs are): nothing rather than noise.
+        assert.deepEqual(hits, []);
+        continue;
+      }
+      assert.equal(hits[0]?.sourcePath, 'analects.md', word);
+      assert.match(hits[0]!.text, new RegExp(word));
+    }
+  });
+});
