@@ -10,7 +10,10 @@ export function promptField(text: string): string {
     .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
 }
 
-/** Keeps a passage from closing its own frame early; its line breaks are its own. */
+/**
+ * Keeps a passage from closing its own frame early or opening a section of the prompt: its line breaks are
+ * its own, but a line of it that starts like a heading (`## Narrator`) is escaped into plain text.
+ */
 export function neutralizeMarkers(text: string): string {
-  return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
+  return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']')).replace(/^#/gm, '\\#');
 }
