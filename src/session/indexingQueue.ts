@@ -32,8 +32,8 @@ export interface Indexer {
   importAll(signal: AbortSignal, onProgress: (state: IndexState) => void): Promise<void>;
   /** Reindexes (or removes) these sources; returns the paths written or removed. */
   indexFiles(paths: readonly string[], signal: AbortSignal): Promise<string[]>;
-  /** Empties the derived index. */
-  clear(): void;
+  /** Empties the derived index and imports every file again; readers keep the old index until the new one is whole. */
+  rebuildAll(signal: AbortSignal, onProgress: (state: IndexState) => void): Promise<void>;
   /** Campaign-relative paths of the sources the index holds now. */
   indexedPaths(): string[];
   /** True for a campaign-relative path that may be a source (a markdown or text file not ignored). */
@@ -102,11 +102,10 @@ export class IndexingQueue {
   /** Drops the derived index and builds it again; an import still running is cancelled first. */
   rebuild(): Promise<boolean> {
     this.cancel('import');
-    void this.enqueue('other', async () => {
-      this.indexer.clear();
+    return this.enqueue('import', async (signal) => {
+      await this.indexer.rebuildAll(signal, (state) => this.setState(state));
       this.changes.fire({ paths: 'all' });
     });
-    return this.reindex();
   }
 
   /** Reindexes one file now, queued behind whatever is running; a path outside the campaign is ignored. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { loadCampaign, type Campaign } from '../knowledge/campaign';
 import { StoreCanonFacts } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
-import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, type ImportReport, type Parser } from '../knowledge/indexing';
+import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, rebuildIndex, type ImportOptions, type ImportReport, type Parser } from '../knowledge/indexing';
 import { embedderFor as serverEmbedder } from '../knowledge/models';
 import { describeSemanticIndex, indexSemantic, type Embedder, type SemanticIndexReport } from '../knowledge/retrieval';
 import { StoryEngine, type EngineSettings } from '../story/engine';
@@ -13,7 +13,7 @@ import { narratorFor } from '../story/openaiNarrator';
 import { PlayStore } from '../story/playStore';
 import { noKnowledge, type KnowledgePort } from '../story/ports';
 import { defaultSettings, type StorytellerSettings } from './defaults';
-import { IndexingQueue, type Clock, type Indexer } from './indexingQueue';
+import { IndexingQueue, type Clock, type Indexer, type IndexState } from './indexingQueue';
 import { DiskWorkspace, type Workspace } from './workspace';
 
 export interface SessionLog {
@@ -33,6 +33,8 @@ export interface SessionOptions {
   parser?: Parser;
   clock?: Clock;
   log?: SessionLog;
+  /** Told when another process holds the index lock and indexing waits for it (the CLI says so). */
+  onLockWait?: (holderPid: number) => void;
 }
 
 /** The embedder the settings name, or undefined when no embedding model (or no usable server) is set: lexical only. */
@@ -93,6 +95,7 @@ export class CampaignSession {
   private readonly settings: () => StorytellerSettings;
   private readonly parser: Parser;
   private readonly log: SessionLog;
+  private readonly onLockWait: ((holderPid: number) => void) | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -102,6 +105,7 @@ export class CampaignSession {
     this.settings = options.settings ?? (() => defaultSettings());
     this.parser = options.parser ?? inThreadParser();
     this.log = options.log ?? quietLog;
+    this.onLockWait = options.onLockWait;
     this.current = effectiveCampaign(root, this.settings());
     this.indexing = new IndexingQueue(root, options.workspace ?? new DiskWorkspace(), this.indexer(), {
       ...(options.clock ? { clock: options.clock } : {}),
@@ -255,19 +259,22 @@ export class CampaignSession {
   }
 
   private indexer(): Indexer {
-    return {
-      importAll: async (signal, onProgress) => {
-        const report = await importCampaign(this.current, this.store, {
-          parser: this.parser,
-          signal,
-          onProgress: (event) => {
-            if (event.phase === 'index') onProgress({ kind: 'indexing', done: event.done, total: event.total, ...(event.path ? { path: event.path } : {}) });
-          },
-        });
-        this.lastReport = report;
-        const counts = Object.entries(report.counts).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
-        this.log.info(`${this.current.id}: ${report.files.length} files (${counts.join(', ')}), ${report.passages} passages written in ${Math.round(report.durationMs)} ms`);
+    const options = (signal: AbortSignal, onProgress: (state: IndexState) => void): ImportOptions => ({
+      parser: this.parser,
+      signal,
+      ...(this.onLockWait ? { onLockWait: this.onLockWait } : {}),
+      onProgress: (event) => {
+        if (event.phase === 'index') onProgress({ kind: 'indexing', done: event.done, total: event.total, ...(event.path ? { path: event.path } : {}) });
       },
+    });
+    const finished = (report: ImportReport): void => {
+      this.lastReport = report;
+      const counts = Object.entries(report.counts).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
+      this.log.info(`${this.current.id}: ${report.files.length} files (${counts.join(', ')}), ${report.passages} passages written in ${Math.round(report.durationMs)} ms`);
+    };
+    return {
+      importAll: async (signal, onProgress) => finished(await importCampaign(this.current, this.store, options(signal, onProgress))),
+      rebuildAll: async (signal, onProgress) => finished(await rebuildIndex(this.current, this.store, options(signal, onProgress))),
       indexFiles: async (paths, signal) => {
         const written: string[] = [];
         for (const rel of paths) {
@@ -279,7 +286,6 @@ export class CampaignSession {
         if (written.length > 0) this.embed();
         return written;
       },
-      clear: () => this.store.clear(),
       indexedPaths: () => (this.knowledgeStore?.listSources() ?? []).map((s) => s.path),
       isCandidate: (rel) => isCandidateSource(this.current, rel),
     };

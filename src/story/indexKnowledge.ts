@@ -8,8 +8,9 @@ import type { KnowledgePort } from './ports';
 
 /**
  * Campaign knowledge for the story engine, from the campaign's index: retrieval and the cast it names.
- * Retrieved canon that the query's current state contradicts is sent as superseded. Pass the same `canon`
- * reader to every port over one index so facts are extracted once per source change, not once per turn.
+ * Retrieved canon that the current state contradicts, or newer canon supersedes, is sent as superseded.
+ * Pass the same `canon` reader to every port over one index so facts are extracted once per source
+ * change, not once per turn.
  */
 export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOptions | null = null, canon = new StoreCanonFacts(index)): KnowledgePort {
   return {

@@ -117,6 +117,22 @@ describe('campaign session', () => {
     }
   });
 
+  it('a changed campaign.yaml cancels the import under the old config and indexes under the new one', async () => {
+    for (let i = 0; i < 40; i++) writeFile(root, `drafts/d${i}.md`, `# Draft ${i}\n\nThe bell tower leans ${i} degrees.\n`);
+    let reloaded = false;
+    const sub = session.indexing.onDidChangeState((state) => {
+      if (state.kind !== 'indexing' || state.done < 2 || reloaded) return;
+      fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: westhaven\ntitle: Westhaven\nignore: [drafts/]\n');
+      reloaded = session.reload();
+    });
+    const first = await session.reindex();
+    sub.dispose();
+    assert.ok(reloaded);
+    assert.equal(first, undefined, 'the import under the old config did not finish');
+    await session.indexing.idle();
+    assert.deepEqual(session.store.listSources().map((s) => s.path), ['characters/mara.md'], 'drafts/ is ignored now, and what the cancelled import wrote of it is gone');
+  });
+
   it('applies the writer’s size cap to the campaign it indexes; campaign.yaml wins', async () => {
     await session.close();
     session = openSession(root, { settings: () => defaultSettings({ sizeCapBytes: 10 }) });

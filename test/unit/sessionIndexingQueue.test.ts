@@ -57,9 +57,10 @@ class MemoryIndexer implements Indexer {
     return [...paths];
   }
 
-  clear(): void {
+  async rebuildAll(signal: AbortSignal, onProgress: (state: IndexState) => void): Promise<void> {
     this.clears++;
     this.index.clear();
+    await this.importAll(signal, onProgress);
   }
 
   indexedPaths(): string[] {

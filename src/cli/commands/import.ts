@@ -1,12 +1,12 @@
 import path from 'node:path';
-import { CampaignError, findCampaignRoot, loadCampaign } from '../../knowledge/campaign';
+import { CampaignError, findCampaignRoot } from '../../knowledge/campaign';
 import { indexFile, type FileOutcome } from '../../knowledge/indexing';
 import { LorebookError } from '../../knowledge/interchange';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/interchange';
-import { KnowledgeStore } from '../../knowledge/indexing';
 import { BundleError, describePlayData, importCampaignBundle } from '../../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/campaign';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
+import { openCliSession } from '../knowledgeAccess';
 
 /** Resolves `--campaign` (or the campaign around the working folder). */
 export function campaignRootOption(value: string | undefined, cwd: string): string {
@@ -25,14 +25,13 @@ export function refuse(io: CliIo, args: ParsedArgs, command: string, reason: str
 
 /** Indexes the new files at once, so they are searchable from the shell; the extension's watcher would do the same. */
 async function indexLoreFiles(campaignRoot: string, paths: readonly string[]): Promise<FileOutcome[]> {
-  const campaign = loadCampaign(campaignRoot);
-  const store = KnowledgeStore.open(campaign);
+  const session = openCliSession(campaignRoot);
   try {
     const outcomes: FileOutcome[] = [];
-    for (const relPath of paths) outcomes.push(...(await indexFile(campaign, store, relPath)).files);
+    for (const relPath of paths) outcomes.push(...(await indexFile(session.campaign, session.store, relPath)).files);
     return outcomes;
   } finally {
-    store.close();
+    await session.close();
   }
 }
 

@@ -1,11 +1,8 @@
 import { describeClassOrigin } from '../../knowledge/campaign';
 import type { ImportReport } from '../../knowledge/indexing';
-import { rebuildIndex } from '../../knowledge/indexing';
-import { importCampaign } from '../../knowledge/indexing';
-import { describeSemanticIndex, indexSemantic, type Embedder } from '../../knowledge/retrieval';
-import { embedderFor } from '../../knowledge/models';
-import { KnowledgeStore } from '../../knowledge/indexing';
-import { EXIT, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
+import { describeSemanticIndex } from '../../knowledge/retrieval';
+import { defaultSettings, openSession } from '../../session';
+import { EXIT, emit, stringOption, type Command } from '../command';
 import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
 
@@ -25,12 +22,6 @@ function summary(report: ImportReport, title: string): string {
   return lines.join('\n');
 }
 
-/** The embedder --embed-model names on the server --provider/--base-url name, read before any work so a bad flag costs nothing. */
-function embedderFromArgs(args: ParsedArgs, io: CliIo): Embedder | null {
-  const model = stringOption(args, 'embed-model');
-  return model ? embedderFor(backendFromArgs(args, io), model) : null;
-}
-
 export const indexCommand: Command = {
   name: 'index',
   summary: "Import a campaign's files into its search index (only new and changed files are parsed)",
@@ -38,18 +29,32 @@ export const indexCommand: Command = {
   options: { rebuild: { type: 'boolean', default: false }, 'embed-model': { type: 'string' }, ...MODEL_SERVER_OPTIONS, ...WORKERS_OPTION },
   async run(args, io) {
     const campaign = campaignFromArgs(args, io.cwd, args.positionals[0]);
-    const embedder = embedderFromArgs(args, io);
+    // The server is named before any work, so a bad flag costs nothing.
+    const backend = backendFromArgs(args, io);
     const parser = parserFromArgs(args);
-    const store = KnowledgeStore.open(campaign);
+    // Embeds and calibrates after the lexical import when --embed-model names a model, on the server --provider/--base-url name.
+    const embeddingModel = stringOption(args, 'embed-model') ?? '';
+    const settings = defaultSettings({
+      embeddingModel,
+      narratorBackend: backend,
+      embeddingBackend: backend,
+      ...(backend.provider === 'ollama' ? { ollamaHost: backend.baseUrl } : {}),
+    });
+    const session = openSession(campaign.root, {
+      parser,
+      settings: () => settings,
+      onLockWait: (pid) => io.stderr.write(`storyteller index: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
+    });
     try {
-      const options = {
-        parser,
-        onLockWait: (pid: number) => io.stderr.write(`storyteller index: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
-      };
-      const report = args.values.rebuild === true ? await rebuildIndex(campaign, store, options) : await importCampaign(campaign, store, options);
-      // Embeds and calibrates after the lexical import, which never waits on a model server.
-      const semantic = embedder ? await indexSemantic(store, embedder) : null;
-      const sources = store.listSources();
+      const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();
+      await session.indexing.idle();
+      if (!report) {
+        const state = session.indexing.state;
+        io.stderr.write(`storyteller index: ${state.kind === 'error' ? state.message : 'the import did not finish'}\n`);
+        return EXIT.failure;
+      }
+      const semantic = embeddingModel ? (session.lastSemantic ?? null) : null;
+      const sources = session.store.listSources();
       emit(
         io,
         args,
@@ -62,7 +67,7 @@ export const indexCommand: Command = {
       );
       return report.counts.error > 0 ? EXIT.findings : EXIT.ok;
     } finally {
-      store.close();
+      await session.close();
       await parser.close();
     }
   },

@@ -2,6 +2,7 @@ import { analyzeConflicts, FactCache, type ConflictAnalysis, type ConflictDecisi
 import { buildEntityNames, type EntityNames, type FactStatement } from './facts';
 import { factSourceFromSplit } from './factsInput';
 import { splitFrontMatter } from '../campaign';
+import type { CanonSupersession } from './conflictsState';
 import type { KnowledgeStore } from '../indexing';
 import type { SourceRecord } from '../campaign';
 
@@ -38,6 +39,7 @@ export class StoreCanonFacts {
   private known: { signature: string; names: EntityNames } | undefined;
   /** The source as last read, by id: re-read (and its front matter re-parsed) only when its record changed. */
   private readonly inputs = new Map<string, { signature: string; input: ConflictSourceInput | undefined }>();
+  private settled: { signature: string; supersessions: CanonSupersession[] } | undefined;
 
   constructor(private readonly store: KnowledgeStore) {}
 
@@ -61,5 +63,21 @@ export class StoreCanonFacts {
       this.inputs.set(sourceId, known);
     }
     return known.input ? this.cache.factsOf(known.input, names) : [];
+  }
+
+  /**
+   * The losing statement of every conflict a `supersedes:` declaration settled, with the one that won,
+   * analysed over the whole campaign as the conflicts view does, and again only when a source changed.
+   */
+  supersededCanon(): readonly CanonSupersession[] {
+    const sources = analyzedSources(this.store);
+    const signature = JSON.stringify(sources.map((s) => [s.id, s.sha256, s.class, s.enabled, s.title, s.entities]));
+    if (this.settled?.signature !== signature) {
+      const inputs = sources.flatMap((source) => conflictInputOf(this.store, source) ?? []);
+      const settled = analyzeConflicts(inputs, undefined, this.cache).conflicts.filter((c) => c.supersededBy !== null);
+      const supersessions = settled.map((c) => (c.supersededBy === 'a' ? { statement: c.b, by: c.a } : { statement: c.a, by: c.b }));
+      this.settled = { signature, supersessions };
+    }
+    return this.settled.supersessions;
   }
 }

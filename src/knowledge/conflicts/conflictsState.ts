@@ -69,25 +69,62 @@ export interface PassageText {
   text: string;
 }
 
-/**
- * The passage with every superseded canon line replaced by a note of what is true now, so the narrator
- * reads "Status: superseded in play — now destroyed" instead of the stale "Status: standing".
- */
-export function withoutSupersededCanon(passage: PassageText, supersessions: readonly StateSupersession[]): { text: string; replaced: StateSupersession[] } {
-  const relevant = supersessions.filter((s) => s.statement.path === passage.sourcePath);
+/** A canon statement to send as superseded: the line is rewritten, and the record says why. */
+interface LineReplacement {
+  statement: FactStatement;
+  /** What the narrator reads instead of the stale value ("superseded in play — now destroyed"). */
+  note: string;
+  currentValue: string;
+  statePath: string | null;
+  reason: (entity: string) => string;
+}
+
+/** Rewrites the passage's lines that state a replaced statement; returns the text and the replacements made. */
+function replaceCanonLines(passage: PassageText, replacements: readonly LineReplacement[]): { text: string; replaced: LineReplacement[] } {
+  const relevant = replacements.filter((r) => r.statement.path === passage.sourcePath);
   if (relevant.length === 0) return { text: passage.text, replaced: [] };
-  const replaced: StateSupersession[] = [];
+  const replaced: LineReplacement[] = [];
   // The index keeps passage text with inline markup removed (`- Status: standing`), the fact its line as written.
-  const quotes = relevant.map((s) => stripInlineMarkup(s.statement.quote));
+  const quotes = relevant.map((r) => stripInlineMarkup(r.statement.quote));
   const lines = passage.text.split('\n').map((line) => {
     const plain = stripInlineMarkup(line);
     const hit = relevant.find((_, i) => plain === quotes[i]);
     if (!hit) return line;
     replaced.push(hit);
     const indent = /^\s*(?:[-*+]\s+)?/.exec(line)![0];
-    return `${indent}${hit.statement.attribute}: superseded in play — now ${hit.current.value}`;
+    return `${indent}${hit.statement.attribute}: ${hit.note}`;
   });
   return { text: lines.join('\n'), replaced };
+}
+
+function stateReplacement({ statement, current }: StateSupersession): LineReplacement {
+  return {
+    statement,
+    note: `superseded in play — now ${current.value}`,
+    currentValue: current.value,
+    statePath: current.statePath ?? null,
+    reason: (entity) => `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded in play: ${describeWorldFact(current)}`,
+  };
+}
+
+function canonReplacement({ statement, by }: CanonSupersession): LineReplacement {
+  return {
+    statement,
+    note: `superseded by ${by.path} — now ${by.value}`,
+    currentValue: by.value,
+    statePath: null,
+    reason: (entity) =>
+      `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded by ${by.path}:${by.line} ("${by.value}"), which declares supersedes: [${statement.path}]`,
+  };
+}
+
+/**
+ * The passage with every superseded canon line replaced by a note of what is true now, so the narrator
+ * reads "Status: superseded in play — now destroyed" instead of the stale "Status: standing".
+ */
+export function withoutSupersededCanon(passage: PassageText, supersessions: readonly StateSupersession[]): { text: string; replaced: StateSupersession[] } {
+  const { text, replaced } = replaceCanonLines(passage, supersessions.map(stateReplacement));
+  return { text, replaced: supersessions.filter((s) => replaced.some((r) => r.statement === s.statement)) };
 }
 
 /** `world.bridge = destroyed`: the state that supersedes, as the writer set it up. */
@@ -95,33 +132,51 @@ export function describeWorldFact(fact: WorldFact): string {
   return `${fact.statePath ?? [fact.entity, fact.attribute].filter(Boolean).join('.')} = ${fact.value}`;
 }
 
+/** A canon statement another canon source supersedes (its front matter says `supersedes: [<path>]`) where they disagree. */
+export interface CanonSupersession {
+  statement: FactStatement;
+  by: FactStatement;
+}
+
 /** Canon facts of one source at a time, from the same extraction and names the conflict analysis uses. */
 export interface CanonFactsReader {
   names(): EntityNames;
   factsOf(sourceId: string, names: EntityNames): FactStatement[];
+  /** Every settled conflict's losing statement, with the statement that won. */
+  supersededCanon(): readonly CanonSupersession[];
 }
 
 /** Sections whose passages are canon; Reference and Inspiration are never truth, so nothing there is superseded. */
 const CANON_SECTIONS: readonly KnowledgeSection[] = ['alwaysInclude', 'canon'];
 
 /**
- * A retrieval result as the prompt may carry it under the current state: every retrieved canon line the
- * state contradicts is replaced by a note of what is true now, and the record lists each replacement and
- * why. Relevance, order and budgets are retrieval's and stay as they were; a rewritten passage is recounted
- * by the query's `measure`, so its count stays in the unit of the rest.
+ * A retrieval result as the prompt may carry it: every retrieved canon line that the current state
+ * contradicts, or that newer canon supersedes (a conflict the writer settled with `supersedes:`), is
+ * replaced by a note of what is true now, and the record lists each replacement and why. Relevance, order
+ * and budgets are retrieval's and stay as they were; a rewritten passage is recounted by the query's
+ * `measure`, so its count stays in the unit of the rest.
  */
 export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly WorldFact[], canon: CanonFactsReader, measure?: TokenMeasure): RetrievalResult {
-  if (state.length === 0) return result;
-  const names = canon.names();
-  // One pass over the facts of every retrieved canon source: the state's names are resolved once per turn.
-  const sourceIds = new Set(CANON_SECTIONS.flatMap((key) => result.sections[key].map((p) => p.sourceId)));
-  const supersessions = supersededByState([...sourceIds].flatMap((id) => canon.factsOf(id, names)), state, names);
-  if (supersessions.length === 0) return result;
+  const sourcePaths = new Set(CANON_SECTIONS.flatMap((key) => result.sections[key].map((p) => p.sourcePath)));
+  const replacements = canon
+    .supersededCanon()
+    .filter((s) => sourcePaths.has(s.statement.path))
+    .map(canonReplacement);
+  const names = state.length > 0 || replacements.length > 0 ? canon.names() : undefined;
+  if (names && state.length > 0) {
+    // One pass over the facts of every retrieved canon source: the state's names are resolved once per turn.
+    const sourceIds = new Set(CANON_SECTIONS.flatMap((key) => result.sections[key].map((p) => p.sourceId)));
+    const byState = supersededByState([...sourceIds].flatMap((id) => canon.factsOf(id, names)), state, names);
+    // What play says now wins over what newer canon says.
+    const settledByPlay = new Set(byState.map((s) => s.statement));
+    replacements.splice(0, replacements.length, ...byState.map(stateReplacement), ...replacements.filter((r) => !settledByPlay.has(r.statement)));
+  }
+  if (!names || replacements.length === 0) return result;
   const superseded: SupersededCanonLine[] = [];
   const rewrite = (passage: SelectedPassage): SelectedPassage => {
-    const { text, replaced } = withoutSupersededCanon(passage, supersessions);
+    const { text, replaced } = replaceCanonLines(passage, replacements);
     if (replaced.length === 0) return passage;
-    for (const { statement, current } of replaced) {
+    for (const { statement, currentValue, statePath, reason } of replaced) {
       const entity = names.displayName(statement.entityKey) ?? statement.entity;
       superseded.push({
         passageId: passage.passageId,
@@ -131,9 +186,9 @@ export function supersedeRetrievedCanon(result: RetrievalResult, state: readonly
         attribute: statement.attribute,
         canonValue: statement.value,
         quote: statement.quote,
-        currentValue: current.value,
-        statePath: current.statePath ?? null,
-        reason: `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded in play: ${describeWorldFact(current)}`,
+        currentValue,
+        statePath,
+        reason: reason(entity),
       });
     }
     return { ...passage, text, tokenCount: measure ? measure.passage({ ...passage, text }) : estimateTokens(text) };

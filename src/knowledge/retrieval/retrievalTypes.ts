@@ -117,7 +117,7 @@ export interface BudgetConflict {
   passageIds: string[];
 }
 
-/** A retrieved canon line the current world state contradicts, replaced in the passage text sent. */
+/** A retrieved canon line the current world state contradicts, or newer canon supersedes, replaced in the passage text sent. */
 export interface SupersededCanonLine {
   passageId: string;
   sourcePath: string;
@@ -129,7 +129,7 @@ export interface SupersededCanonLine {
   canonValue: string;
   quote: string;
   currentValue: string;
-  /** The world-state path that says so (`world.bridge`). */
+  /** The world-state path that says so (`world.bridge`); null when newer canon supersedes the line. */
   statePath: string | null;
   /** One sentence a writer can read: `The Bridge — Status: canon "standing" (places/bridge.md:6) superseded in play: world.bridge = destroyed`. */
   reason: string;

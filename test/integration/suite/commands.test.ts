@@ -291,6 +291,39 @@ describe('campaign commands in the workbench', () => {
     });
   });
 
+  describe('exports only read', () => {
+    const large = 'tide-tables.md';
+    const config = () => vscode.workspace.getConfiguration('storyteller');
+    after(async () => {
+      fs.rmSync(path.join(root, large), { force: true });
+      await config().update('index.sizeCapBytes', undefined, vscode.ConfigurationTarget.Global);
+      await waitFor(() => !sourceAt(large), 20_000, 'the large file to leave the index');
+      await index.idle();
+    });
+
+    it('keeps the writer’s size cap: after both exports a 1.5 MB file keeps every passage', async () => {
+      // The writer allows files up to 2 MB; campaign.yaml says nothing, so the setting decides.
+      await config().update('index.sizeCapBytes', 2 * 1024 * 1024, vscode.ConfigurationTarget.Global);
+      const text = Array.from({ length: 25_000 }, (_, i) => `## Day ${i}\n\nHigh water at the abbey steps, copied by hand.\n`).join('\n');
+      assert.ok(text.length > 1.4 * 1024 * 1024 && text.length < 2 * 1024 * 1024);
+      fs.writeFileSync(path.join(root, large), text);
+      const source = await waitFor(() => {
+        const found = sourceAt(large);
+        return found?.lexicalState === 'ready' && found;
+      }, 120_000, 'the large file indexed');
+      await index.idle();
+      const passages = index.store!.listPassages(source.id).length;
+      assert.ok(passages > 100, `the large file has its passages (${passages})`);
+
+      await vscode.commands.executeCommand('storyteller.exportCampaign', undefined, { out: vscode.Uri.file(path.join(scratch, 'large.storyteller.json')), embeddings: false });
+      await vscode.commands.executeCommand('storyteller.exportWorldInfo', undefined, { out: vscode.Uri.file(path.join(scratch, 'large.worldinfo.json')) });
+      await index.idle();
+      const after = sourceAt(large)!;
+      assert.equal(after.lexicalState, 'ready', 'not turned "oversize" by an export under other settings');
+      assert.equal(index.store!.listPassages(after.id).length, passages);
+    });
+  });
+
   describe('getting started', () => {
     it('copies the example campaign shipped in the extension to a chosen folder, without its index', async () => {
       const extensionPath = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;

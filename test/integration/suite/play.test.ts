@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
-import { PlayStore } from '../../../src/story/playStore';
+import type { PlayStore } from '../../../src/story/playStore';
 import type { ChatMessage } from '../../../src/story/types';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import { FakeOllama } from '../../support/fakeOllama';
@@ -300,7 +300,8 @@ describe('the play panel', () => {
 
     before(async () => {
       // The adventure's stat schema is data the writer brings; the panel shows and follows it.
-      store = new PlayStore(api.knowledge.get(root)!.campaign.playPath);
+      // The campaign session's own play store: every surface shares it, so nothing else opens play.db.
+      store = api.knowledge.get(root)!.session.play;
       adventureId = store.createAdventure({
         campaignId: api.knowledge.get(root)!.campaign.id,
         title: 'The silent bells',
@@ -321,7 +322,6 @@ describe('the play panel', () => {
     after(async () => {
       const config = vscode.workspace.getConfiguration('workbench');
       await config.update('colorTheme', undefined, vscode.ConfigurationTarget.Global);
-      store.close();
     });
 
     it('saves the persona, plot essentials and author\'s note the writer edits, and the next turn is sent them', async () => {
