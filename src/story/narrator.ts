@@ -140,6 +140,42 @@ function connectionCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Stops a streamed request when the caller cancels or the server stays silent for `idleMs`: `arm()` again
+ * on every piece that arrives; `timedOut` says which of the two stopped it. Starts armed.
+ */
+export class IdleDeadline {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onCancel = () => this.controller.abort();
+  timedOut = false;
+
+  constructor(
+    private readonly idleMs: number,
+    private readonly cancel?: AbortSignal,
+  ) {
+    cancel?.addEventListener('abort', this.onCancel, { once: true });
+    this.arm();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  arm(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort();
+    }, this.idleMs);
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.cancel?.removeEventListener('abort', this.onCancel);
+  }
+}
+
 export class OllamaNarrator implements Narrator {
   readonly host: string;
   private readonly idleTimeoutMs: number;
@@ -184,23 +220,11 @@ export class OllamaNarrator implements Narrator {
   }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
-    const controller = new AbortController();
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.idleTimeoutMs);
-    };
-    const onCancel = () => controller.abort();
     if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
-    request.signal?.addEventListener('abort', onCancel, { once: true });
+    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal);
     let text = '';
-    arm();
     try {
-      const stream = await this.client(controller.signal).chat({
+      const stream = await this.client(deadline.signal).chat({
         model: request.model,
         messages: request.messages,
         stream: true,
@@ -210,7 +234,7 @@ export class OllamaNarrator implements Narrator {
         },
       });
       for await (const part of stream) {
-        arm();
+        deadline.arm();
         const piece = part.message?.content ?? '';
         if (piece) {
           text += piece;
@@ -223,10 +247,9 @@ export class OllamaNarrator implements Narrator {
       throw new NarratorError('no-done', 'the reply stream ended without Ollama\'s final "done" message; the reply may be cut off', text);
     } catch (error) {
       if (error instanceof NarratorError) throw error;
-      throw this.classify(error, text, request.model, controller.signal, timedOut);
+      throw this.classify(error, text, request.model, deadline.signal, deadline.timedOut);
     } finally {
-      clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onCancel);
+      deadline.dispose();
     }
   }
 

@@ -1,5 +1,5 @@
 import { classifyOpenAIError, describeBackend, describeServerFailure, listModels, ModelServerError, openAIClient, type ModelBackend } from '../knowledge/models';
-import { NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
+import { IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
 import { describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
 
 export interface OpenAICompatibleNarratorOptions {
@@ -50,22 +50,10 @@ export class OpenAICompatibleNarrator implements Narrator {
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
-    const controller = new AbortController();
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.idleTimeoutMs);
-    };
-    const onCancel = () => controller.abort();
-    request.signal?.addEventListener('abort', onCancel, { once: true });
+    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal);
     let text = '';
     let finishReason: string | null = null;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
-    arm();
     try {
       const stream = await openAIClient(this.options.backend, this.idleTimeoutMs, this.options.maxReplyBytes ?? MAX_REPLY_BYTES).chat.completions.create(
         {
@@ -76,10 +64,10 @@ export class OpenAICompatibleNarrator implements Narrator {
           stream_options: { include_usage: true },
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
         },
-        { signal: controller.signal },
+        { signal: deadline.signal },
       );
       for await (const chunk of stream) {
-        arm();
+        deadline.arm();
         if (chunk.usage) usage = chunk.usage;
         const choice = chunk.choices[0];
         const piece = choice?.delta?.content ?? '';
@@ -90,21 +78,20 @@ export class OpenAICompatibleNarrator implements Narrator {
         if (choice?.finish_reason) finishReason = choice.finish_reason;
       }
       // The client ends the loop quietly when the request is aborted, so a stop or a timeout is read here.
-      if (timedOut || controller.signal.aborted) throw this.stopped(text, timedOut);
+      if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
       // finish_reason is the server's word that the reply is whole; a stream that ends without it was cut.
       if (finishReason === null) throw new NarratorError('no-done', `the reply stream from ${this.server} ended without a finish reason; the reply may be cut off`, text);
       return { text, promptEvalCount: usage?.prompt_tokens ?? null, evalCount: usage?.completion_tokens ?? null, doneReason: finishReason };
     } catch (error) {
       if (error instanceof NarratorError) throw error;
-      if (timedOut || controller.signal.aborted) throw this.stopped(text, timedOut);
+      if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
       const tooLarge = error instanceof ReplyTooLargeError ? error : (error as { cause?: unknown }).cause;
       if (tooLarge instanceof ReplyTooLargeError) {
         throw new NarratorError('too-large', `${this.server} sent more than ${describeBytes(tooLarge.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, text);
       }
       throw this.classify(error, text, request.model);
     } finally {
-      clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onCancel);
+      deadline.dispose();
     }
   }
 

@@ -111,7 +111,12 @@ export interface TurnResult {
   evalCount: number | null;
 }
 
-const now = () => new Date().toISOString();
+let lastStamp = 0;
+/** Timestamps that never repeat within a process: turns made in the same millisecond still say which came first. */
+const now = () => {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
+  return new Date(lastStamp).toISOString();
+};
 
 function toAdventure(row: AdventureRow): Adventure {
   return {
