@@ -1,6 +1,5 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import type { Campaign } from '../knowledge/campaign';
 import {
   EntityModel,
   entitySourcesFromStore,
@@ -12,8 +11,7 @@ import {
   type EntityKind,
   type TextSpan,
 } from '../knowledge/entities';
-import type { KnowledgeStore } from '../knowledge/indexing';
-import { CONFLICT_COMMANDS, md, openLink, type ConflictFeatures } from './conflicts';
+import { CONFLICT_COMMANDS, md, openLink, type ConflictCampaign, type ConflictFeatures } from './conflicts';
 import { Disposable } from './disposable';
 import { TRANSCRIPT_SCHEME, type TranscriptDocuments } from './transcripts';
 
@@ -25,11 +23,8 @@ import { TRANSCRIPT_SCHEME, type TranscriptDocuments } from './transcripts';
  * comes from the entity model of the campaign's index (src/knowledge/entities).
  */
 
-export interface EntityCampaign {
-  readonly campaign: Pick<Campaign, 'root' | 'id' | 'title' | 'playPath'>;
-  /** Undefined until the campaign's index has been opened. */
-  readonly store: KnowledgeStore | undefined;
-}
+/** A campaign with its index, as the conflict features see it. */
+export type EntityCampaign = ConflictCampaign;
 
 export interface EntityLanguageDeps {
   campaigns(): readonly EntityCampaign[];

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeLoopback, listenOnLoopback, readBody } from './loopback';
 
 /**
  * A loopback HTTP server that speaks Ollama's documented API (../shared/reference/ollama-api.md) closely
@@ -128,9 +128,7 @@ export class FakeOllama {
   }
 
   static async start(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
-    const server = http.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    const { server, port } = await listenOnLoopback();
     const fake = new FakeOllama(server, `http://127.0.0.1:${port}`, options, options.contextLength ?? 8192);
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void fake.handle(req, res));
     return fake;
@@ -145,17 +143,12 @@ export class FakeOllama {
   }
 
   /** Stops listening: afterwards the URL refuses connections, which is how "server down" looks. */
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return closeLoopback(this.server);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const raw = await new Promise<string>((resolve) => {
-      let data = '';
-      req.on('data', (chunk: Buffer) => (data += chunk.toString('utf8')));
-      req.on('end', () => resolve(data));
-    });
+    const raw = await readBody(req);
     let body: Record<string, unknown> = {};
     if (raw) {
       try {

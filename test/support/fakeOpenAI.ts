@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeLoopback, listenOnLoopback, readBody } from './loopback';
 import { bagOfWordsEmbedding } from './fakeOllama';
 
 /**
@@ -71,9 +71,7 @@ export class FakeOpenAI {
   }
 
   static async start(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
-    const server = http.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    const { server, port } = await listenOnLoopback();
     const fake = new FakeOpenAI(server, `http://127.0.0.1:${port}/v1`, options);
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void fake.handle(req, res));
     return fake;
@@ -88,17 +86,12 @@ export class FakeOpenAI {
   }
 
   /** Stops listening: afterwards the URL refuses connections, which is how "server down" looks. */
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return closeLoopback(this.server);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const raw = await new Promise<string>((resolve) => {
-      let data = '';
-      req.on('data', (chunk: Buffer) => (data += chunk.toString('utf8')));
-      req.on('end', () => resolve(data));
-    });
+    const raw = await readBody(req);
     let body: Record<string, unknown> = {};
     if (raw) {
       try {

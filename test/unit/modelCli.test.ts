@@ -2,25 +2,18 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { EXIT } from '../../src/cli/command';
-import { runCli } from '../../src/cli/run';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { getEmbeddingModel } from '../../src/knowledge/retrieval/embeddings';
+import { runCaptured } from '../support/cliRun';
 import { corpusPath } from '../support/corpora';
 import { FakeOpenAI } from '../support/fakeOpenAI';
 
 /** The real CLI entry, with captured output, piped actions and its own environment. */
 async function cli(argv: string[], cwd: string, options: { lines?: string[]; env?: NodeJS.ProcessEnv } = {}) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await runCli(argv, { stdout, stderr, cwd, env: options.env ?? {}, ...(options.lines ? { stdin: Readable.from(options.lines.map((l) => `${l}\n`)) } : {}) });
-  return { code, out, err };
+  const { code, stdout, stderr } = await runCaptured(argv, cwd, options.lines?.map((l) => `${l}\n`).join(''), options.env ?? {});
+  return { code, out: stdout, err: stderr };
 }
 
 describe('CLI on an OpenAI-compatible server', () => {
