@@ -160,6 +160,7 @@ export interface CodeServerOptions {
   port: number;
   userDataDir: string;
   extensionsDir: string;
+  /** A folder, or a `.code-workspace` file. */
   workspace: string;
   /** Where code-server's own output goes; inherited when absent. */
   logFile?: string;
@@ -228,7 +229,9 @@ export async function launchCodeServer(options: CodeServerOptions): Promise<Runn
     await exited;
     clearTimeout(timer);
   };
-  const url = `http://127.0.0.1:${options.port}/?folder=${encodeURIComponent(options.workspace)}`;
+  // A .code-workspace file opens as a (multi-root) workspace, where folders come and go without a reload.
+  const query = options.workspace.endsWith('.code-workspace') ? 'workspace' : 'folder';
+  const url = `http://127.0.0.1:${options.port}/?${query}=${encodeURIComponent(options.workspace)}`;
   await waitForHttp(`http://127.0.0.1:${options.port}/healthz`, child, 60_000);
   return { url, process: child, stop };
 }

@@ -14,6 +14,8 @@ export interface HarnessConfig {
   artifactsDir: string;
   /** The copied fixture workspace (the tests may change it freely). */
   workspace: string;
+  /** The `.code-workspace` file the workbench opened, whose only folder is `workspace` at the start. */
+  workspaceFile: string;
   /** Loopback server that counts requests: any hit means imported content reached out. */
   trackerPort: number;
 }

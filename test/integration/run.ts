@@ -1,6 +1,6 @@
 // Integration tests in a real VS Code: code-server headless on loopback, the built extension and a
 // test-only runner extension in a fresh extensions dir, a fresh user-data dir, a copy of the example
-// campaign as workspace, the workbench opened in Chromium. The runner executes the mocha suite inside
+// campaign as the one folder of a workspace, the workbench opened in Chromium. The runner executes the mocha suite inside
 // the extension host; this driver answers its screenshot requests and reports its results.
 //   npm run test:integration [-- --grep <pattern>]
 import fs from 'node:fs';
@@ -280,6 +280,11 @@ async function main(): Promise<number> {
   fs.mkdirSync(ARTIFACTS_DIR, { recursive: true });
   fs.cpSync(FIXTURE, dirs.workspace, { recursive: true, filter: (src) => !src.includes(`${path.sep}.storyteller`) });
 
+  // A workspace file holding the one campaign folder: a suite can add a second campaign beside it, as a
+  // writer with several open would, without the reload that turning a folder window into a workspace costs.
+  const workspaceFile = path.join(RUN_DIR, 'workspace', 'campaigns.code-workspace');
+  fs.writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: dirs.workspace }] }, null, 2));
+
   const tracker = await startTracker();
   const resultsFile = path.join(RUN_DIR, 'results.json');
   const extensionDir = installBuiltExtension(dirs.extensions);
@@ -292,6 +297,7 @@ async function main(): Promise<number> {
     requestDir: dirs.requests,
     artifactsDir: ARTIFACTS_DIR,
     workspace: dirs.workspace,
+    workspaceFile,
     trackerPort: tracker.port,
   };
   await installRunner(dirs.extensions, config);
@@ -303,7 +309,7 @@ async function main(): Promise<number> {
     port,
     userDataDir: dirs.userData,
     extensionsDir: dirs.extensions,
-    workspace: dirs.workspace,
+    workspace: workspaceFile,
     logFile,
   });
   cleanups.push(() => server.stop());

@@ -7,7 +7,8 @@ import type { StorytellerApi } from '../../../src/extension';
 import { loadCampaign } from '../../../src/knowledge/campaign/campaign';
 import { FILE_DEBOUNCE_MS, type CampaignIndex } from '../../../src/views/campaignIndex';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
-import { capture, sleep, waitFor } from './harness';
+import { corpusPath } from '../../support/corpora';
+import { capture, harnessConfig, sleep, waitFor } from './harness';
 import { campaignWorkspace } from './workspace';
 
 let api: StorytellerApi;
@@ -202,6 +203,38 @@ describe('campaign knowledge in the workbench', () => {
     const editor = await waitFor(() => vscode.window.activeTextEditor, 10_000, 'the chosen passage to open');
     assert.equal(editor.document.uri.fsPath, file('canon.md'));
     assert.match(editor.document.getText(editor.selection), /Captain Ilse Varra/);
+  });
+
+  it('names the campaign of each search result when several campaigns are open', async function () {
+    this.timeout(120_000);
+    // A second campaign beside the example, added to the workspace as a writer would: the Torys setting bible.
+    const torys = path.join(path.dirname(root), 'torys');
+    fs.cpSync(corpusPath('torys'), torys, { recursive: true });
+    fs.writeFileSync(path.join(torys, 'campaign.yaml'), 'id: torys\ntitle: Torys\ndefault_class: canon\n');
+    assert.equal(vscode.workspace.workspaceFile?.fsPath, harnessConfig().workspaceFile, 'a workspace, so adding a folder reloads nothing');
+    assert.ok(vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders!.length, 0, { uri: vscode.Uri.file(torys) }));
+    try {
+      const second = await waitFor(() => api.knowledge.get(torys), 30_000, 'the second campaign to be found');
+      await waitFor(async () => {
+        await second.idle();
+        return (second.store?.counts().sources ?? 0) > 0;
+      }, 60_000, 'the second campaign indexed');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await vscode.commands.executeCommand('storyteller.search', 'night watch');
+      const reply = await waitFor(async () => {
+        const seen = await capture('search-two-campaigns');
+        return /The Westhaven Campaign · Canon · canon\.md:\d+/.test(seen.workbenchText) && /Torys · Canon · /.test(seen.workbenchText) && seen;
+      }, 15_000, 'results from both campaigns, each naming its campaign');
+      const results = reply.workbenchText.match(/ · (?:Canon|Reference|Inspiration) · /g)?.length ?? 0;
+      const named = reply.workbenchText.match(/(?:The Westhaven Campaign|Torys) · (?:Canon|Reference|Inspiration) · /g)?.length ?? 0;
+      assert.equal(named, results, 'every result names its campaign');
+      await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+    } finally {
+      const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === torys);
+      if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
+      await waitFor(() => !api.knowledge.get(torys), 30_000, 'the second campaign to close');
+      fs.rmSync(torys, { recursive: true, force: true });
+    }
   });
 
   it('rebuilds the knowledge index from the files with the same result', async () => {
