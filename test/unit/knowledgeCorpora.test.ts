@@ -6,6 +6,7 @@ import { MAX_PASSAGE_TOKENS } from '../../src/knowledge/indexing/chunker';
 import { importCampaign, type ImportReport } from '../../src/knowledge/indexing/importer';
 import { workerParser } from '../../src/knowledge/indexing/parsePool';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
+import { groupRepeats, repeatGroupMessage } from '../../src/knowledge/health';
 import { corpusPath } from '../support/corpora';
 import { makeCampaign, removeDir } from '../support/campaignDirs';
 
@@ -51,6 +52,32 @@ describe('knowledge: real corpora', function () {
       assert.equal(exact.lexicalState, 'duplicate');
       assert.equal(imported.store.getSource(exact.duplicateOf!)?.path, 'reference/Spells/# Spellcasting.md');
       assert.ok(!imported.store.listSources().some((s) => !s.path.includes('(Alt)') && s.lexicalState === 'duplicate'), 'originals hold the text');
+    });
+
+    it('groups the repeats into one finding per folder and the folders holding its text, and keeps repeated canon apart', () => {
+      const sources = imported.store.listSources();
+      const repeating = sources.filter((s) => s.issues.some((i) => i.code === 'duplicate'));
+      const { canon, groups } = groupRepeats(sources, imported.store.repeatedPassageHolders());
+      assert.deepEqual(canon, []);
+      assert.deepEqual(
+        groups.map((g) => `${g.repeats.length} ${g.folder} <- ${g.holderFolders.join(', ')}`),
+        [
+          '9 reference/Classes <- reference/Classes',
+          '33 reference/Monsters (Alt) <- reference/Monsters',
+          '12 reference/Monsters <- reference/Monsters',
+          '23 reference/Spells (Alt) <- reference/Spells',
+          '23 reference/Treasure (Alt) <- reference/Treasure',
+        ],
+      );
+      assert.equal(groups.reduce((n, g) => n + g.repeats.length, 0), repeating.length, 'every repeating file is in a group');
+      assert.equal(repeatGroupMessage(groups[1]!), '33 files in reference/Monsters (Alt) repeat text already indexed from reference/Monsters; it is indexed once, nothing to fix');
+      assert.equal(repeatGroupMessage(groups[0]!), '9 files in reference/Classes repeat text already indexed from other files there; it is indexed once, nothing to fix');
+
+      // The same text in canon: each canon file that repeats it is its own finding.
+      const asCanon = sources.map((s) => (s.path.startsWith('reference/Spells (Alt)/') ? { ...s, class: 'canon' as const } : s));
+      const mixed = groupRepeats(asCanon, imported.store.repeatedPassageHolders());
+      assert.equal(mixed.canon.length, 23);
+      assert.ok(!mixed.groups.some((g) => g.folder === 'reference/Spells (Alt)'));
     });
 
     it('keeps file names with #, & and spaces working', () => {

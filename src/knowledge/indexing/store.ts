@@ -272,6 +272,16 @@ export class KnowledgeStore {
     return row && toSource(row);
   }
 
+  /** Which sources hold the passages each source repeats and leaves out (a whole duplicate names its holder itself). */
+  repeatedPassageHolders(): { sourceId: string; holderId: string }[] {
+    const sql = `SELECT DISTINCT d.source_id AS sourceId, d.holder_id AS holderId FROM duplicate_passages d
+                 JOIN sources s ON s.id = d.source_id WHERE s.campaign_id = ? ORDER BY d.source_id, d.holder_id`;
+    return this.statement(sql).all(this.campaignId) as {
+      sourceId: string;
+      holderId: string;
+    }[];
+  }
+
   listPassages(sourceId: string): PassageRecord[] {
     return (this.statement('SELECT * FROM passages WHERE source_id = ? ORDER BY idx').all(sourceId) as PassageRow[]).map(toPassage);
   }

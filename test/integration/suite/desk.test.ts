@@ -91,57 +91,108 @@ describe("the writer's desk", () => {
     }
   });
 
-  /**
-   * Keydown-to-paint in the browser while the D&D SRD (1028 files) indexes into the campaign, against the
-   * same typing with the index idle. The numbers go to artifacts/typing-latency.json and the log; speed is
-   * not asserted as wall time here, only that the typing really happened while indexing ran.
-   */
-  it('measures typing lag in the play panel and an editor while a large campaign indexes', async function () {
-    // Each key is typed and timed on its own round trip, on a loaded machine: minutes, not seconds.
-    this.timeout(10 * 60_000);
-    const { root, index } = workspace;
-    const note = path.join(root, 'desk-typing.md');
-    fs.writeFileSync(note, '# Typing\n\n');
-    const sentence = 'fog over the harbour';
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!;
-    const typeIn = async (name: string) => {
-      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-      await vscode.commands.executeCommand('storyteller.openPlayPanel', { campaignRoot: root });
-      await waitFor(async () => (await capture(`${name}-panel-ready`, 300, [], ['#action textarea'])).located['#action textarea'], 20_000, 'the play panel to load');
-      const panel = await capture(`${name}-panel`, 300, [{ action: 'typeTimed', selector: '#action textarea', text: sentence }]);
-      await vscode.window.showTextDocument(vscode.Uri.file(note), { viewColumn: vscode.ViewColumn.One });
-      const editor = await capture(`${name}-editor`, 300, [{ action: 'typeTimed', selector: '.monaco-editor textarea', text: sentence }]);
-      return { panel: panel.typing, editor: editor.typing };
+  describe('with the D&D SRD copied in as reference material', () => {
+    const srd = () => path.join(workspace.root, 'srd');
+    const srdSources = () => workspace.index.store?.listSources().filter((s) => s.path.startsWith('srd/')) ?? [];
+    /** Copies the SRD into the campaign once; the index picks it up in the background. Returns how many files it indexes (1028 .md, SOURCE.txt). */
+    const copySrd = (): number => {
+      if (!fs.existsSync(srd())) fs.cpSync(corpusPath('dnd-srd-5.1'), srd(), { recursive: true });
+      return (fs.readdirSync(srd(), { recursive: true }) as string[]).filter((f) => /\.(md|txt)$/.test(f)).length;
     };
-    const srd = path.join(root, 'srd');
-    try {
-      await index.idle();
-      const idle = await typeIn('typing-idle');
-      fs.cpSync(corpusPath('dnd-srd-5.1'), srd, { recursive: true });
-      const copied = (fs.readdirSync(srd, { recursive: true }) as string[]).filter((f) => f.endsWith('.md')).length;
-      const srdIndexed = () => index.store?.listSources().filter((s) => s.path.startsWith('srd/')).length ?? 0;
-      await waitFor(() => srdIndexed() > 0, 120_000, 'the SRD to start indexing');
-      const busy = await typeIn('typing-while-indexing');
-      const indexedAfter = srdIndexed();
-      const stillIndexing = indexedAfter < copied;
-      const summary = {
-        anchor: 'keydown to the second animation frame after it, in the page, ms',
-        idle: { panel: { median: median(idle.panel), p95: p95(idle.panel) }, editor: { median: median(idle.editor), p95: p95(idle.editor) } },
-        indexing: { panel: { median: median(busy.panel), p95: p95(busy.panel) }, editor: { median: median(busy.editor), p95: p95(busy.editor) } },
-        srdFilesIndexedWhenTypingEnded: `${indexedAfter} of ${copied}`,
-        keys: sentence.length,
-      };
-      fs.writeFileSync(path.join(harnessConfig().artifactsDir, 'typing-latency.json'), JSON.stringify({ summary, idle, busy }, null, 2));
-      console.log(`typing latency: ${JSON.stringify(summary)}`);
-      assert.equal(idle.panel.length, sentence.length, 'every key was measured');
-      assert.equal(busy.editor.length, sentence.length);
-      assert.ok(stillIndexing, 'the typing happened while the SRD was indexing');
-    } finally {
-      fs.rmSync(srd, { recursive: true, force: true });
-      fs.rmSync(note, { force: true });
-      await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('srd/')), 300_000, 'the SRD to leave the index');
+
+    after(async function () {
+      this.timeout(300_000);
+      fs.rmSync(srd(), { recursive: true, force: true });
+      await waitFor(() => srdSources().length === 0, 300_000, 'the SRD to leave the index');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-    }
+      await vscode.commands.executeCommand('workbench.action.closePanel');
+    });
+
+    /**
+     * Keydown-to-paint in the browser while the SRD indexes into the campaign, against the same typing with
+     * the index idle. The numbers go to artifacts/typing-latency.json and the log; speed is not asserted as
+     * wall time here, only that the typing really happened while indexing ran.
+     */
+    it('measures typing lag in the play panel and an editor while a large campaign indexes', async function () {
+      // Each key is typed and timed on its own round trip, on a loaded machine: minutes, not seconds.
+      this.timeout(10 * 60_000);
+      const { root, index } = workspace;
+      const note = path.join(root, 'desk-typing.md');
+      fs.writeFileSync(note, '# Typing\n\n');
+      const sentence = 'fog over the harbour';
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!;
+      const typeIn = async (name: string) => {
+        await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+        await vscode.commands.executeCommand('storyteller.openPlayPanel', { campaignRoot: root });
+        await waitFor(async () => (await capture(`${name}-panel-ready`, 300, [], ['#action textarea'])).located['#action textarea'], 20_000, 'the play panel to load');
+        const panel = await capture(`${name}-panel`, 300, [{ action: 'typeTimed', selector: '#action textarea', text: sentence }]);
+        await vscode.window.showTextDocument(vscode.Uri.file(note), { viewColumn: vscode.ViewColumn.One });
+        const editor = await capture(`${name}-editor`, 300, [{ action: 'typeTimed', selector: '.monaco-editor textarea', text: sentence }]);
+        return { panel: panel.typing, editor: editor.typing };
+      };
+      try {
+        await index.idle();
+        const idle = await typeIn('typing-idle');
+        const copied = copySrd();
+        await waitFor(() => srdSources().length > 0, 120_000, 'the SRD to start indexing');
+        const busy = await typeIn('typing-while-indexing');
+        const indexedAfter = srdSources().length;
+        const stillIndexing = indexedAfter < copied;
+        const summary = {
+          anchor: 'keydown to the second animation frame after it, in the page, ms',
+          idle: { panel: { median: median(idle.panel), p95: p95(idle.panel) }, editor: { median: median(idle.editor), p95: p95(idle.editor) } },
+          indexing: { panel: { median: median(busy.panel), p95: p95(busy.panel) }, editor: { median: median(busy.editor), p95: p95(busy.editor) } },
+          srdFilesIndexedWhenTypingEnded: `${indexedAfter} of ${copied}`,
+          keys: sentence.length,
+        };
+        fs.writeFileSync(path.join(harnessConfig().artifactsDir, 'typing-latency.json'), JSON.stringify({ summary, idle, busy }, null, 2));
+        console.log(`typing latency: ${JSON.stringify(summary)}`);
+        assert.equal(idle.panel.length, sentence.length, 'every key was measured');
+        assert.equal(busy.editor.length, sentence.length);
+        assert.ok(stillIndexing, 'the typing happened while the SRD was indexing');
+      } finally {
+        fs.rmSync(note, { force: true });
+        await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      }
+    });
+
+    it('groups the text the SRD repeats into a handful of findings in Problems, each listing its files', async function () {
+      this.timeout(10 * 60_000);
+      const { index } = workspace;
+      const files = copySrd();
+      await waitFor(async () => {
+        await index.idle();
+        return srdSources().length === files;
+      }, 300_000, 'the SRD indexed');
+      const repeating = srdSources().filter((s) => s.issues.some((i) => i.code === 'duplicate'));
+      const inSrd = () =>
+        vscode.languages.getDiagnostics().flatMap(([uri, items]) => (uri.fsPath.startsWith(srd() + path.sep) ? items.filter((d) => d.code === 'duplicate') : []));
+      // Each finding lists its files as related information; a group of one is that file's own finding.
+      const listed = (findings: vscode.Diagnostic[]) => findings.reduce((n, d) => n + (d.relatedInformation?.length || 1), 0);
+      const findings = await waitFor(() => listed(inSrd()) === repeating.length && inSrd(), 30_000, 'the grouped findings in Problems');
+      assert.ok(repeating.length > 90, `the SRD repeats text in ${repeating.length} files`);
+      assert.ok(findings.length <= 6, `${findings.length} findings for ${repeating.length} repeating files`);
+      assert.ok(findings.every((d) => d.severity === vscode.DiagnosticSeverity.Information), 'reference material: nothing for the writer to fix');
+      const monsters = findings.find((d) => d.message.startsWith('33 files in srd/Monsters (Alt) repeat text already indexed from srd/Monsters'));
+      assert.ok(monsters, findings.map((d) => d.message).join('\n'));
+      assert.ok(monsters.relatedInformation!.some((r) => r.location.uri.fsPath === path.join(srd(), 'Monsters (Alt)', 'Monsters D.md')));
+
+      // As a tree: each finding with its files beneath it.
+      await vscode.commands.executeCommand('workbench.actions.view.problems');
+      await waitFor(async () => (await capture('srd-duplicates-in-problems', 800)).workbenchText.includes('9 files in srd/Classes repeat text'), 20_000, 'a group with its files on screen');
+      // As a table: one row per finding, the whole SRD in five rows.
+      const table = `workbench.actions.table.workbench.panel.markers.view.viewAsTable`;
+      await vscode.commands.executeCommand(table);
+      try {
+        const seen = await waitFor(async () => {
+          const reply = await capture('srd-duplicates-in-problems-table', 800);
+          return reply.workbenchText.includes('33 files in srd/Monsters (Alt) repeat text') && reply;
+        }, 20_000, 'every group on screen');
+        for (const group of ['9 files in srd/Classes', '12 files in srd/Monsters repeat', '23 files in srd/Spells (Alt)', '23 files in srd/Treasure (Alt)']) assert.ok(seen.workbenchText.includes(group), group);
+      } finally {
+        await vscode.commands.executeCommand('workbench.actions.table.workbench.panel.markers.view.viewAsTree');
+      }
+    });
   });
 });
