@@ -144,7 +144,7 @@ describe('the campaign as a language', () => {
     assert.equal(read(NOTES), NOTES_TEXT);
   });
 
-  it('renames an entity across the campaign as one edit shown in a preview, and back again', async function () {
+  it('renames an entity across the campaign as one edit shown in a preview and applied from it, and back again', async function () {
     // Two renames, each waiting for the index and the entity model to settle: slow on a loaded machine.
     this.timeout(180_000);
     const before = new Map(['characters/mara.md', 'places/old-abbey.md', NOTES].map((rel) => [rel, read(rel)]));
@@ -168,11 +168,11 @@ describe('the campaign as a language', () => {
     assert.match(seen.workbenchText, /title:\sSister\sMaraMarra/);
     assert.match(seen.workbenchText, /\[\[Sister\sMaraMarra\]\]/);
     assert.match(seen.workbenchText, /MaraMarra\scame\sto\sthe\sAbbey/);
-    await vscode.commands.executeCommand('refactorPreview.discard');
-    await renaming;
     for (const [rel, text] of before) assert.equal(read(rel), text, `${rel} untouched by the preview`);
-
-    assert.ok(await vscode.workspace.applyEdit(edit));
+    // The writer presses the preview's Apply button.
+    const applied = await capture('language-rename-applied', 300, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Apply")' }]);
+    await renaming;
+    assert.doesNotMatch(applied.workbenchText, /Refactor\sPreview/, 'the preview closes once applied');
     await saveEdited();
     assert.match(read('characters/mara.md'), /^---\ntitle: Sister Marra\nentities: \[Marra, Sister Marra\]\n(?:.*\n){2}# Sister Marra\n/);
     assert.match(read(NOTES), /\[\[Sister Marra\]\]/);
