@@ -74,8 +74,18 @@ interface Located {
   entry: EntityCampaign;
 }
 
+/**
+ * Quiet time after an index change before the models are rebuilt and link problems republished: indexing a
+ * large folder changes the index many times a second, and one rebuild after it settles does for all of them.
+ * Anything that asks a model meanwhile (a hover, F12, the Codex) gets it rebuilt at once.
+ */
+const MODEL_QUIET_MS = 300;
+
 export class EntityLanguage extends Disposable {
   private readonly models = new Map<string, EntityModel>();
+  /** The index changed since the models were built. */
+  private stale = false;
+  private rebuildTimer: NodeJS.Timeout | undefined;
   private readonly diagnostics = this._register(vscode.languages.createDiagnosticCollection('storyteller-links'));
   private readonly _onDidChangeModels = this._register(new vscode.EventEmitter<void>());
   /** Fires after the models were rebuilt and link problems published (the Codex and tests wait on it). */
@@ -108,20 +118,34 @@ export class EntityLanguage extends Disposable {
         providedCodeActionKinds: [vscode.CodeActionKind.QuickFix],
       }),
     );
+    this._register({ dispose: () => clearTimeout(this.rebuildTimer) });
     this.refresh();
   }
 
-  /** The model of the campaign at `root`, built from its index. */
+  /** The model of the campaign at `root`, built from its index as it is now. */
   modelOf(root: string): EntityModel | undefined {
+    if (this.stale) this.rebuild();
     return this.models.get(root);
   }
 
+  /** The index changed: the models are rebuilt once it has been quiet for a moment, or when asked for first. */
   refresh(): void {
+    this.stale = true;
+    clearTimeout(this.rebuildTimer);
+    this.rebuildTimer = setTimeout(() => this.rebuild(), MODEL_QUIET_MS);
+  }
+
+  /** Rebuilds each campaign's model from the previous one: unchanged files are neither read nor scanned again. */
+  private rebuild(): void {
+    clearTimeout(this.rebuildTimer);
+    this.stale = false;
     const seen = new Set<string>();
     for (const entry of this.deps.campaigns()) {
       if (!entry.store) continue;
-      seen.add(entry.campaign.root);
-      this.models.set(entry.campaign.root, new EntityModel(entitySourcesFromStore(entry.store)));
+      const root = entry.campaign.root;
+      seen.add(root);
+      const previous = this.models.get(root);
+      this.models.set(root, new EntityModel(entitySourcesFromStore(entry.store, previous?.sources), previous));
     }
     for (const root of [...this.models.keys()]) if (!seen.has(root)) this.models.delete(root);
     this.publish();
@@ -133,6 +157,12 @@ export class EntityLanguage extends Disposable {
   }
 
   private locate(doc: vscode.TextDocument): Located | undefined {
+    if (this.stale) this.rebuild();
+    return this.locateIn(doc);
+  }
+
+  /** Where a document belongs among the models as they are, stale or not. */
+  private locateIn(doc: vscode.TextDocument): Located | undefined {
     if (doc.uri.scheme === TRANSCRIPT_SCHEME) {
       const root = this.deps.transcripts.campaignRootOf(doc.uri);
       const model = root && this.models.get(root);
@@ -305,8 +335,9 @@ export class EntityLanguage extends Disposable {
     for (const doc of vscode.workspace.textDocuments) if (doc.isDirty) this.publishOpen(doc);
   }
 
+  /** Checks the buffer as it is typed against the current models; a pending rebuild republishes it anyway. */
   private publishOpen(doc: vscode.TextDocument): void {
-    const where = this.locate(doc);
+    const where = this.locateIn(doc);
     if (!where?.relPath || !/\.(md|markdown|txt)$/i.test(where.relPath)) return;
     this.diagnostics.set(doc.uri, this.linkDiagnostics(where.model, doc.getText()));
   }

@@ -98,6 +98,36 @@ describe('entities: the Torys setting bible as a language', () => {
     }
   });
 
+  it('rebuilds after a change from the previous model, reusing unchanged files, with the answers of a model built afresh', async () => {
+    const campaign = loadCampaign(root);
+    const story = path.join(root, TY);
+    const calas = path.join(root, CALAS);
+    const originals = new Map([story, calas].map((f) => [f, fs.readFileSync(f, 'utf8')]));
+    const rebuilt = (previous: EntityModel) => new EntityModel(entitySourcesFromStore(store, previous.sources), previous);
+    const afresh = () => new EntityModel(entitySourcesFromStore(store));
+    const calasMentions = (m: EntityModel) => m.mentionsOf(m.resolveName('Lord Calas')!.key).length;
+    try {
+      model.allMentions();
+      // One story gains a sentence: only that file is read and scanned again.
+      fs.appendFileSync(story, '\nLord Calas sent word to [[Lord Chewan]].\n');
+      await importCampaign(campaign, store);
+      const afterStory = rebuilt(model);
+      assert.equal(afterStory.sources.filter((s) => !model.sources.includes(s)).map((s) => s.path).join(), TY);
+      assert.deepEqual(afterStory.allMentions(), afresh().allMentions());
+      assert.equal(calasMentions(afterStory), calasMentions(model) + 1);
+
+      // A new alias changes what every file mentions: all mentions are found again, none kept stale.
+      fs.writeFileSync(calas, originals.get(calas)!.replace(/^title: .*$/m, '$&\nentities: [Calas]'));
+      await importCampaign(campaign, store);
+      const afterAlias = rebuilt(afterStory);
+      assert.deepEqual(afterAlias.allMentions(), afresh().allMentions());
+      assert.ok(calasMentions(afterAlias) > calasMentions(afterStory), 'the alias is found in files that did not change');
+    } finally {
+      for (const [file, text] of originals) fs.writeFileSync(file, text);
+      await importCampaign(campaign, store);
+    }
+  });
+
   it('renames one spelling across the campaign: alias, title, links and prose, losing no mention', async () => {
     const key = model.resolveName('Tantan')!.key;
     const before = model.mentionsOf(key).length;

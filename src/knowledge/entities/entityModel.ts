@@ -46,6 +46,8 @@ export interface EntitySource {
   /** The whole file, front matter included (Torys keeps story text in front-matter values). */
   text: string;
   sourceId?: string;
+  /** The index's hash of the text: an unchanged file keeps its EntitySource, and what was derived from it. */
+  sha256?: string;
 }
 
 /** A range of one line; line and columns are 0-based (what editors use). */
@@ -138,6 +140,34 @@ function layoutOf(text: string): TextLayout {
   return { lines, frontMatterKeys, bodyStart };
 }
 
+type HeadingEntry = { key: string; span: TextSpan };
+
+/** Each file's headings, scanned once per EntitySource: a model rebuilt after one file changed rescans only that one. */
+const headingScans = new WeakMap<EntitySource, HeadingEntry[]>();
+
+function headingsOf(source: EntitySource): HeadingEntry[] {
+  const known = headingScans.get(source);
+  if (known) return known;
+  const found: HeadingEntry[] = [];
+  const { lines, bodyStart } = describeLines(source.text);
+  let fence: string | null = null;
+  for (let line = bodyStart; line < lines.length; line++) {
+    const text = lines[line]!;
+    const fenceMatch = FENCE.exec(text);
+    if (fence !== null || fenceMatch) {
+      if (fence === null) fence = fenceMatch![1]!;
+      else if (fenceMatch && fenceMatch[1]![0] === fence[0]) fence = null;
+      continue;
+    }
+    const heading = text.includes('#') ? atxHeading(text) : null;
+    if (!heading) continue;
+    const start = text.indexOf(heading.text);
+    found.push({ key: nameKey(stripInlineMarkup(heading.text)), span: { path: source.path, line, start, end: start + heading.text.length } });
+  }
+  headingScans.set(source, found);
+  return found;
+}
+
 export class EntityModel {
   readonly names: EntityNames;
   readonly entities: readonly Entity[];
@@ -145,34 +175,34 @@ export class EntityModel {
   private readonly sourcesByPath = new Map<string, EntitySource>();
   /** Folded heading text → where it is, for links that name a heading (`[[Heading:Page]]`, `[[Sayrenvar Inner Harbour]]`). */
   private readonly headings = new Map<string, TextSpan[]>();
-  private readonly headingsByPath = new Map<string, { key: string; span: TextSpan }[]>();
+  private readonly headingsByPath = new Map<string, HeadingEntry[]>();
   /** First word, lowercased → names starting with it, longest first. */
   private readonly candidates = new Map<string, Candidate[]>();
   private campaignMentions: Mention[] | undefined;
+  /**
+   * Each file's mentions, computed on first use. Taken over from the previous model when the names and what
+   * they resolve to are the same, for the files that did not change (the same EntitySource).
+   */
+  private readonly mentionsBySource: Map<EntitySource, Mention[]>;
+  /** Everything a file's mentions depend on besides its own text: every entity's key, names, canon and definedness. */
+  private readonly mentionSignature: string;
   /** Per file, `entityKey\0line` of the lines defining an entity there (its heading or title line). */
   private readonly declarationLines = new Map<string, Set<string>>();
 
-  constructor(readonly sources: readonly EntitySource[]) {
+  /** `previous`: the model this one replaces, whose per-file work is reused where nothing it depends on changed. */
+  constructor(
+    readonly sources: readonly EntitySource[],
+    previous?: EntityModel,
+  ) {
     this.names = buildEntityNames(sources);
     for (const source of sources) {
       this.sourcesByPath.set(source.path, source);
-      const { lines, bodyStart } = describeLines(source.text);
-      let fence: string | null = null;
-      for (let line = bodyStart; line < lines.length; line++) {
-        const text = lines[line]!;
-        const fenceMatch = FENCE.exec(text);
-        if (fence !== null || fenceMatch) {
-          if (fence === null) fence = fenceMatch![1]!;
-          else if (fenceMatch && fenceMatch[1]![0] === fence[0]) fence = null;
-          continue;
-        }
-        const heading = text.includes('#') ? atxHeading(text) : null;
-        if (!heading) continue;
-        const key = nameKey(stripInlineMarkup(heading.text));
-        const start = text.indexOf(heading.text);
-        const span = { path: source.path, line, start, end: start + heading.text.length };
-        this.headings.set(key, [...(this.headings.get(key) ?? []), span]);
-        this.headingsByPath.set(source.path, [...(this.headingsByPath.get(source.path) ?? []), { key, span }]);
+      const found = headingsOf(source);
+      if (found.length > 0) this.headingsByPath.set(source.path, found);
+      for (const { key, span } of found) {
+        const list = this.headings.get(key);
+        if (list) list.push(span);
+        else this.headings.set(key, [span]);
       }
     }
     const groups = this.names.entities();
@@ -213,6 +243,9 @@ export class EntityModel {
       }
     }
     for (const list of this.candidates.values()) list.sort((a, b) => b.name.length - a.name.length);
+    this.mentionSignature = JSON.stringify(this.entities.map((e) => [e.key, e.names, e.canon, e.definitions.length > 0]));
+    this.mentionsBySource =
+      previous?.mentionSignature === this.mentionSignature ? new Map(sources.flatMap((s) => (previous.mentionsBySource.has(s) ? [[s, previous.mentionsBySource.get(s)!]] : []))) : new Map();
   }
 
   entity(key: string): Entity | undefined {
@@ -294,9 +327,16 @@ export class EntityModel {
     return mentions;
   }
 
-  /** Every mention in the campaign's files, computed once per model. */
+  /** Every mention in the campaign's files, computed once per model (per file, once per text and names). */
   allMentions(): readonly Mention[] {
-    this.campaignMentions ??= this.sources.flatMap((s) => this.mentionsIn(s.path, s.text));
+    this.campaignMentions ??= this.sources.flatMap((s) => {
+      let mentions = this.mentionsBySource.get(s);
+      if (!mentions) {
+        mentions = this.mentionsIn(s.path, s.text);
+        this.mentionsBySource.set(s, mentions);
+      }
+      return mentions;
+    });
     return this.campaignMentions;
   }
 
