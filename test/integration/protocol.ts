@@ -44,6 +44,8 @@ export type DriverStep =
   | { action: 'press'; selector: string; key: string }
   /** Scrolls the element (a scrolling region) to its top, as a writer rereading the story would. */
   | { action: 'scrollToTop'; selector: string }
+  /** Scrolls the element into view, as a writer scrolling a long report down to it would. */
+  | { action: 'scrollIntoView'; selector: string }
   /**
    * Types `text` into the element one key at a time, as a writer does, and records for each key the time
    * from the keydown to the next frame painted after it (the reply's `typing`).

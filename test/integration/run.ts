@@ -162,6 +162,7 @@ async function runSteps(page: Page, steps: DriverStep[]): Promise<number[]> {
     if (step.action === 'fill') await frame.fill(step.selector, step.text);
     else if (step.action === 'press') await frame.press(step.selector, step.key);
     else if (step.action === 'scrollToTop') await frame.$eval(step.selector, (node) => node.scrollTo({ top: 0 }));
+    else if (step.action === 'scrollIntoView') await frame.$eval(step.selector, (node) => node.scrollIntoView({ block: 'center' }));
     else if (step.action === 'typeTimed') typing.push(...(await typeTimed(frame, step.selector, step.text)));
     else await frame.click(step.selector);
   }

@@ -193,6 +193,12 @@ describe('campaign commands in the workbench', () => {
       });
       assert.equal(exported.file, bundle);
       assert.equal(exported.sources, index.store!.counts().sources);
+      // The message counts files, sources and play data in words, never the index's table names.
+      const message = await waitFor(async () => {
+        const seen = await capture('export-campaign-message', 300);
+        return /Exported The Westhaven Campaign to .*: \d+ files \(\d+ sources\), /.test(seen.workbenchText) && seen.workbenchText;
+      }, 10_000, 'the export message');
+      assert.doesNotMatch(message, /prompt_snapshots|turn_passages|adventures \d|turns \d/, 'no table names');
 
       const target = path.join(scratch, 'restored');
       const restored = await vscode.commands.executeCommand<ImportBundleSummary>('storyteller.importCampaign', {
@@ -217,6 +223,21 @@ describe('campaign commands in the workbench', () => {
       }, 10_000, 'the restore message');
       assert.equal(restored.index.indexed, exported.sources);
       assert.match(reply.workbenchText, new RegExp(`\\d+ files, ${exported.sources} indexed`));
+
+      // Opened beside the original, the two are told apart in the Sources view.
+      assert.ok(vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders!.length, 0, { uri: vscode.Uri.file(target) }));
+      try {
+        await waitFor(() => api.knowledge.get(target)?.store, 30_000, 'the restored campaign opened beside the original');
+        const titles = async () => ((await api.sources.getChildren()) ?? []).map((n) => api.sources.getTreeItem(n)).map((item) => String(typeof item.label === 'object' ? item.label.label : item.label));
+        await waitFor(async () => (await titles()).length === 2, 20_000, 'both campaigns in the Sources view');
+        assert.deepEqual((await titles()).sort(), ['The Westhaven Campaign', 'The Westhaven Campaign (restored)']);
+        await vscode.commands.executeCommand('storyteller.sources.focus');
+        await waitFor(async () => (await capture('restored-beside-original', 500)).workbenchText.includes('The Westhaven Campaign (restored)'), 10_000, 'both campaigns on screen');
+      } finally {
+        const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === target);
+        if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
+        await waitFor(() => !api.knowledge.get(target), 30_000, 'the restored campaign to close');
+      }
     });
 
     it('refuses a bad bundle with its reason and writes nothing', async () => {
@@ -272,6 +293,28 @@ describe('campaign commands in the workbench', () => {
         return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into worlds/eldoria/ as Reference; every field was carried') && /Where each field went/.test(reportText(seen));
       }, 10_000, 'the summary message and the report');
       assert.ok(reportTabs().length <= 1, 'in the one report tab');
+    });
+
+    it('sends an imported entry with {{user}} and {{char}} as the persona and the narrator', async () => {
+      // Imported by the test before; again here when this one runs alone.
+      if (!index.store?.listSources().some((s) => s.path.startsWith('worlds/eldoria/'))) {
+        await vscode.commands.executeCommand('storyteller.importLorebook', vscode.Uri.file(corpusPath('lorebooks', 'Eldoria.worldinfo.st-current.json')), { class: 'reference', folder: 'worlds/eldoria' });
+      }
+      const entry = await waitFor(
+        () => index.store?.listSources().find((s) => s.path.startsWith('worlds/eldoria/') && index.store!.getSourceContent(s.id)?.includes('"What is Eldoria?"')),
+        20_000,
+        'the Eldoria entry indexed',
+      );
+      assert.match(fs.readFileSync(path.join(root, ...entry.path.split('/')), 'utf8'), /\{\{user\}\}: "What is Eldoria\?"/, 'the file keeps what the lorebook said');
+      await vscode.commands.executeCommand('storyteller.previewContext', { campaignRoot: root, action: 'ask about the forest of Eldoria' });
+      const seen = await waitFor(async () => {
+        const reply = await capture('lorebook-entry-in-context', 500, [{ action: 'scrollIntoView', selector: 'pre:has-text("What is Eldoria?")' }]);
+        return reportText(reply).includes('"What is Eldoria?"') && reply;
+      }, 15_000, 'the Eldoria entry in the previewed context');
+      const sent = reportText(seen);
+      // Passages are indexed as plain text: the entry's *emphasis* marks are not part of it.
+      assert.match(sent, /the player character: "What is Eldoria\?"\s+the narrator: Seraphina turns/, '{{user}} is the player (this adventure has no persona name), {{char}} the narrator');
+      assert.doesNotMatch(sent, /\{\{(user|char)\}\}: /i, 'no placeholder reaches the narrator');
     });
 
     it('writes the campaign’s canon as a SillyTavern World Info file', async () => {
