@@ -40,6 +40,8 @@ export interface EmbedBehaviour {
   /** Return vectors of this many dimensions instead of the model's own. */
   dimensionsOverride?: number;
   delayMs?: number;
+  /** Answers every embed request itself, given the texts asked for, as a server that is not (quite) Ollama would. */
+  respond?: (res: http.ServerResponse, texts: string[]) => void;
 }
 
 export interface FakeOllamaOptions {
@@ -192,6 +194,7 @@ export class FakeOllama {
     const input = body.input;
     const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
     if (!texts || texts.some((t) => typeof t !== 'string')) return this.fail(res, 400, 'invalid input type');
+    if (this.embed.respond) return this.embed.respond(res, texts as string[]);
     const size = this.embed.dimensionsOverride ?? dims;
     return this.json(res, 200, { model, embeddings: (texts as string[]).map((t) => bagOfWordsEmbedding(t, size)), prompt_eval_count: texts.length });
   }

@@ -3,6 +3,7 @@ import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows'
 import type { RetrievalStage, SemanticStatus } from './retrievalTypes';
 import type { KnowledgeStore } from '../indexing';
 import { CHUNKING_VERSION } from '../campaign';
+import { cappedFetch, describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from '../../story/replyLimits';
 
 /** Anything that turns texts into vectors, one per text, in order. */
 export interface Embedder {
@@ -16,26 +17,26 @@ export const DEFAULT_EMBED_TIMEOUT_MS = 10_000;
 
 /** Embeddings from an Ollama server through the `ollama` client; every failure becomes a readable Error. */
 export class OllamaEmbedder implements Embedder {
-  private readonly client: Ollama;
-
   constructor(
     readonly host: string,
     readonly model: string,
     private readonly timeoutMs = DEFAULT_EMBED_TIMEOUT_MS,
-  ) {
-    // The client cannot abort a non-streamed call itself, so the timeout rides on fetch.
-    this.client = new Ollama({ host, fetch: (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(this.timeoutMs) }) });
-  }
+  ) {}
 
   async embed(texts: string[]): Promise<number[][]> {
     if (texts.length === 0) return [];
+    // The client cannot abort a non-streamed call itself, so the timeout rides on fetch; the reply is capped for this batch's size.
+    const timed: typeof fetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
+    const client = new Ollama({ host: this.host, fetch: cappedFetch(embeddingReplyLimit(texts.length), timed) });
     try {
-      const response = await this.client.embed({ model: this.model, input: texts });
+      const response = await client.embed({ model: this.model, input: texts });
       if (response.embeddings.length !== texts.length) {
         throw new Error(`Ollama at ${this.host} returned ${response.embeddings.length} vectors for ${texts.length} texts`);
       }
       return response.embeddings;
     } catch (error) {
+      const tooLarge = replyTooLargeIn(error);
+      if (tooLarge) throw new Error(describeEmbeddingTooLarge(`Ollama at ${this.host}`, tooLarge, texts.length), { cause: error });
       throw new Error(describeOllamaError(error, this.host, this.model, this.timeoutMs), { cause: error });
     }
   }
