@@ -19,6 +19,8 @@ export interface ChatScript {
   delayMs?: number;
   /** After this many chunks, write `{"error": message}` with status 200, as Ollama does mid-stream. */
   errorAfterChunks?: { after: number; message: string };
+  /** Before streaming chunk `after`, waits until `until` settles: a reply paused mid-stream for as long as a test needs. */
+  holdAfterChunks?: { after: number; until: Promise<unknown> };
   /** Close the stream without the final done chunk. */
   endWithoutDone?: boolean;
   /** Fail before any byte with this status and `{"error": error}`. */
@@ -231,6 +233,7 @@ export class FakeOllama {
         res.end(`${JSON.stringify({ error: script.errorAfterChunks.message })}\n`);
         return;
       }
+      if (script.holdAfterChunks?.after === i) await script.holdAfterChunks.until;
       if (res.destroyed) return;
       res.write(`${JSON.stringify({ model, created_at: new Date().toISOString(), ...field(chunks[i]!), done: false })}\n`);
       if (script.chunkDelayMs) await sleep(script.chunkDelayMs);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
 import type { Db } from './sqlite';
 
 /**
@@ -23,67 +24,6 @@ export interface LockWaitOptions {
   signal?: AbortSignal;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Who holds a lock. `started` and `boot` are known on Linux (from /proc); elsewhere the process id alone decides. */
-interface LockOwner {
-  pid: number;
-  /** When the process started, in clock ticks since boot: a reused process id has another. */
-  started?: string;
-  /** The machine's boot id: after a restart every process id may name something else. */
-  boot?: string;
-}
-
-function readProc(file: string): string | undefined {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
-function processStart(pid: number): string | undefined {
-  const stat = readProc(`/proc/${pid}/stat`);
-  // Field 22 (starttime); the fields are counted after the command name, which may hold spaces and parentheses.
-  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-}
-
-function currentBoot(): string | undefined {
-  return readProc('/proc/sys/kernel/random/boot_id')?.trim();
-}
-
-/** This process as a lock owner, written once into every lock file it takes. */
-const ownLockText = (() => {
-  const owner: LockOwner = { pid: process.pid, started: processStart(process.pid), boot: currentBoot() };
-  return `${JSON.stringify(owner)}\n`;
-})();
-
-/** The owner a lock file names: this format, or an older run's bare process id. */
-function parseOwner(text: string): LockOwner | undefined {
-  if (/^\d+$/.test(text)) return { pid: Number(text) };
-  try {
-    const owner = JSON.parse(text) as Partial<LockOwner>;
-    return Number.isInteger(owner.pid) ? (owner as LockOwner) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function ownerAlive(owner: LockOwner): boolean {
-  const boot = currentBoot();
-  if (owner.boot && boot && owner.boot !== boot) return false;
-  if (!processAlive(owner.pid)) return false;
-  const started = owner.started && processStart(owner.pid);
-  return !started || started === owner.started;
-}
-
 /** The live process holding the lock file, or undefined when there is none (or it died). */
 function liveHolder(lockFile: string): number | 'unknown' | undefined {
   let text: string;
@@ -94,10 +34,10 @@ function liveHolder(lockFile: string): number | 'unknown' | undefined {
   } catch {
     return undefined;
   }
-  const owner = parseOwner(text);
+  const owner = parseProcessOwner(text);
   // Empty or half-written: its writer may still be finishing the write, or died between creating and writing it.
   if (!owner) return Date.now() - stat.mtimeMs < EMPTY_LOCK_GRACE_MS ? 'unknown' : undefined;
-  return ownerAlive(owner) ? owner.pid : undefined;
+  return processOwnerAlive(owner) ? owner.pid : undefined;
 }
 
 async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<void> {
@@ -105,7 +45,7 @@ async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<
   for (;;) {
     options.signal?.throwIfAborted();
     try {
-      fs.writeFileSync(lockFile, ownLockText, { flag: 'wx' });
+      fs.writeFileSync(lockFile, `${THIS_PROCESS}\n`, { flag: 'wx' });
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -125,7 +65,7 @@ async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<
 
 function releaseFile(lockFile: string): void {
   try {
-    if (fs.readFileSync(lockFile, 'utf8') === ownLockText) fs.rmSync(lockFile, { force: true });
+    if (fs.readFileSync(lockFile, 'utf8').trim() === THIS_PROCESS) fs.rmSync(lockFile, { force: true });
   } catch {
     // already gone
   }
