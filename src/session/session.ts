@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadCampaign, type Campaign } from '../knowledge/campaign';
-import { StoreCanonFacts } from '../knowledge/conflicts';
+import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
 import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, rebuildIndex, type ImportOptions, type ImportReport, type Parser } from '../knowledge/indexing';
 import { embedderFor as serverEmbedder } from '../knowledge/models';
@@ -179,12 +179,25 @@ export class CampaignSession {
     const port = (): KnowledgePort => {
       const store = this.knowledgeStore ?? (this.hasIndex ? this.store : undefined);
       if (!store) return fallback;
-      // Kept across turns so canon facts are extracted again only when their source changes.
-      if (this.canon?.store !== store) this.canon = { store, facts: new StoreCanonFacts(store) };
       const embedder = embedderFor(this.settings());
-      return indexKnowledge(store, embedder ? { embedder } : null, this.canon.facts);
+      return indexKnowledge(store, embedder ? { embedder } : null, this.canonFacts(store));
     };
     return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
+  }
+
+  /**
+   * The canon facts retrieval supersedes lines by, with the writer's conflict decisions; kept across turns so
+   * facts are extracted again only when their source changes.
+   */
+  canonFacts(store = this.store): StoreCanonFacts {
+    if (this.canon?.store !== store) this.canon = { store, facts: new StoreCanonFacts(store, () => this.conflictDecisions()) };
+    return this.canon.facts;
+  }
+
+  /** The writer's conflict decisions, from play.db; none while the campaign was never played. */
+  private conflictDecisions(): ReadonlyMap<string, ConflictDecision> {
+    const play = this.playIfAny;
+    return play ? loadConflictDecisions(play.db, this.current.id) : new Map();
   }
 
   /** Applies changed settings or campaign.yaml: the engine follows at once; a changed config is reindexed. */
