@@ -150,4 +150,21 @@ describe('storyteller lint: health for a writer\'s CI', () => {
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
+
+  it('checks the campaign’s own index when it has one, bringing it in line with the files, instead of a throwaway copy', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lint-indexed-'));
+    try {
+      fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+      assert.equal((await runCaptured(['index', root, '--workers', '0'], process.cwd())).code, EXIT.ok);
+      fs.writeFileSync(path.join(root, 'places', 'infirmary.md'), '# Infirmary\n\n## Mara\n\n- **Age:** 41\n');
+      const failed = await runCaptured(['lint', root, '--workers', '0'], process.cwd());
+      assert.equal(failed.code, EXIT.findings, failed.stderr);
+      assert.match(failed.stdout, /canon contradicts itself: Sister Mara — Age is "34" here but "41" in places\/infirmary\.md:5/);
+      const search = await runCaptured(['search', 'infirmary', '--campaign', root, '--json'], process.cwd());
+      const hits = (JSON.parse(search.stdout) as { hits: { sourcePath: string }[] }).hits;
+      assert.ok(hits.some((h) => h.sourcePath === 'places/infirmary.md'), 'the index lint checked is the one search reads');
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
