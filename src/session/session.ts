@@ -5,12 +5,14 @@ import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '.
 import type { ExportSource } from '../knowledge/interchange';
 import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, rebuildIndex, type ImportOptions, type ImportReport, type Parser } from '../knowledge/indexing';
 import { embedderFor as serverEmbedder } from '../knowledge/models';
-import { describeSemanticIndex, indexSemantic, type Embedder, type SemanticIndexReport } from '../knowledge/retrieval';
+import { describeSemanticIndex, indexSemantic, type Embedder, type SemanticIndexReport, type TokenMeasure } from '../knowledge/retrieval';
+import { knowledgeMeasure } from '../story/contextBuilder';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
 import type { GenerateRequest, Narrator } from '../story/narrator';
 import { narratorFor } from '../story/openaiNarrator';
 import { PlayStore } from '../story/playStore';
+import { TokenEstimator } from '../story/tokenEstimator';
 import { noKnowledge, type KnowledgePort } from '../story/ports';
 import { defaultSettings, type StorytellerSettings } from './defaults';
 import { IndexingQueue, type Clock, type Indexer, type IndexState } from './indexingQueue';
@@ -192,6 +194,15 @@ export class CampaignSession {
   canonFacts(store = this.store): StoreCanonFacts {
     if (this.canon?.store !== store) this.canon = { store, facts: new StoreCanonFacts(store, () => this.conflictDecisions()) };
     return this.canon.facts;
+  }
+
+  /**
+   * Knowledge priced as a narrator prompt sends it (framed, in the model's calibrated token unit), for checks
+   * made outside a turn. With no persona: an adventure's persona name changes only lorebook macros.
+   */
+  promptMeasure(): TokenMeasure {
+    const estimator = this.storyEngine?.estimator() ?? new TokenEstimator(this.settings().narratorModel, this.playIfAny);
+    return knowledgeMeasure(estimator, '');
   }
 
   /** The writer's conflict decisions, from play.db; none while the campaign was never played. */

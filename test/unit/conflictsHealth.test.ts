@@ -14,6 +14,9 @@ import { CHUNKING_VERSION } from '../../src/knowledge/campaign/types';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { runCaptured } from '../support/cliRun';
+import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../src/knowledge/retrieval';
+import { defaultSettings } from '../../src/session/defaults';
+import { openSession } from '../../src/session/session';
 
 /** The example campaign, copied and edited the way a busy writer's campaign drifts. */
 function driftedCampaign(): string {
@@ -164,6 +167,38 @@ describe('storyteller lint: health for a writer\'s CI', () => {
       const hits = (JSON.parse(search.stdout) as { hits: { sourcePath: string }[] }).hits;
       assert.ok(hits.some((h) => h.sourcePath === 'places/infirmary.md'), 'the index lint checked is the one search reads');
     } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('health counts always-include canon in the prompt’s token unit', () => {
+  it('warns exactly when a turn would overflow the always-include budget, with the number the turn reports', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'health-unit-'));
+    fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+    const probe = openSession(root, { settings: () => defaultSettings() });
+    let stored: number;
+    try {
+      await probe.reindex();
+      const rules = probe.store.getSourceByPath('rules.md')!;
+      stored = probe.store.listPassages(rules.id).reduce((n, p) => n + p.tokenCount, 0);
+    } finally {
+      await probe.close();
+    }
+    // Room for the rules as stored, not for them as a prompt sends them (framed, under the section's heading).
+    const budget = stored + 2;
+    const session = openSession(root, { settings: () => defaultSettings({ budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS, alwaysInclude: budget } }) });
+    try {
+      const adventure = session.play.createAdventure({ campaignId: session.campaign.id, title: 'Fog' });
+      const preview = await session.engine.previewContext(adventure.id, { kind: 'do', text: 'look around' });
+      const [overflow] = preview.retrieval.conflicts;
+      assert.equal(overflow?.kind, 'always-include-overflow', 'a turn overflows the budget');
+      const health = await indexHealth(session.campaign, session.store, { alwaysIncludeBudget: budget, measure: session.promptMeasure(), playDb: session.play.db });
+      const finding = health.findings.find((f) => f.code === 'always-include-over-budget');
+      assert.ok(finding, `health warns too (stored: ${stored} tokens, budget ${budget})`);
+      assert.match(finding.message, new RegExp(`always-include canon is ${overflow.needed} tokens as a prompt sends it, over its ${budget}-token budget`));
+    } finally {
+      await session.close();
       fs.rmSync(root, { recursive: true, force: true });
     }
   });

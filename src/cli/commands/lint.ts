@@ -41,7 +41,7 @@ async function sessionHealth(campaign: Campaign, parser: Parser, health: ReturnT
       return undefined;
     }
     const play = session.playIfAny;
-    return await indexHealth(session.campaign, session.store, { ...health, ...(play ? { playDb: play.db } : {}) });
+    return await indexHealth(session.campaign, session.store, { ...health, measure: session.promptMeasure(), ...(play ? { playDb: play.db } : {}) });
   } finally {
     await session.close();
   }
