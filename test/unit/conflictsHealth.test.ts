@@ -14,6 +14,7 @@ import { CHUNKING_VERSION } from '../../src/knowledge/campaign/types';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { runCaptured } from '../support/cliRun';
+import { FakeOllama } from '../support/fakeOllama';
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../src/knowledge/retrieval';
 import { defaultSettings } from '../../src/session/defaults';
 import { openSession } from '../../src/session/session';
@@ -167,6 +168,30 @@ describe('storyteller lint: health for a writer\'s CI', () => {
       const hits = (JSON.parse(search.stdout) as { hits: { sourcePath: string }[] }).hits;
       assert.ok(hits.some((h) => h.sourcePath === 'places/infirmary.md'), 'the index lint checked is the one search reads');
     } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+  it('storyteller lint prices it in the unit a model’s turns taught (--model), not in stored estimates', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lint-calibrated-'));
+    const fake = await FakeOllama.start({ chatModels: ['wide-tokenizer'] });
+    try {
+      fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+      assert.equal((await runCaptured(['index', root, '--workers', '0'], process.cwd())).code, EXIT.ok);
+      // One played turn whose server counts far more prompt tokens than the estimate: the model's unit is larger.
+      fake.queue({ chunks: ['The fog thickens.'], promptEvalCount: 50_000 });
+      const played = await runCaptured(['play', root, '--host', fake.url, '--model', 'wide-tokenizer'], root, 'look around\n/quit\n');
+      assert.equal(played.code, EXIT.ok, played.stderr);
+      const total = async (model: string) => {
+        const run = await runCaptured(['lint', root, '--workers', '0', '--json', '--always-include-budget', '1', '--model', model], process.cwd());
+        const finding = (JSON.parse(run.stdout) as { findings: { code: string; message: string }[] }).findings.find((f) => f.code === 'always-include-over-budget');
+        return Number(/always-include canon is (\d+) tokens as a prompt sends it/.exec(finding?.message ?? '')?.[1]);
+      };
+      const calibrated = await total('wide-tokenizer');
+      const uncalibrated = await total('never-played');
+      assert.ok(uncalibrated > 0);
+      assert.ok(calibrated > 2 * uncalibrated, `${calibrated} tokens for the model whose turns count more, ${uncalibrated} for one never played`);
+    } finally {
+      await fake.close();
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
