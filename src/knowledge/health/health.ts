@@ -67,7 +67,7 @@ export function alwaysIncludeProducer(budgetTokens: number, measure?: TokenMeasu
     const heading = measure && canon.length > 0 ? measure.section('alwaysInclude') : 0;
     const total = canon.reduce((sum, r) => sum + r.tokens, heading);
     if (total > budgetTokens) {
-      const all = canon.map((r) => `${r.path} (${r.tokens})`).join(', ');
+      const all = [...canon.map((r) => `${r.path} (${r.tokens})`), ...(heading > 0 ? [`the section's heading (${heading})`] : [])].join(', ');
       const unit = measure ? ' as a prompt sends it' : '';
       for (const r of canon) {
         findings.push({
