@@ -140,6 +140,28 @@ describe('campaign commands in the workbench', () => {
       }, 15_000, 'the Sources tree to show the imported file');
       assert.match(screenText(reply), /class: inspiration/, 'the copy opens with its class in the front matter');
     });
+
+    it('asks which folder of the campaign the copies go to, in a folder dialog that starts at the campaign', async () => {
+      const notes = path.join(scratch, 'tide-notes.md');
+      fs.writeFileSync(notes, '# Tide notes\n\nLow water uncovers the abbey steps twice a day.\n');
+      const importing = vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', vscode.Uri.file(notes), [vscode.Uri.file(notes)], { class: 'reference' });
+      const input = '.quick-input-widget input';
+      const dialog = await waitFor(async () => {
+        const seen = await capture('import-file-folder-dialog', 300, [], [input]);
+        return seen.workbenchText.includes('Into which folder of The Westhaven Campaign?') && seen;
+      }, 15_000, 'the folder dialog');
+      assert.equal(dialog.located[input]?.value?.replace(/\/$/, ''), root, 'it starts at the campaign folder');
+      // Typed and entered, the dialog moves into the folder; its button imports there.
+      await capture('import-file-folder-entered', 300, [
+        { action: 'fill', selector: input, text: path.join(root, 'places') },
+        { action: 'press', selector: input, key: 'Enter' },
+      ]);
+      await capture('import-file-folder-chosen', 300, [{ action: 'click', selector: '.quick-input-widget .monaco-button:has-text("Import Here")' }]);
+      const result = await importing;
+      imported.push(...(result?.written.map((w) => w.path) ?? []));
+      assert.deepEqual(result?.written.map((w) => w.path), ['places/tide-notes.md']);
+      assert.match(fs.readFileSync(path.join(root, 'places', 'tide-notes.md'), 'utf8'), /^---\nclass: reference\n---\n# Tide notes/);
+    });
   });
 
   describe('Preview Context', () => {
