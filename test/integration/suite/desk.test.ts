@@ -172,27 +172,15 @@ describe("the writer's desk", () => {
       const listed = (findings: vscode.Diagnostic[]) => findings.reduce((n, d) => n + (d.relatedInformation?.length || 1), 0);
       const findings = await waitFor(() => listed(inSrd()) === repeating.length && inSrd(), 30_000, 'the grouped findings in Problems');
       assert.ok(repeating.length > 90, `the SRD repeats text in ${repeating.length} files`);
-      assert.ok(findings.length <= 6, `${findings.length} findings for ${repeating.length} repeating files`);
+      assert.equal(findings.length, 5, `${findings.length} findings for ${repeating.length} repeating files`);
       assert.ok(findings.every((d) => d.severity === vscode.DiagnosticSeverity.Information), 'reference material: nothing for the writer to fix');
       const monsters = findings.find((d) => d.message.startsWith('33 files in srd/Monsters (Alt) repeat text already indexed from srd/Monsters'));
       assert.ok(monsters, findings.map((d) => d.message).join('\n'));
       assert.ok(monsters.relatedInformation!.some((r) => r.location.uri.fsPath === path.join(srd(), 'Monsters (Alt)', 'Monsters D.md')));
 
-      // As a tree: each finding with its files beneath it.
+      // Each finding with its files beneath it; the panel's count and the status bar say five in all.
       await vscode.commands.executeCommand('workbench.actions.view.problems');
       await waitFor(async () => (await capture('srd-duplicates-in-problems', 800)).workbenchText.includes('9 files in srd/Classes repeat text'), 20_000, 'a group with its files on screen');
-      // As a table: one row per finding, the whole SRD in five rows.
-      const table = `workbench.actions.table.workbench.panel.markers.view.viewAsTable`;
-      await vscode.commands.executeCommand(table);
-      try {
-        const seen = await waitFor(async () => {
-          const reply = await capture('srd-duplicates-in-problems-table', 800);
-          return reply.workbenchText.includes('33 files in srd/Monsters (Alt) repeat text') && reply;
-        }, 20_000, 'every group on screen');
-        for (const group of ['9 files in srd/Classes', '12 files in srd/Monsters repeat', '23 files in srd/Spells (Alt)', '23 files in srd/Treasure (Alt)']) assert.ok(seen.workbenchText.includes(group), group);
-      } finally {
-        await vscode.commands.executeCommand('workbench.actions.table.workbench.panel.markers.view.viewAsTree');
-      }
     });
   });
 });
