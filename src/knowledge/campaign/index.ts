@@ -17,3 +17,5 @@ export type { TextEdit } from './textEdit';
 export { estimateTokens } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, VISIBILITIES } from './types';
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SemanticState, SourceIssue, SourceRecord } from './types';
+export { SELECTIVE_LOGIC, isRegexKey, triggersOf } from './triggers';
+export type { SelectiveLogic, SourceTriggers } from './triggers';

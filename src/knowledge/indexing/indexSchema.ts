@@ -141,4 +141,20 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       }
     },
   },
+  {
+    version: 5,
+    description: 'what makes a source eligible by being mentioned: its keys and names, from its front matter',
+    up(db) {
+      db.exec(`
+        -- Read on every query (cached until the index changes), so kept apart from the wide sources rows.
+        -- JSON SourceTriggers; only sources that declare keys, entities or a title have a row.
+        CREATE TABLE source_triggers (
+          source_id   TEXT PRIMARY KEY REFERENCES sources (id) ON DELETE CASCADE,
+          campaign_id TEXT NOT NULL,
+          triggers    TEXT NOT NULL
+        );
+        CREATE INDEX source_triggers_by_campaign ON source_triggers (campaign_id);
+      `);
+    },
+  },
 ];

@@ -11,7 +11,8 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, stemText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
+import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
@@ -56,6 +57,8 @@ interface Working {
   hidden: boolean;
   /** Lexical relevance (see retrievalScore.ts); null when only the semantic path found it. */
   lexical: LexicalJudgement | null;
+  /** The key or name of its source this turn mentioned: eligible by that alone. */
+  trigger: Trigger | null;
   shingles: Set<string>;
 }
 
@@ -63,8 +66,9 @@ function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): Candidate
   return sourceExclusion(rowSource(row), stage);
 }
 
-function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], matched: string[]): string {
-  const what = matched.length > 0 ? `matched ${quoteList(matched)}, but ` : '';
+/** Why an excluded passage is out; `found` says what made it a candidate ("matched 'x'"), if anything. */
+function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], found: string): string {
+  const what = found ? `${found}, but ` : '';
   switch (outcome) {
     case 'disabled':
       return `${what}its source ${row.path} is disabled`;
@@ -106,13 +110,14 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return union === 0 ? 0 : shared / union;
 }
 
-function toWorking(row: CandidateRow, lexical: LexicalJudgement | null): Working {
+function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger: Trigger | null = null): Working {
   const headingPath = JSON.parse(row.heading_path) as string[];
   return {
     row,
     headingPath,
     hidden: row.visibility === 'hidden',
     lexical,
+    trigger,
     shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
     decision: {
       passageId: row.id,
@@ -179,10 +184,20 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
 
   const stats = campaignStatistics(store);
   const weights = queryWeights(stats, terms);
+  // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
+  const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'));
+  const judgeRow = (row: CandidateRow): Working => {
+    const trigger = fired.get(row.source_id) ?? null;
+    // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
+    const heading = stemText([...(JSON.parse(row.heading_path) as string[]), ...(trigger ? [trigger.mention] : [])].join(' '));
+    const body = stemmedPassage(row.content_hash, row.text);
+    return toWorking(row, judge(stats, weights, terms, heading, body, row.text.length), trigger);
+  };
+  let pool: CandidateRow[] = [];
   if (match) {
     // Rank on FTS5 alone, then join only the pool that can matter: eligible or not, in one query, so
     // what eligibility excludes is still recorded with its reason.
-    const pool = store
+    pool = store
       .statement(
         `SELECT ${CANDIDATE_COLUMNS}
          FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH @match
@@ -191,12 +206,22 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
          WHERE p.campaign_id = @campaign`,
       )
       .all({ match, campaign: store.campaignId }) as CandidateRow[];
-    for (const row of pool) {
-      const heading = stemText((JSON.parse(row.heading_path) as string[]).join(' '));
-      const body = stemmedPassage(row.content_hash, row.text);
-      byId.set(row.id, toWorking(row, judge(stats, weights, terms, heading, body, row.text.length)));
-    }
   }
+  // A triggered source the pool did not reach is represented by its opening passage.
+  const reached = new Set(pool.map((row) => row.source_id));
+  const unreached = [...fired.keys()].filter((id) => !reached.has(id));
+  if (unreached.length > 0) {
+    pool.push(
+      ...(store
+        .statement(
+          `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
+           WHERE p.source_id IN (SELECT value FROM json_each(@sources))
+             AND p.idx = (SELECT min(idx) FROM passages WHERE source_id = p.source_id)`,
+        )
+        .all({ sources: JSON.stringify(unreached) }) as CandidateRow[]),
+    );
+  }
+  for (const row of pool) byId.set(row.id, judgeRow(row));
 
   let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };
   let floor: number | null = null;
@@ -244,7 +269,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const excluded = eligibilityOutcome(w.row, query.stage);
     if (excluded) {
       d.outcome = excluded;
-      d.reason = eligibilityReason(w.row, excluded, d.matchedTerms);
+      d.reason = eligibilityReason(w.row, excluded, w.trigger ? triggerReason(w.trigger) : d.matchedTerms.length > 0 ? `matched ${quoteList(d.matchedTerms)}` : '');
       rest.push(w);
       continue;
     }
@@ -252,6 +277,14 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       d.admitted = true;
       d.reason = 'always included: pinned canon (always_include), placed before anything retrieved';
       placedPins.push(w);
+      continue;
+    }
+    if (w.trigger) {
+      d.admitted = true;
+      const mentioned = new Set(tokenize(w.trigger.mention));
+      const alsoMatched = d.matchedTerms.filter((t) => !t.split(' ').every((word) => mentioned.has(word)));
+      d.reason = [triggerReason(w.trigger), alsoMatched.length > 0 ? `matched ${quoteList(alsoMatched)}` : ''].filter(Boolean).join('; ');
+      admitted.push(w);
       continue;
     }
     const lexicalVerdict = admitLexically(w.lexical, weights, answered);
@@ -576,7 +609,7 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
   if (!row) return `no passage ${passageId} in this index (it may have been reindexed under a new id, or deleted)`;
   if (row.campaign !== record.campaignId) return `it belongs to campaign ${row.campaign}: one campaign never retrieves another's passages`;
   const excluded = eligibilityOutcome(row, record.stage);
-  if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, [])}`;
+  if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, '')}`;
   const { terms } = buildSearchTerms({ input: record.terms.join(' ') });
   const found = matchTerms(stemText(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
   const semantic = record.semantic.used

@@ -52,12 +52,17 @@ const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
 const stemmedCache = new Map<string, StemmedText>();
 const STEMMED_CACHE_LIMIT = 4000;
 
+/** Moves whenever the index changes: `data_version` on another connection's commit, `total_changes()` on this one's. */
+export function indexVersion(store: KnowledgeStore): string {
+  return (store.statement("SELECT (SELECT data_version FROM pragma_data_version) || ':' || total_changes() AS version").get() as { version: string }).version;
+}
+
 /**
  * The campaign's statistics, recomputed only when the index changed: `data_version` moves on another
  * connection's commit, `total_changes()` on this one's.
  */
 export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
-  const { version } = store.statement('SELECT (SELECT data_version FROM pragma_data_version) || \':\' || total_changes() AS version').get() as { version: string };
+  const version = indexVersion(store);
   const cached = statisticsCache.get(store);
   if (cached && cached.key === version) return cached;
   store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab('main', 'passages_fts', 'row')");
