@@ -5,7 +5,7 @@ export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
 export { ReadRefusedError, readFileBounded } from './boundedRead';
-export { frontMatterData, splitFrontMatter, withFrontMatterField, withFrontMatterListItem } from './frontMatter';
+export { FRONT_MATTER_KEYS, frontMatterData, splitFrontMatter, withFrontMatterField, withFrontMatterListItem } from './frontMatter';
 export { atxHeading } from './markdown';
 export type { AtxHeading } from './markdown';
 export type { FrontMatter, FrontMatterSplit } from './frontMatter';
