@@ -160,6 +160,8 @@ export interface RankedCandidates {
   admitted: Working[];
   /** Everything else that became a candidate: refused by relevance, or excluded by eligibility. */
   rest: Working[];
+  /** Why nothing was admitted, when nothing was. */
+  abstention: string | null;
 }
 
 interface RankInput {
@@ -303,7 +305,22 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? []);
   admitted.sort((a, b) => b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
-  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest };
+  const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, best && [...byId.values()].find((w) => w.lexical === best));
+  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention };
+}
+
+/** Nothing admitted: what the query asked that the campaign lacks, in the writer's words. */
+function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest: Working | undefined): string {
+  if (terms.length === 0) return 'the query has no words to search for (only short or common words)';
+  const parts: string[] = [];
+  if (weights.unseen.length > 0) parts.push(`this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}`);
+  if (nearest?.lexical) {
+    const where = [nearest.row.path, ...nearest.headingPath].join(' › ');
+    parts.push(`the closest passage (${where}) shares only ${quoteList(nearest.lexical.matched.map((t) => t.text))} with it`);
+  } else if (weights.unseen.length < terms.length) {
+    parts.push(`no passage holds ${quoteList(terms.filter((t) => !weights.unseen.includes(t)).map((t) => t.text))}`);
+  }
+  return parts.join('; ');
 }
 
 function round(n: number): number {
@@ -542,6 +559,7 @@ function buildRecord(
     semantic: ranked.semantic,
     budgets,
     candidates: [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest].map((w) => w.decision),
+    abstention: ranked.abstention,
     conflicts,
   };
 }
