@@ -198,12 +198,15 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   let pool: CandidateRow[] = [];
   if (match) {
     // Rank on FTS5 alone, then join only the pool that can matter: eligible or not, in one query, so
-    // what eligibility excludes is still recorded with its reason.
+    // what eligibility excludes is still recorded with its reason. In an index file other campaigns share,
+    // their passages must not take the pool's places.
     pool = store
       .statement(
         `SELECT ${CANDIDATE_COLUMNS}
          FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH @match
-               AND rank MATCH 'bm25(${HEADING_WEIGHT}, 1)' ORDER BY rank LIMIT ${CANDIDATE_POOL}) f
+               AND rank MATCH 'bm25(${HEADING_WEIGHT}, 1)'
+               ${stats.sharedIndex ? 'AND rowid IN (SELECT rowid FROM passages WHERE campaign_id = @campaign)' : ''}
+               ORDER BY rank LIMIT ${CANDIDATE_POOL}) f
          JOIN passages p ON p.rowid = f.rowid JOIN sources s ON s.id = p.source_id
          WHERE p.campaign_id = @campaign`,
       )
@@ -302,7 +305,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     if (!d.admitted) d.reason = `not relevant: ${d.reason}`;
   }
 
-  scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? []);
+  scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
   admitted.sort((a, b) => b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
   const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, best && [...byId.values()].find((w) => w.lexical === best));
@@ -355,12 +358,31 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     : { admitted: false, reason: `matched only ${list}, words too common here to say what the query is about` };
 }
 
+/**
+ * How much of the query each source's candidates hold between them, relative to the source holding most:
+ * a passage answers better inside a file that is about the whole question (the story it is asked of)
+ * than inside one that shares a word or two with it.
+ */
+function sourceEvidence(candidates: readonly Working[], weights: QueryWeights): Map<string, number> {
+  const held = new Map<string, Set<SearchTerm>>();
+  for (const w of candidates) {
+    if (!w.lexical) continue;
+    let terms = held.get(w.row.source_id);
+    if (!terms) held.set(w.row.source_id, (terms = new Set()));
+    for (const t of w.lexical.matched) terms.add(t);
+  }
+  const evidence = new Map([...held].map(([id, terms]) => [id, [...terms].reduce((n, t) => n + weights.idf.get(t)!, 0)]));
+  const best = Math.max(0, ...evidence.values());
+  return new Map([...evidence].map(([id, e]) => [id, best > 0 ? e / best : 1]));
+}
+
 function scoreSurvivors(
   admitted: Working[],
   similarities: Map<string, number>,
   floor: number | null,
   terms: readonly SearchTerm[],
   entities: readonly string[],
+  bySource: Map<string, number>,
 ): void {
   // Each path is normalized against its own best survivor: bm25 has no fixed range, cosine's zero is not zero.
   const bestLexical = Math.max(0, ...admitted.map((w) => w.lexical?.score ?? 0));
@@ -373,7 +395,7 @@ function scoreSurvivors(
   const stateNames = new Set(entities.map((e) => tokenize(e).join(' ')));
   for (const w of admitted) {
     const d = w.decision;
-    const lexical = bestLexical > 0 && w.lexical ? w.lexical.score / bestLexical : 0;
+    const lexical = bestLexical > 0 && w.lexical ? (w.lexical.score / bestLexical) * Math.sqrt(bySource.get(w.row.source_id) ?? 1) : 0;
     const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
     const boosts: CandidateDecision['boosts'] = [];
