@@ -6,7 +6,8 @@ import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { importLorebookFile } from '../../src/knowledge/interchange/lorebookImport';
-import { searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
+import { retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
+import { decisionLine } from '../../src/knowledge/retrieval/retrievalFormat';
 import { corpusPath } from '../support/corpora';
 
 interface Campaign {
@@ -149,5 +150,40 @@ describe('text kept in front matter', () => {
     const lines = fs.readFileSync(path.join(torys.root, 'stories', 'stormstruck.md'), 'utf8').split('\n');
     const first = hit.text.split('\n')[0]!.slice(0, 40);
     assert.ok(lines[hit.startLine - 1]!.includes(first.replace(/'/g, "''")) || lines[hit.startLine - 1]!.includes(first), `line ${hit.startLine} is '${lines[hit.startLine - 1]}', passage starts '${first}'`);
+  });
+});
+
+describe('retrieval explains itself in plain words', () => {
+  it('says why each passage was used or left out, once, with no internal words or ids', async () => {
+    const bell = 'The bell of the old abbey rings at midnight, and the monks walk to the crypt with candles.';
+    const c = await campaignWith({
+      'abbey.md': `# Abbey\n\n${bell}\n`,
+      'abbey-copy.md': `# Abbey again\n\n${bell}\n`,
+      'crypt.md': `# Crypt\n\n${'The crypt under the abbey holds the bones of the founders, each in a niche, each named. '.repeat(12)}\n`,
+      'off.md': '---\nenabled: false\n---\n# Off\n\nThe abbey crypt key hangs in the kitchen.\n',
+      'mill.md': '# Mill\n\nThe abbey buys flour from the mill by the river.\n',
+    });
+    try {
+      const { record } = await retrieveKnowledge(c.store, {
+        input: 'I follow the monks down to the abbey crypt',
+        stage: 'narrator',
+        budgets: { alwaysInclude: 100, canon: 120, reference: 100, inspiration: 100 },
+      });
+      const outcomes = new Set(record.candidates.map((d) => d.outcome));
+      for (const outcome of ['selected', 'duplicate', 'over-budget', 'disabled'] as const) assert.ok(outcomes.has(outcome), `${outcome} among ${[...outcomes].join(', ')}`);
+      const lines = record.candidates.map(decisionLine);
+      for (const line of lines) {
+        assert.doesNotMatch(line, /selected|not-relevant|not relevant: |result \d|[0-9a-f]{24}/, line);
+        assert.doesNotMatch(line, /: $|; ;/, `a reason is never empty: ${line}`);
+      }
+      assert.ok(lines.some((l) => /^used · /.test(l)));
+      assert.ok(lines.some((l) => /^repeats a passage that was used · abbey(-copy)?\.md › Abbey.*: .*near-duplicate of abbey(-copy)?\.md › Abbey/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /^no room left in its section · .*over the canon budget/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /^its source is turned off · off\.md › Off: matched .*, but its source off\.md is disabled/.test(l)), lines.join('\n'));
+      const search = await searchKnowledge(c.store, 'the abbey crypt');
+      assert.ok(search.hits.every((h) => !/result \d/.test(h.reason)), search.hits.map((h) => h.reason).join('\n'));
+    } finally {
+      c.dispose();
+    }
   });
 });

@@ -77,7 +77,7 @@ function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcom
     case 'not-ready':
       return row.lexical_state === 'duplicate'
         ? `${what}its source ${row.path} duplicates ${row.duplicate_of ?? 'another source'} and is not indexed`
-        : `${what}its source ${row.path} is not indexed (state: ${row.lexical_state})`;
+        : `${what}its source ${row.path} is ${row.lexical_state === 'error' ? 'not indexed: it has an error (see Problems)' : 'not indexed yet'}`;
     default:
       return what;
   }
@@ -302,7 +302,8 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     d.admitted = lexicalVerdict.admitted || semanticVerdict?.admitted === true;
     d.reason = [lexicalVerdict.reason, semanticVerdict?.reason].filter(Boolean).join('; ');
     (d.admitted ? admitted : rest).push(w);
-    if (!d.admitted) d.reason = `not relevant: ${d.reason}`;
+    // The outcome ('not-relevant') says it was refused; the reason says why, once.
+    if (!d.admitted && !d.reason) d.reason = 'it shares no word of this turn that says what it is about';
   }
 
   scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
@@ -427,7 +428,7 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
       d.outcome = 'duplicate';
       d.section = competesFor(w);
       d.duplicateOf = original.row.id;
-      d.reason = `${d.reason}; near-duplicate of ${original.row.path} (${original.row.id}), which ranks higher`;
+      d.reason = `${d.reason}; near-duplicate of ${[original.row.path, ...original.headingPath].join(' › ')}, which ranks higher`;
       continue;
     }
     kept.push(w);
@@ -460,10 +461,10 @@ function emptySections(): Record<KnowledgeSection, SelectedPassage[]> {
   return { alwaysInclude: [], canon: [], reference: [], inspiration: [] };
 }
 
-function select(w: Working, section: KnowledgeSection, note: string): void {
+function select(w: Working, section: KnowledgeSection, note?: string): void {
   w.decision.outcome = 'selected';
   w.decision.section = section;
-  w.decision.reason = `${w.decision.reason}; ${note}`;
+  if (note) w.decision.reason = `${w.decision.reason}; ${note}`;
 }
 
 /** The section an admitted passage competes for, so what it left out can be shown under that section. */
@@ -625,7 +626,7 @@ export async function searchKnowledge(
   for (const w of ranked.admitted) {
     if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
     if (hits.length < limit) {
-      select(w, sectionOf(w.row.class), `result ${hits.length + 1}`);
+      select(w, sectionOf(w.row.class));
       hits.push({ ...toSelected(w, w.decision.reason), rank: hits.length + 1 });
     } else {
       leaveOut(w, `ranked below the first ${limit} results`);
