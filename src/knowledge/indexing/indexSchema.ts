@@ -143,7 +143,7 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
-    description: 'what makes a source eligible by being mentioned: its keys and names, from its front matter',
+    description: 'what makes a source eligible by being mentioned (its keys and names); always-included sources found without a scan',
     up(db) {
       db.exec(`
         -- Read on every query (cached until the index changes), so kept apart from the wide sources rows.
@@ -154,6 +154,8 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
           triggers    TEXT NOT NULL
         );
         CREATE INDEX source_triggers_by_campaign ON source_triggers (campaign_id);
+        -- Every turn asks for the pinned sources; a handful among thousands must not cost a scan of all.
+        CREATE INDEX sources_always_included ON sources (campaign_id) WHERE always_include = 1;
       `);
     },
   },

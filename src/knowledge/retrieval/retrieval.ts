@@ -246,8 +246,9 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     : (
     store
       .statement(
-        `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
-         WHERE p.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
+        // From the few pinned sources to their passages (CROSS JOIN keeps that order), never a scan of every passage.
+        `SELECT ${CANDIDATE_COLUMNS} FROM sources s CROSS JOIN passages p ON p.source_id = s.id
+         WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
       .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
