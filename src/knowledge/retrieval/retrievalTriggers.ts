@@ -101,7 +101,8 @@ export function triggeredSources(store: KnowledgeStore, scanned: string): Map<st
       fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: key, kind: 'key' });
       continue;
     }
-    const name = rule.names.find((n) => containsPhrase(words, n.tokens));
+    // The fullest name mentioned: "Sister Mara", not "Mara", when the turn says "Sister Mara".
+    const name = rule.names.filter((n) => containsPhrase(words, n.tokens)).sort((a, b) => b.tokens.length - a.tokens.length)[0];
     if (name) fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: name.name, kind: 'name' });
   }
   return fired;
