@@ -6,6 +6,8 @@ export { campaignStatus, findSource, locateCampaign, rebuildIndex, sourceStatus 
 export { inThreadParser, workerParser } from './parsePool';
 export type { Parser } from './parsePool';
 export { assertFts5, migrate, openDatabase } from './sqlite';
+export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
+export type { ProcessOwner } from './processOwner';
 export type { Db, Migration } from './sqlite';
 export { ftsText } from './indexText';
 export { KnowledgeStore } from './store';

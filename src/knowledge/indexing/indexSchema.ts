@@ -142,7 +142,19 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
     },
   },
   {
-    version: 5,
+    version: 6,
+    description: 'the server an embedding model ran on, recorded with its vectors',
+    up(db) {
+      db.exec(`
+        -- One model name on two servers may be two models (another build, another quantisation, another
+        -- model entirely): vectors are only comparable with those the same server makes. NULL: made before
+        -- this was recorded; the next embedding run checks them.
+        ALTER TABLE embedding_models ADD COLUMN server TEXT;
+      `);
+    },
+  },
+  {
+    version: 7,
     description: 'what makes a source eligible by being mentioned (its keys and names); always-included sources found without a scan',
     up(db) {
       db.exec(`
