@@ -187,28 +187,3 @@ describe('retrieval explains itself in plain words', () => {
     }
   });
 });
-
-describe('a name the question capitalises', () => {
-  let tales: Campaign;
-  before(async () => {
-    tales = await campaignWith({
-      'lasse.md': '# Little Lasse\n\nLittle Lasse sailed his pea-pod boat across the pond and forgot his way home.\n',
-      'night.md': '# Night\n\nThe shadows grew long over the hill, and the old knight polished his armor by the fire.\n',
-    });
-  });
-  after(() => tales.dispose());
-
-  it('gets nothing when the campaign never holds the name whole, and says which name it lacks', async () => {
-    const { hits, record } = await searchKnowledge(tales.store, 'How does Armor of Shadows work?');
-    assert.deepEqual(hits, []);
-    assert.match(record.abstention ?? '', /never mentions 'armor of shadows'/);
-    const night = record.candidates.find((c) => c.sourcePath === 'night.md');
-    assert.match(night?.reason ?? '', /but this campaign never mentions .*'armor of shadows': the question is not about it/);
-  });
-
-  it('finds the passage that holds the name', async () => {
-    const { hits } = await searchKnowledge(tales.store, 'What did Little Lasse forget?');
-    assert.equal(hits[0]?.sourcePath, 'lasse.md');
-    assert.match(hits[0]!.reason, /mentions 'little lasse'/);
-  });
-});

@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, passageHolds, queryWeights, stemmedPassage, unknownNames, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -351,7 +351,7 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     return { admitted: false, reason: `matched only ${list}, ${matched.length === 1 ? 'a name' : 'names'} standing in the current state, which alone says nothing about this turn` };
   }
   if (!answered) {
-    return unknownNames(weights).length > 0 || weights.unseenShare >= MAX_UNSEEN_SHARE
+    return weights.unseenShare >= MAX_UNSEEN_SHARE
       ? { admitted: false, reason: `matched ${list}, but this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}: the question is not about it` }
       : { admitted: false, reason: `matched only ${list}; no passage holds enough of the query to answer it` };
   }

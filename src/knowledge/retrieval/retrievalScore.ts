@@ -42,8 +42,6 @@ export interface CampaignStatistics {
   sharedIndex: boolean;
   /** Passages holding a stem (FTS5 vocabulary over the index). */
   docFrequency(stem: string): number;
-  /** Passages holding these words in a row (an FTS5 phrase query). */
-  phraseFrequency(words: readonly string[]): number;
 }
 
 interface CachedStatistics extends CampaignStatistics {
@@ -79,11 +77,6 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
          WHERE o.term = ? AND p.campaign_id = ?`,
       )
     : store.statement('SELECT doc FROM temp.passages_vocab WHERE term = ?');
-  const phraseCount = store.statement(
-    shared
-      ? 'SELECT count(*) AS doc FROM passages_fts WHERE passages_fts MATCH ? AND rowid IN (SELECT rowid FROM passages WHERE campaign_id = ?)'
-      : 'SELECT count(*) AS doc FROM passages_fts WHERE passages_fts MATCH ?',
-  );
   const frequencies = new Map<string, number>();
   const stats: CachedStatistics = {
     key: version,
@@ -96,16 +89,6 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
       if (doc === undefined) {
         doc = ((shared ? lookup.get(stem, store.campaignId) : lookup.get(stem)) as { doc: number } | undefined)?.doc ?? 0;
         frequencies.set(stem, doc);
-      }
-      return doc;
-    },
-    phraseFrequency(words: readonly string[]): number {
-      const key = `"${words.join(' ')}"`;
-      let doc = frequencies.get(key);
-      if (doc === undefined) {
-        const match = `"${words.join(' ').replace(/"/g, '""')}"`;
-        doc = ((shared ? phraseCount.get(match, store.campaignId) : phraseCount.get(match)) as { doc: number }).doc;
-        frequencies.set(key, doc);
       }
       return doc;
     },
@@ -124,9 +107,9 @@ export function stemmedPassage(contentHash: string, text: string): StemmedText {
   return stemmed;
 }
 
-/** How rare a term is here: a phrase by the passages holding it whole; a word the campaign lacks has df 0. */
+/** How rare a term is here: a phrase as rare as its rarest word; a word the campaign lacks has df 0. */
 export function inverseFrequency(stats: CampaignStatistics, term: SearchTerm): { idf: number; df: number } {
-  const df = term.words.length > 1 ? stats.phraseFrequency(term.words) : stats.docFrequency(term.stems[0]!);
+  const df = Math.min(...term.stems.map((s) => stats.docFrequency(s)));
   return { idf: Math.log(1 + (stats.passages - df + 0.5) / (df + 0.5)), df };
 }
 
@@ -164,16 +147,7 @@ export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTe
 
 /** Whether the campaign answers the query at all: the evidence its best passage holds, and words it knows. */
 export function answers(weights: QueryWeights, best: LexicalJudgement | undefined): boolean {
-  if (unknownNames(weights).length > 0) return false;
   return best !== undefined && weights.unseenShare < MAX_UNSEEN_SHARE && best.coverage >= weights.bar;
-}
-
-/**
- * Names the writer capitalised ("Armor of Shadows") that no passage of this campaign holds whole: the
- * question is about something else, however many of the names' words the campaign uses on their own.
- */
-export function unknownNames(weights: QueryWeights): SearchTerm[] {
-  return weights.unseen.filter((t) => t.capitalised);
 }
 
 /** Whether one passage of an answered query holds enough of it to be admitted. */

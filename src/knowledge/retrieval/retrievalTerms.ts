@@ -68,8 +68,6 @@ export interface SearchTerm {
   name: boolean;
   /** Where the term came from, for the record. */
   origin: 'input' | 'recent' | 'scene' | 'entity';
-  /** A name read from the capitals of the writer's text, not one the library or the state declares. */
-  capitalised?: boolean;
 }
 
 function term(words: string[], origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
@@ -124,9 +122,6 @@ export interface QueryParts {
   /** Multi-word names the library knows (source entity lists), searched as phrases where they occur. */
   knownNames?: readonly string[];
 }
-
-/** Two or more capitalised words in a row, joined by at most one short lowercase word ("Day's End", "Armor of Shadows"). */
-const CAPITALISED_NAME = /\p{Lu}[\p{L}\p{N}'’-]*(?:\s+(?:(?:of|the|a|an|and|de|du|la|le|van|von)\s+)?\p{Lu}[\p{L}\p{N}'’-]*)+/gu;
 
 /** How many of the newest story lines join the query: enough for the thread, not the whole transcript. */
 export const RECENT_LINES_IN_QUERY = 2;
@@ -184,15 +179,6 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
   };
 
   addText(parts.input, 'input');
-  // A name the writer capitalises ("Armor of Shadows", "Little Lasse") is also searched whole: a campaign
-  // that holds its words but never the name is not what the question is about.
-  for (const found of parts.input.matchAll(CAPITALISED_NAME)) {
-    // A sentence's first word is capitalised whatever it is: "Ask Brother Aldric" names Brother Aldric.
-    const sentenceStart = /(?:^|[.!?:;]["')\]]*\s+|\n\s*)$/.test(parts.input.slice(0, found.index));
-    const written = sentenceStart ? found[0].replace(/^\S+\s+(?:(?:of|the|a|an|and|de|du|la|le|van|von)\s+)?/, '') : found[0];
-    const words = tokenize(written);
-    if (words.length > 1 && !terms.has(words.join(' '))) add({ ...term(words, 'input', false, true), capitalised: true });
-  }
   addText(parts.scene, 'scene');
   for (const line of (parts.recent ?? []).slice(-RECENT_LINES_IN_QUERY)) addText(line, 'recent');
   for (const name of parts.entities ?? []) {
