@@ -60,7 +60,28 @@ export interface ImportOptions {
   now?: () => Date;
   /** Stops the run between files (it rejects with the signal's reason); each file written stays whole. */
   signal?: AbortSignal;
+  /** Reads a source's bytes; the disk by default (tests count reads through it). */
+  readFile?: (absPath: string) => Promise<Uint8Array>;
 }
+
+/**
+ * A file modified this close to the moment it was stat'ed may be modified again within the same mtime tick
+ * (coarse on some file systems: 1–2 s) with the same size, unseen by size + mtime. Such a file's mtime is
+ * recorded as unsettled, so the next run reads and hashes it instead of trusting its stat.
+ */
+const SETTLE_MS = 2_000;
+const UNSETTLED_MTIME = -1;
+
+/** Files read ahead of the one being prepared: reads overlap with hashing, parsing and writing. */
+const READ_AHEAD = 8;
+
+/**
+ * A full import commits its work every this many files or milliseconds, whichever comes first: one
+ * transaction per file spent most of the time committing (FTS5 writes a segment per commit), and a run
+ * killed midway keeps everything up to its last commit for the next run to build on.
+ */
+const BATCH_FILES = 500;
+const BATCH_MS = 1_000;
 
 /** A file found under the campaign, or refused before it is read (a symlink leading outside). */
 export interface ScannedFile {
@@ -195,12 +216,24 @@ interface PreparedParse {
   text: string;
   sha256: string;
   size: number;
+  /** The mtime to record: the file's, or UNSETTLED_MTIME when it was modified just before it was read. */
   mtimeMs: number;
+  /** The mtime seen when it was read, to notice an edit made while it was parsed. */
+  readMtimeMs: number;
   meta: FrontMatter;
   classification: Classification;
   issues: SourceIssue[];
   docKind: DocumentKind;
 }
+
+/** A file's I/O done ahead of `prepare`. */
+type Loaded =
+  | { kind: 'refused'; issue: SourceIssue }
+  | { kind: 'oversize'; stat: fs.Stats }
+  | { kind: 'missing' }
+  | { kind: 'unreadable'; error: Error }
+  | { kind: 'unchanged-stat'; existing: SourceRecord }
+  | { kind: 'read'; bytes: Uint8Array; mtimeMs: number; settled: boolean };
 
 /** Content already claimed in this run, by hash, so a run sees its own earlier files as holders. */
 type Claims = Map<string, { id: string; path: string }>;
@@ -209,6 +242,7 @@ class ImportRun {
   readonly parser: Parser;
   readonly now: () => Date;
   readonly sizeCap: number;
+  readonly readFile: (absPath: string) => Promise<Uint8Array>;
   parsedBytes = 0;
   /**
    * Sources that hold text a source earlier in path order now has too: processed again at the end, so they
@@ -225,6 +259,7 @@ class ImportRun {
     this.parser = options.parser ?? inThreadParser();
     this.now = options.now ?? (() => new Date());
     this.sizeCap = campaign.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+    this.readFile = options.readFile ?? ((absPath) => fs.promises.readFile(absPath));
   }
 
   private baseRecord(relPath: string, meta: FrontMatter, classification: Classification): Omit<SourceRecord, 'sha256' | 'size' | 'mtimeMs' | 'lexicalState' | 'issues'> {
@@ -281,29 +316,74 @@ class ImportRun {
     };
   }
 
+  /**
+   * The file's stat and, unless size and mtime show it unchanged since it was indexed, its bytes: I/O only,
+   * so several files load at once ahead of `prepare`.
+   */
+  async load(file: ScannedFile, force = false): Promise<Loaded> {
+    if (file.refused) return { kind: 'refused', issue: file.refused };
+    try {
+      const stat = await fs.promises.stat(file.absPath);
+      const statAt = Date.now();
+      // Refused by its size alone: a huge file is never read into memory.
+      if (stat.size > this.sizeCap) return { kind: 'oversize', stat };
+      const unchanged = force ? undefined : this.unchangedOnDisk(file.relPath, stat);
+      if (unchanged) return { kind: 'unchanged-stat', existing: unchanged };
+      const bytes = await this.readFile(file.absPath);
+      return { kind: 'read', bytes, mtimeMs: stat.mtimeMs, settled: statAt - stat.mtimeMs >= SETTLE_MS };
+    } catch (error) {
+      if (isMissing(error)) return { kind: 'missing' };
+      return { kind: 'unreadable', error: error as Error };
+    }
+  }
+
+  /** The indexed source when it has this file's size and settled mtime and nothing else could have moved it. */
+  private unchangedOnDisk(relPath: string, stat: fs.Stats): SourceRecord | undefined {
+    const existing = this.store.getSource(sourceIdFor(this.campaign.id, relPath));
+    if (!existing || (existing.lexicalState !== 'ready' && existing.lexicalState !== 'duplicate')) return undefined;
+    if (existing.parserVersion !== PARSER_VERSION || existing.chunkingVersion !== CHUNKING_VERSION) return undefined;
+    if (existing.mtimeMs === UNSETTLED_MTIME || existing.mtimeMs !== Math.trunc(stat.mtimeMs) || existing.size !== stat.size) return undefined;
+    // A class from front matter is in the unchanged file; one from folder rules follows campaign.yaml.
+    if (existing.classOrigin.kind === 'front-matter') return existing;
+    const classification = classifySource(this.campaign, relPath, {});
+    const same = existing.class === classification.class && JSON.stringify(existing.classOrigin) === JSON.stringify(classification.origin);
+    return same ? existing : undefined;
+  }
+
   /** Everything up to parsing: cheap, and run in path order so duplicate detection is deterministic. */
-  async prepare(file: ScannedFile, claims: Claims, force = false): Promise<Prepared> {
+  prepare(file: ScannedFile, loaded: Loaded, claims: Claims, force = false): Prepared {
     const relPath = file.relPath;
     const id = sourceIdFor(this.campaign.id, relPath);
-    if (file.refused) return { kind: 'done', outcome: this.writeError(relPath, [file.refused], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
-    let stat: fs.Stats;
-    let bytes: Buffer;
-    try {
-      stat = await fs.promises.stat(file.absPath);
-      if (stat.size > this.sizeCap) {
-        // Refused by its size alone: a huge file is never read into memory.
+    switch (loaded.kind) {
+      case 'refused':
+        return { kind: 'done', outcome: this.writeError(relPath, [loaded.issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
+      case 'oversize':
         return {
           kind: 'done',
-          outcome: this.writeError(relPath, [oversizeIssue(stat.size, this.sizeCap)], { sha256: '', size: stat.size, mtimeMs: stat.mtimeMs, content: '' }),
+          outcome: this.writeError(relPath, [oversizeIssue(loaded.stat.size, this.sizeCap)], { sha256: '', size: loaded.stat.size, mtimeMs: loaded.stat.mtimeMs, content: '' }),
         };
+      case 'missing':
+        return { kind: 'done', outcome: this.vanished(relPath) };
+      case 'unreadable': {
+        const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${loaded.error.message}` };
+        return { kind: 'done', outcome: this.writeError(relPath, [issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
       }
-      bytes = await fs.promises.readFile(file.absPath);
-    } catch (error) {
-      if (isMissing(error)) return { kind: 'done', outcome: this.vanished(relPath) };
-      const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${(error as Error).message}` };
-      return { kind: 'done', outcome: this.writeError(relPath, [issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
+      case 'unchanged-stat': {
+        const existing = loaded.existing;
+        // Holders that changed this run are dealt with by restoreOrphanedDuplicates afterwards.
+        if (existing.lexicalState === 'ready') claims.set(existing.sha256, { id, path: relPath });
+        return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
+      }
+      case 'read':
+        return this.prepareRead(file, loaded, claims, force);
     }
-    const facts = { size: bytes.length, mtimeMs: stat.mtimeMs };
+  }
+
+  private prepareRead(file: ScannedFile, loaded: Extract<Loaded, { kind: 'read' }>, claims: Claims, force: boolean): Prepared {
+    const relPath = file.relPath;
+    const id = sourceIdFor(this.campaign.id, relPath);
+    const bytes = loaded.bytes;
+    const facts = { size: bytes.length, mtimeMs: loaded.settled ? loaded.mtimeMs : UNSETTLED_MTIME };
     const decoded = decodeSource(bytes, this.sizeCap);
     if (!decoded.ok) {
       const sha256 = createHash('sha256').update(bytes).digest('hex');
@@ -329,10 +409,12 @@ class ImportRun {
       // Holders that changed this run are dealt with by restoreOrphanedDuplicates afterwards.
       if (existing.lexicalState === 'ready') claims.set(sha256, { id, path: relPath });
       if (existing.class === classification.class && JSON.stringify(existing.classOrigin) === JSON.stringify(classification.origin)) {
+        // Touched, or read while unsettled: recording what the disk says now lets the next run skip it by stat.
+        if (existing.size !== facts.size || existing.mtimeMs !== Math.trunc(facts.mtimeMs)) this.store.recordFileStat(id, facts.size, facts.mtimeMs);
         return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
       }
       // Same text, new folder rule: the passages stay, only their class moves.
-      const record: SourceRecord = { ...existing, class: classification.class, classOrigin: classification.origin, updatedAt: this.now().toISOString() };
+      const record: SourceRecord = { ...existing, ...facts, class: classification.class, classOrigin: classification.origin, updatedAt: this.now().toISOString() };
       this.store.writeSource(record, text, this.store.listPassages(id).map((p) => ({ ...p, class: classification.class })));
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'reclassified', issues: existing.issues } };
     }
@@ -357,7 +439,18 @@ class ImportRun {
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'duplicate', issues: record.issues, duplicateOf: holder.path } };
     }
     claims.set(sha256, { id, path: relPath });
-    return { kind: 'parse', file, text, sha256, ...facts, meta: split.meta, classification, issues, docKind: documentKind(relPath) ?? 'markdown' };
+    return {
+      kind: 'parse',
+      file,
+      text,
+      sha256,
+      ...facts,
+      readMtimeMs: loaded.mtimeMs,
+      meta: split.meta,
+      classification,
+      issues,
+      docKind: documentKind(relPath) ?? 'markdown',
+    };
   }
 
   /** Starts parsing; the result is written later, in path order, by `finish`. */
@@ -385,7 +478,7 @@ class ImportRun {
       if (isMissing(error)) return this.vanished(relPath);
       throw error;
     }
-    if (after.mtimeMs !== prepared.mtimeMs || after.size !== prepared.size) return 'changed';
+    if (after.mtimeMs !== prepared.readMtimeMs || after.size !== prepared.size) return 'changed';
 
     const base = this.baseRecord(relPath, prepared.meta, prepared.classification);
     const existing = this.store.getSource(base.id);
@@ -467,7 +560,7 @@ class ImportRun {
   /** One file, start to end; a file edited while it was parsed is read again (a few times at most). */
   async processOne(file: ScannedFile, claims: Claims, force = false): Promise<FileOutcome> {
     for (let attempt = 0; ; attempt++) {
-      const prepared = await this.prepare(file, claims, force);
+      const prepared = this.prepare(file, await this.load(file, force), claims, force);
       if (prepared.kind === 'done') return prepared.outcome;
       const outcome = await this.finish(prepared, this.parse(prepared));
       if (outcome !== 'changed') return outcome;
@@ -571,6 +664,7 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
   const byPath = new Map(files.map((f) => [f.relPath, f]));
   const outcomes: FileOutcome[] = [];
 
+  const batch = new CommitBatch(store);
   // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
   for (const source of store.listSources()) {
     if (!byPath.has(source.path)) {
@@ -583,31 +677,72 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
   const ahead = Math.max(1, options.concurrency ?? 4);
   // Parses run ahead (up to `ahead` at once, on the parser's workers); writes happen in path order.
   const queue: { file: ScannedFile; prepared: Prepared; parsing?: Promise<ParsedDocument | Error> }[] = [];
+  const loads: (Promise<Loaded> | undefined)[] = [];
   let done = 0;
+  let parsing = 0;
   const settle = (outcome: FileOutcome): void => {
     outcomes.push(outcome);
     done++;
+    batch.wrote();
     options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
   };
   const writeHead = async (): Promise<void> => {
     options.signal?.throwIfAborted();
     const head = queue.shift()!;
     if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
+    parsing--;
     const outcome = await run.finish(head.prepared, head.parsing!);
     if (outcome !== 'changed') return settle(outcome);
     claims.delete(head.prepared.sha256);
     settle(await run.processOne(head.file, claims));
   };
-  for (const file of files) {
-    options.signal?.throwIfAborted();
-    const prepared = await run.prepare(file, claims);
-    queue.push({ file, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
-    while (queue.filter((q) => q.parsing).length >= ahead) await writeHead();
+  try {
+    for (let i = 0; i < files.length; i++) {
+      options.signal?.throwIfAborted();
+      for (let next = loads.length; next < Math.min(files.length, i + READ_AHEAD); next++) loads.push(run.load(files[next]!));
+      const loaded = await loads[i]!;
+      loads[i] = undefined; // its bytes are held by `prepared` until written, not twice
+      const prepared = run.prepare(files[i]!, loaded, claims);
+      if (prepared.kind === 'parse') parsing++;
+      queue.push({ file: files[i]!, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
+      while (parsing >= ahead) await writeHead();
+    }
+    while (queue.length > 0) await writeHead();
+    for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
+  } finally {
+    // Every file written is whole; committing them (even when stopped) is what lets the next run skip them.
+    batch.end();
   }
-  while (queue.length > 0) await writeHead();
-  for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
   options.onProgress?.({ phase: 'done', done, total: files.length });
   return report(campaign, outcomes, run.parsedBytes, startedAt);
+}
+
+/**
+ * The import's own transactions, committed every BATCH_FILES files or BATCH_MS: one transaction per file
+ * cost most of an import. Does nothing when the caller already holds a transaction (a rebuild, which
+ * commits once at the end).
+ */
+class CommitBatch {
+  private readonly owned: boolean;
+  private files = 0;
+  private startedAt = performance.now();
+
+  constructor(private readonly store: KnowledgeStore) {
+    this.owned = !store.db.inTransaction;
+    if (this.owned) store.db.exec('BEGIN');
+  }
+
+  wrote(): void {
+    if (!this.owned) return;
+    if (++this.files < BATCH_FILES && performance.now() - this.startedAt < BATCH_MS) return;
+    this.store.db.exec('COMMIT; BEGIN');
+    this.files = 0;
+    this.startedAt = performance.now();
+  }
+
+  end(): void {
+    if (this.owned && this.store.db.inTransaction) this.store.db.exec('COMMIT');
+  }
 }
 
 function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
