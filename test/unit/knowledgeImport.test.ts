@@ -329,6 +329,35 @@ describe('knowledge: importing a campaign', () => {
     assert.equal(store.listPassages(alt.id).length, 2, 'the text is indexed once, never zero times');
   });
 
+  it('a save of the holder alone (indexFile) leaves the index as a clean import of the same files would', async () => {
+    const shared = `## Aboleth\n\n${prose('tentacle')}`;
+    open({
+      'monsters/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`,
+      'monsters-alt/a.md': `# Monsters A\n\n${prose('intro')}\n\n${shared}`,
+      'monsters-copy/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`,
+    });
+    /** Each source's state and passages: what retrieval can find. */
+    const holdings = (of: KnowledgeStore) => of.listSources().map((s) => [s.path, s.lexicalState, s.duplicateOf, of.listPassages(s.id).map((p) => p.text)]);
+    const clean = async () => {
+      const fresh = KnowledgeStore.inMemory(campaign.id);
+      try {
+        await importCampaign(campaign, fresh);
+        return holdings(fresh);
+      } finally {
+        fresh.close();
+      }
+    };
+    await importCampaign(campaign, store);
+    assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 1);
+    writeFile(root, 'monsters/aboleth.md', `# Aboleth\n\n${prose('rewritten')}`);
+    await indexFile(campaign, store, 'monsters/aboleth.md');
+    assert.deepEqual(holdings(store), await clean());
+    fs.rmSync(path.join(root, 'monsters-alt', 'a.md'));
+    await indexFile(campaign, store, 'monsters-alt/a.md');
+    assert.deepEqual(holdings(store), await clean());
+    assert.equal(source('monsters-copy/aboleth.md')?.lexicalState, 'ready');
+  });
+
   it('keeps two campaigns with the same text apart', async () => {
     const text = `# Crypt\n\n${prose('bronze')}`;
     open({ 'crypt.md': text }, 'id: first\ntitle: First\n');

@@ -327,7 +327,7 @@ class ImportRun {
       const statAt = Date.now();
       // Refused by its size alone: a huge file is never read into memory.
       if (stat.size > this.sizeCap) return { kind: 'oversize', stat };
-      const unchanged = force ? undefined : this.unchangedOnDisk(file.relPath, stat);
+      const unchanged = force ? undefined : this.unchangedByStat(file.relPath, stat);
       if (unchanged) return { kind: 'unchanged-stat', existing: unchanged };
       const bytes = await this.readFile(file.absPath);
       return { kind: 'read', bytes, mtimeMs: stat.mtimeMs, settled: statAt - stat.mtimeMs >= SETTLE_MS };
@@ -338,7 +338,8 @@ class ImportRun {
   }
 
   /** The indexed source when it has this file's size and settled mtime and nothing else could have moved it. */
-  private unchangedOnDisk(relPath: string, stat: fs.Stats): SourceRecord | undefined {
+  unchangedByStat(relPath: string, stat: fs.Stats): SourceRecord | undefined {
+    if (stat.size > this.sizeCap) return undefined;
     const existing = this.store.getSource(sourceIdFor(this.campaign.id, relPath));
     if (!existing || (existing.lexicalState !== 'ready' && existing.lexicalState !== 'duplicate')) return undefined;
     if (existing.parserVersion !== PARSER_VERSION || existing.chunkingVersion !== CHUNKING_VERSION) return undefined;
@@ -578,9 +579,10 @@ class ImportRun {
 
   /**
    * Sources that left content out because another source held it are processed again when that holder no
-   * longer holds it (edited or removed), so the text is indexed exactly once, never zero times.
+   * longer holds it (edited or removed), so the text is indexed exactly once, never zero times. With
+   * `changedIds` (one saved file) only the sources that left content to those are looked at, not the library.
    */
-  async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
+  async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims, changedIds?: readonly string[]): Promise<FileOutcome[]> {
     const outcomes: FileOutcome[] = [];
     const reprocess = async (source: SourceRecord): Promise<void> => {
       const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
@@ -597,23 +599,47 @@ class ImportRun {
       }
     }
     const orphaned = new Set<string>();
-    for (const source of this.store.listSources()) {
-      if (source.lexicalState !== 'duplicate' || !source.duplicateOf) continue;
+    const candidates = changedIds ? this.dependentsOf(changedIds) : this.store.listSources();
+    for (const source of candidates) {
+      if (source.lexicalState !== 'duplicate' || !source.duplicateOf) {
+        // The library-wide query below finds these in a full run.
+        if (changedIds && this.hasOrphanedPassages(source.id)) orphaned.add(source.id);
+        continue;
+      }
       const holder = this.store.getSource(source.duplicateOf);
-      // A whole-file duplicate (same hash) is fine while its holder still has that hash.
-      if (holder?.lexicalState === 'ready' && holder.sha256 === source.sha256) continue;
-      if (holder?.lexicalState === 'ready' && !this.hasOrphanedPassages(source.id)) continue;
+      if (holder?.lexicalState === 'ready') {
+        // A whole-file duplicate (same hash) is fine while its holder still has that hash; one whose every
+        // passage repeats others' is fine while those still hold them.
+        if (holder.sha256 === source.sha256) continue;
+        if (this.leftPassagesOut(source.id) && !this.hasOrphanedPassages(source.id)) continue;
+      }
       orphaned.add(source.id);
     }
-    const partial = this.store.db
-      .prepare(
-        `SELECT DISTINCT d.source_id id FROM duplicate_passages d
-         WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash)`,
-      )
-      .all() as { id: string }[];
-    for (const row of partial) orphaned.add(row.id);
-    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) await reprocess(source);
+    if (!changedIds) {
+      const partial = this.store.db
+        .prepare(
+          `SELECT DISTINCT d.source_id id FROM duplicate_passages d
+           WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash)`,
+        )
+        .all() as { id: string }[];
+      for (const row of partial) orphaned.add(row.id);
+    }
+    for (const source of candidates.filter((s) => orphaned.has(s.id)).sort((a, b) => comparePaths(a.path, b.path))) await reprocess(source);
     return outcomes;
+  }
+
+  /** Sources that are duplicates of, or left passages out for, any of these sources. */
+  private dependentsOf(ids: readonly string[]): SourceRecord[] {
+    const dependents = new Set<string>();
+    const byHolder = this.store.statement(
+      `SELECT id FROM sources WHERE duplicate_of = @holder UNION SELECT source_id id FROM duplicate_passages WHERE holder_id = @holder`,
+    );
+    for (const id of ids) for (const row of byHolder.all({ holder: id }) as { id: string }[]) dependents.add(row.id);
+    return [...dependents].flatMap((id) => this.store.getSource(id) ?? []);
+  }
+
+  private leftPassagesOut(sourceId: string): boolean {
+    return this.store.statement('SELECT 1 FROM duplicate_passages WHERE source_id = ? LIMIT 1').get(sourceId) !== undefined;
   }
 
   private hasOrphanedPassages(sourceId: string): boolean {
@@ -754,15 +780,22 @@ function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
 /**
  * Indexes one file (the extension calls this when a file is saved, created or removed). A path that no
  * longer exists removes its source. Duplicates that depended on this file's old content are re-checked.
+ * A file whose size and mtime show it unchanged is answered from its stat alone, without the index lock.
  */
-export function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
-  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, relPath, options), { onWait: options.onLockWait, signal: options.signal });
+export async function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+  const startedAt = performance.now();
+  const posix = relPath.split(path.sep).join('/');
+  if (isCandidateSource(campaign, posix)) {
+    const stat = await fs.promises.stat(path.join(campaign.root, ...posix.split('/'))).catch(() => undefined);
+    const unchanged = stat?.isFile() ? new ImportRun(campaign, store, options).unchangedByStat(posix, stat) : undefined;
+    if (unchanged) return report(campaign, [{ path: posix, sourceId: unchanged.id, outcome: 'unchanged', issues: unchanged.issues }], 0, startedAt);
+  }
+  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, posix, options), { onWait: options.onLockWait, signal: options.signal });
 }
 
-async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions): Promise<ImportReport> {
+async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, posix: string, options: ImportOptions): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
-  const posix = relPath.split(path.sep).join('/');
   const absPath = path.join(campaign.root, ...posix.split('/'));
   const outcomes: FileOutcome[] = [];
   const exists = fs.existsSync(absPath);
@@ -772,6 +805,9 @@ async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relP
   } else {
     outcomes.push(await run.processOne(await scanOne(campaign, posix, absPath), new Map()));
   }
-  for (const outcome of await run.restoreOrphanedDuplicates(new Map(), new Map())) replaceOutcome(outcomes, outcome);
+  const changed = outcomes.filter((o) => o.outcome !== 'unchanged').map((o) => o.sourceId);
+  if (changed.length > 0 || run.displaced.size > 0) {
+    for (const outcome of await run.restoreOrphanedDuplicates(new Map(), new Map(), changed)) replaceOutcome(outcomes, outcome);
+  }
   return report(campaign, outcomes, run.parsedBytes, startedAt);
 }
