@@ -55,7 +55,10 @@ export interface ImportOptions {
   initialSemanticState?: SemanticState;
   /** Called when another index run holds this index, with its process id; this run waits for it. */
   onLockWait?: (holderPid: number) => void;
-  /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
+  /**
+   * Parses in flight or parsed and not yet written, at most (default 16): deep enough that one large file
+   * at the head of the path order does not leave a worker idle while it is parsed.
+   */
   concurrency?: number;
   now?: () => Date;
   /** Stops the run between files (it rejects with the signal's reason); each file written stays whole. */
@@ -74,6 +77,8 @@ const UNSETTLED_MTIME = -1;
 
 /** Files read ahead of the one being prepared: reads overlap with hashing, parsing and writing. */
 const READ_AHEAD = 8;
+/** Text handed to parsers and not yet written, at most: bounds memory when the files ahead are large. */
+const MAX_PARSING_BYTES = 16 * 1024 * 1024;
 
 /**
  * A full import commits its work every this many files or milliseconds, whichever comes first: one
@@ -700,12 +705,14 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
   }
 
   const claims: Claims = new Map();
-  const ahead = Math.max(1, options.concurrency ?? 4);
-  // Parses run ahead (up to `ahead` at once, on the parser's workers); writes happen in path order.
-  const queue: { file: ScannedFile; prepared: Prepared; parsing?: Promise<ParsedDocument | Error> }[] = [];
+  const ahead = Math.max(1, options.concurrency ?? 16);
+  // Parses run ahead on the parser's workers; writes happen in path order, each as soon as its parse is
+  // back, so the SQLite work interleaves with the parsing instead of waiting for a full queue.
+  const queue: { file: ScannedFile; prepared: Prepared; parsing?: Promise<ParsedDocument | Error>; parsed: boolean }[] = [];
   const loads: (Promise<Loaded> | undefined)[] = [];
   let done = 0;
   let parsing = 0;
+  let parsingBytes = 0;
   const settle = (outcome: FileOutcome): void => {
     outcomes.push(outcome);
     done++;
@@ -717,11 +724,13 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
     const head = queue.shift()!;
     if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
     parsing--;
+    parsingBytes -= head.prepared.size;
     const outcome = await run.finish(head.prepared, head.parsing!);
     if (outcome !== 'changed') return settle(outcome);
     claims.delete(head.prepared.sha256);
     settle(await run.processOne(head.file, claims));
   };
+  const headReady = (): boolean => queue.length > 0 && (queue[0]!.prepared.kind === 'done' || queue[0]!.parsed);
   try {
     for (let i = 0; i < files.length; i++) {
       options.signal?.throwIfAborted();
@@ -729,9 +738,15 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
       const loaded = await loads[i]!;
       loads[i] = undefined; // its bytes are held by `prepared` until written, not twice
       const prepared = run.prepare(files[i]!, loaded, claims);
-      if (prepared.kind === 'parse') parsing++;
-      queue.push({ file: files[i]!, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
-      while (parsing >= ahead) await writeHead();
+      const entry: (typeof queue)[number] = { file: files[i]!, prepared, parsed: false };
+      if (prepared.kind === 'parse') {
+        parsing++;
+        parsingBytes += prepared.size;
+        entry.parsing = run.parse(prepared);
+        void entry.parsing.then(() => (entry.parsed = true));
+      }
+      queue.push(entry);
+      while (headReady() || parsing >= ahead || parsingBytes > MAX_PARSING_BYTES) await writeHead();
     }
     while (queue.length > 0) await writeHead();
     for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
