@@ -81,9 +81,9 @@ const READ_AHEAD = 8;
 const MAX_PARSING_BYTES = 16 * 1024 * 1024;
 
 /**
- * A full import commits its work every this many files or milliseconds, whichever comes first: one
- * transaction per file spent most of the time committing (FTS5 writes a segment per commit), and a run
- * killed midway keeps everything up to its last commit for the next run to build on.
+ * A full import commits its work every this many files or milliseconds, whichever comes first, rather than
+ * once per file (each commit flushes an FTS5 segment and appends a WAL commit); a run killed midway keeps
+ * everything up to its last commit for the next run to build on.
  */
 const BATCH_FILES = 500;
 const BATCH_MS = 1_000;
@@ -694,16 +694,6 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
   const files = await scanCampaign(campaign);
   const byPath = new Map(files.map((f) => [f.relPath, f]));
   const outcomes: FileOutcome[] = [];
-
-  const batch = new CommitBatch(store);
-  // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
-  for (const source of store.listSources()) {
-    if (!byPath.has(source.path)) {
-      store.deleteSource(source.id);
-      outcomes.push({ path: source.path, sourceId: source.id, outcome: 'removed', issues: [] });
-    }
-  }
-
   const claims: Claims = new Map();
   const ahead = Math.max(1, options.concurrency ?? 16);
   // Parses run ahead on the parser's workers; writes happen in path order, each as soon as its parse is
@@ -731,7 +721,15 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
     settle(await run.processOne(head.file, claims));
   };
   const headReady = (): boolean => queue.length > 0 && (queue[0]!.prepared.kind === 'done' || queue[0]!.parsed);
+  const batch = new CommitBatch(store);
   try {
+    // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
+    for (const source of store.listSources()) {
+      if (!byPath.has(source.path)) {
+        store.deleteSource(source.id);
+        outcomes.push({ path: source.path, sourceId: source.id, outcome: 'removed', issues: [] });
+      }
+    }
     for (let i = 0; i < files.length; i++) {
       options.signal?.throwIfAborted();
       for (let next = loads.length; next < Math.min(files.length, i + READ_AHEAD); next++) loads.push(run.load(files[next]!));
@@ -759,9 +757,8 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
 }
 
 /**
- * The import's own transactions, committed every BATCH_FILES files or BATCH_MS: one transaction per file
- * cost most of an import. Does nothing when the caller already holds a transaction (a rebuild, which
- * commits once at the end).
+ * The import's own transactions, committed every BATCH_FILES files or BATCH_MS. Does nothing when the
+ * caller already holds a transaction (a rebuild, which commits once at the end).
  */
 class CommitBatch {
   private readonly owned: boolean;
