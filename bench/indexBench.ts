@@ -139,7 +139,7 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
     const big = { remark: [] as WorkResult[], product: [] as WorkResult[] };
     for (let r = 0; r < repeats; r++) {
       big.remark.push(await work('remark', bigRoot));
-      big.product.push(await work('import', bigRoot, '2'));
+      big.product.push(await work('import', bigRoot, '0'));
     }
     const multiplied = {
       copies,
@@ -151,7 +151,7 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
     };
     log(`  SRD x${copies}: ${multiplied.files} files, ${multiplied.passages} passages`);
     log(`    plain remark-parse, one thread   ${show(multiplied.remarkMs, 'ms')}`);
-    log(`    full index, 2 parse workers      ${show(multiplied.importMs, 'ms')}`);
+    log(`    full index, in-thread (default)  ${show(multiplied.importMs, 'ms')}`);
     log(`    full index / plain remark:       ${show(multiplied.vsRemark, 'x')}   goal <= 1.0x`);
 
     // Peak RSS of the product's import beside MiniSearch indexing the passages it wrote.

@@ -55,7 +55,7 @@ interface Pending {
  * Writes on one worker thread, one request at a time in the order given (the session's queue already sends
  * one at a time). A cancelled signal stops the worker's run between files; a worker that dies fails what it
  * had with the reason and is started again on the next request. The options' parser, reader and clock stay
- * on the caller's side: the worker parses on its own parse workers.
+ * on the caller's side: the worker parses on its own thread.
  */
 export function workerWriter(options: { workerPath?: string } = {}): IndexWriter & { close(): Promise<void> } {
   const workerPath = options.workerPath ?? defaultWorkerPath();
