@@ -92,8 +92,8 @@ interface Paired {
 }
 
 export interface IndexBenchResult {
-  srd: { files: number; passages: number; remarkMs: Spread; inThreadMs: Spread; workersMs: Spread; vsRemark: Spread; workersVsInThread: { wall: Spread; cpu: Spread; rssMb: { workers: Spread; inThread: Spread } } };
-  multiplied: { copies: number; files: number; passages: number; remarkMs: Spread; importMs: Spread; vsRemark: Spread };
+  srd: { files: number; passages: number; remarkMs: Spread; inThreadMs: Spread; workersMs: Spread; vsRemark: Spread; cpuVsRemark: Spread; workersVsInThread: { wall: Spread; cpu: Spread; rssMb: { workers: Spread; inThread: Spread } } };
+  multiplied: { copies: number; files: number; passages: number; remarkMs: Spread; importMs: Spread; vsRemark: Spread; cpuVsRemark: Spread };
   edit: { cliMs: Spread; cliP95Ms: number; cliVsFull: number; indexFileP50Ms: number; indexFileP95Ms: number; unchangedJustSavedP95Ms: number; unchangedSettledP95Ms: number };
   memory: { productPeakRssMb: number; miniSearchPeakRssMb: number; ratio: number; copies: number };
 }
@@ -122,6 +122,7 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
       inThreadMs: spread(srd.inThread.map((w) => w.wallMs)),
       workersMs: spread(srd.workers.map((w) => w.wallMs)),
       vsRemark: spread(srd.workers.map((w, i) => Math.min(w.wallMs, srd.inThread[i]!.wallMs) / srd.remark[i]!.wallMs)),
+      cpuVsRemark: spread(srd.inThread.map((w, i) => w.cpuMs / srd.remark[i]!.cpuMs)),
       workersVsInThread: {
         wall: spread(srd.workers.map((w, i) => w.wallMs / srd.inThread[i]!.wallMs)),
         cpu: spread(srd.workers.map((w, i) => w.cpuMs / srd.inThread[i]!.cpuMs)),
@@ -133,6 +134,7 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
     log(`    full index, in-thread            ${show(srdResult.inThreadMs, 'ms')}  (CPU ${spread(srd.inThread.map((w) => w.cpuMs)).median} ms, peak RSS ${srdResult.workersVsInThread.rssMb.inThread.median} MB)`);
     log(`    full index, 2 parse workers      ${show(srdResult.workersMs, 'ms')}  (CPU ${spread(srd.workers.map((w) => w.cpuMs)).median} ms, peak RSS ${srdResult.workersVsInThread.rssMb.workers.median} MB)`);
     log(`    full index (faster of the two) / plain remark: ${show(srdResult.vsRemark, 'x')}   goal <= 1.0x`);
+    log(`    CPU, full index in-thread / plain remark:      ${show(srdResult.cpuVsRemark, 'x')}`);
     log(`    2 workers / in-thread: wall ${show(srdResult.workersVsInThread.wall, 'x')}, CPU ${show(srdResult.workersVsInThread.cpu, 'x')}`);
 
     // SRD xN, built and parsed for real.
@@ -148,11 +150,13 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
       remarkMs: spread(big.remark.map((w) => w.wallMs)),
       importMs: spread(big.product.map((w) => w.wallMs)),
       vsRemark: spread(big.product.map((w, i) => w.wallMs / big.remark[i]!.wallMs)),
+      cpuVsRemark: spread(big.product.map((w, i) => w.cpuMs / big.remark[i]!.cpuMs)),
     };
     log(`  SRD x${copies}: ${multiplied.files} files, ${multiplied.passages} passages`);
     log(`    plain remark-parse, one thread   ${show(multiplied.remarkMs, 'ms')}`);
     log(`    full index, in-thread (default)  ${show(multiplied.importMs, 'ms')}`);
     log(`    full index / plain remark:       ${show(multiplied.vsRemark, 'x')}   goal <= 1.0x`);
+    log(`    CPU, full index / plain remark:  ${show(multiplied.cpuVsRemark, 'x')}`);
 
     // Peak RSS of the product's import beside MiniSearch indexing the passages it wrote.
     const mini = await work('minisearch', bigRoot);
