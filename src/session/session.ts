@@ -1,16 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadCampaign, type Campaign } from '../knowledge/campaign';
-import { StoreCanonFacts } from '../knowledge/conflicts';
+import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
 import { inProcessWriter, inThreadParser, isCandidateSource, KnowledgeStore, type ImportOptions, type ImportReport, type IndexWriter, type Parser } from '../knowledge/indexing';
 import { embedderFor as serverEmbedder } from '../knowledge/models';
-import { describeSemanticIndex, indexSemantic, type Embedder, type SemanticIndexReport } from '../knowledge/retrieval';
+import { describeSemanticIndex, indexSemantic, type Embedder, type SemanticIndexReport, type TokenMeasure } from '../knowledge/retrieval';
+import { knowledgeMeasure } from '../story/contextBuilder';
 import { StoryEngine, type EngineSettings } from '../story/engine';
 import { indexKnowledge } from '../story/indexKnowledge';
 import type { GenerateRequest, Narrator } from '../story/narrator';
 import { narratorFor } from '../story/openaiNarrator';
 import { PlayStore } from '../story/playStore';
+import { TokenEstimator } from '../story/tokenEstimator';
 import { noKnowledge, type KnowledgePort } from '../story/ports';
 import { defaultSettings, type StorytellerSettings } from './defaults';
 import { IndexingQueue, type Clock, type Indexer, type IndexState } from './indexingQueue';
@@ -183,12 +185,34 @@ export class CampaignSession {
     const port = (): KnowledgePort => {
       const store = this.knowledgeStore ?? (this.hasIndex ? this.store : undefined);
       if (!store) return fallback;
-      // Kept across turns so canon facts are extracted again only when their source changes.
-      if (this.canon?.store !== store) this.canon = { store, facts: new StoreCanonFacts(store) };
       const embedder = embedderFor(this.settings());
-      return indexKnowledge(store, embedder ? { embedder } : null, this.canon.facts);
+      return indexKnowledge(store, embedder ? { embedder } : null, this.canonFacts(store));
     };
     return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
+  }
+
+  /**
+   * The canon facts retrieval supersedes lines by, with the writer's conflict decisions; kept across turns so
+   * facts are extracted again only when their source changes.
+   */
+  canonFacts(store = this.store): StoreCanonFacts {
+    if (this.canon?.store !== store) this.canon = { store, facts: new StoreCanonFacts(store, () => this.conflictDecisions()) };
+    return this.canon.facts;
+  }
+
+  /**
+   * Knowledge priced as a narrator prompt sends it (framed, in the model's calibrated token unit), for checks
+   * made outside a turn. With no persona: an adventure's persona name changes only lorebook macros.
+   */
+  promptMeasure(): TokenMeasure {
+    const estimator = this.storyEngine?.estimator() ?? new TokenEstimator(this.settings().narratorModel, this.playIfAny);
+    return knowledgeMeasure(estimator, '');
+  }
+
+  /** The writer's conflict decisions, from play.db; none while the campaign was never played. */
+  private conflictDecisions(): ReadonlyMap<string, ConflictDecision> {
+    const play = this.playIfAny;
+    return play ? loadConflictDecisions(play.db, this.current.id) : new Map();
   }
 
   /** Applies changed settings or campaign.yaml: the engine follows at once; a changed config is reindexed. */

@@ -116,7 +116,7 @@ function knowledgeHead(key: KnowledgeSection): string {
  * Knowledge priced as the prompt sends it, by the calibrated estimator: each piece ends in whitespace, so
  * the pieces' counts add up to at least the count of the section's whole text.
  */
-function knowledgeMeasure(estimator: TokenEstimator, personaName: string): TokenMeasure {
+export function knowledgeMeasure(estimator: TokenEstimator, personaName: string): TokenMeasure {
   return {
     passage: (p) => estimator.count(`${renderPassage(p, personaName)}\n`),
     section: (key) => estimator.count(knowledgeHead(key)),

@@ -79,6 +79,7 @@ const MAX_MEMORIES_PER_PASS = 2;
 export class StoryEngine {
   readonly settings: EngineSettings;
   private readonly estimators = new Map<string, TokenEstimator>();
+  /** What the narrator's server said of the model, by server and model: one name on two servers may be two models. */
   private readonly knownContextLengths = new Map<string, number | null>();
   /**
    * Adventures with a turn in flight, and what stops it: one at a time each, or two replies would race
@@ -108,7 +109,7 @@ export class StoryEngine {
   async previewContext(adventureId: string, action: PlayerAction, afterTurnId?: string | null): Promise<AssembledContext> {
     const adventure = this.store.adventure(adventureId);
     const parentId = afterTurnId === undefined ? this.parentForNewAction(adventure) : afterTurnId;
-    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.settings.model) ?? null, false);
+    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.contextLengthKey()) ?? null, false);
   }
 
   /** Plays an action after the head turn (or replaces a head that failed with nothing to show). */
@@ -229,10 +230,14 @@ export class StoryEngine {
     return context;
   }
 
+  private contextLengthKey(): string {
+    return JSON.stringify([this.narrator?.host ?? '', this.settings.model]);
+  }
+
   private async modelContextLength(): Promise<number | null> {
-    const model = this.settings.model;
-    if (!this.knownContextLengths.has(model)) this.knownContextLengths.set(model, await this.narrator!.contextLength(model));
-    return this.knownContextLengths.get(model)!;
+    const key = this.contextLengthKey();
+    if (!this.knownContextLengths.has(key)) this.knownContextLengths.set(key, await this.narrator!.contextLength(this.settings.model));
+    return this.knownContextLengths.get(key)!;
   }
 
   private async run(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers): Promise<TurnOutcome> {

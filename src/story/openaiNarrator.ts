@@ -1,6 +1,6 @@
 import { classifyOpenAIError, describeBackend, describeServerFailure, listModels, ModelServerError, openAIClient, type ModelBackend } from '../knowledge/models';
 import { IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
-import { describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
+import { describeBytes, MAX_REPLY_BYTES, replyTooLargeIn } from './replyLimits';
 
 export interface OpenAICompatibleNarratorOptions {
   backend: ModelBackend;
@@ -85,8 +85,8 @@ export class OpenAICompatibleNarrator implements Narrator {
     } catch (error) {
       if (error instanceof NarratorError) throw error;
       if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
-      const tooLarge = error instanceof ReplyTooLargeError ? error : (error as { cause?: unknown }).cause;
-      if (tooLarge instanceof ReplyTooLargeError) {
+      const tooLarge = replyTooLargeIn(error);
+      if (tooLarge) {
         throw new NarratorError('too-large', `${this.server} sent more than ${describeBytes(tooLarge.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, text);
       }
       throw this.classify(error, text, request.model);

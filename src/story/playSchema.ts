@@ -115,4 +115,16 @@ export const PLAY_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    description: 'the process generating a turn, recorded with it while it runs',
+    up(db) {
+      db.exec(`
+        -- Crash recovery may run in any process that opens play.db (the CLI beside the extension): only a
+        -- turn whose generating process is gone was cut off. JSON ProcessOwner while pending or streaming;
+        -- NULL once finished, and for turns from before this was recorded.
+        ALTER TABLE turns ADD COLUMN owner TEXT;
+      `);
+    },
+  },
 ];

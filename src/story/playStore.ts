@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
-import { openDatabase, type Db } from '../knowledge/indexing';
+import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from './playSchema';
 import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';
@@ -215,16 +215,25 @@ export class PlayStore {
   }
 
   /**
-   * Marks every turn still pending or streaming as cut off by a crash; returns how many. Only right for the
-   * first opener in the process: run later, it would cut off a turn that is streaming right now.
+   * Marks every turn left pending or streaming by a process that is gone (a crash, kill -9, a restart) as
+   * cut off; returns how many. A turn another live process is generating (the extension, while the CLI
+   * opens the campaign) is its own, so this is safe in any process at any time.
    */
   recoverInterrupted(): number {
-    return this.db
-      .prepare(
-        `UPDATE turns SET status = CASE WHEN narration <> '' THEN 'incomplete' ELSE 'error' END, error = ?, updated_at = ?
-         WHERE status IN ('pending', 'streaming')`,
-      )
-      .run(INTERRUPTED_MESSAGE, now()).changes;
+    return this.db.transaction(() => {
+      const open = this.db.prepare("SELECT id, owner FROM turns WHERE status IN ('pending', 'streaming')").all() as { id: string; owner: string | null }[];
+      const mark = this.db.prepare(
+        `UPDATE turns SET status = CASE WHEN narration <> '' THEN 'incomplete' ELSE 'error' END, error = ?, owner = NULL, updated_at = ? WHERE id = ?`,
+      );
+      let recovered = 0;
+      for (const turn of open) {
+        const owner = turn.owner === null ? undefined : parseProcessOwner(turn.owner);
+        if (owner && processOwnerAlive(owner)) continue;
+        mark.run(INTERRUPTED_MESSAGE, now(), turn.id);
+        recovered++;
+      }
+      return recovered;
+    })();
   }
 
   // ── adventures ──────────────────────────────────────────────────────────────────────────────────
@@ -328,10 +337,10 @@ export class PlayStore {
     this.db.transaction(() => {
       this.db
         .prepare(
-          `INSERT INTO turns (id, adventure_id, parent_id, depth, action_kind, action, status, model, state_after, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+          `INSERT INTO turns (id, adventure_id, parent_id, depth, action_kind, action, status, model, state_after, owner, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
         )
-        .run(id, input.adventureId, input.parentId, parent ? parent.depth + 1 : 0, input.action.kind, input.action.text, input.model, JSON.stringify(input.stateAfter), at, at);
+        .run(id, input.adventureId, input.parentId, parent ? parent.depth + 1 : 0, input.action.kind, input.action.text, input.model, JSON.stringify(input.stateAfter), THIS_PROCESS, at, at);
       this.db.prepare('UPDATE adventures SET head_turn_id = ?, updated_at = ? WHERE id = ?').run(id, at, input.adventureId);
     })();
     return this.turn(id);
@@ -392,7 +401,7 @@ export class PlayStore {
     this.db
       .prepare(
         `UPDATE turns SET status = ?, narration = ?, error = ?, state_delta = ?, state_after = ?, refusals = ?,
-           prompt_eval_count = ?, eval_count = ?, updated_at = ? WHERE id = ?`,
+           prompt_eval_count = ?, eval_count = ?, owner = NULL, updated_at = ? WHERE id = ?`,
       )
       .run(
         result.status,

@@ -12,6 +12,28 @@ export class ReplyTooLargeError extends Error {
   }
 }
 
+/** The ReplyTooLargeError behind a client's error, however deeply the client wrapped it. */
+export function replyTooLargeIn(error: unknown): ReplyTooLargeError | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof ReplyTooLargeError) return e;
+  }
+  return undefined;
+}
+
+/**
+ * Most bytes read of one embedding reply: room for every text of the batch to come back as an
+ * 8192-dimensional vector written at full double precision (about 24 bytes a number), the largest real
+ * embedding replies, plus the envelope. A batch can pass MAX_REPLY_BYTES; a server streaming without end cannot.
+ */
+export function embeddingReplyLimit(texts: number): number {
+  return 64 * 1024 + texts * 8192 * 24;
+}
+
+/** What a writer is told when an embedding server sent more than any batch of vectors can take. */
+export function describeEmbeddingTooLarge(server: string, error: ReplyTooLargeError, texts: number): string {
+  return `${server} sent more than ${describeBytes(error.limitBytes)} embedding ${texts} ${texts === 1 ? 'text' : 'texts'}, more than the vectors can take; stopped reading it (is it an embedding server?)`;
+}
+
 export function describeBytes(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MB` : `${Math.round(bytes / 1024)} KB`;
 }

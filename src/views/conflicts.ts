@@ -47,6 +47,7 @@ export interface ConflictFeatureDeps {
 export const CONFLICT_COMMANDS = {
   open: 'storyteller.conflicts.openStatement',
   ignore: 'storyteller.conflicts.ignore',
+  keep: 'storyteller.conflicts.keepStatement',
   unignore: 'storyteller.conflicts.unignore',
   decideSuggestion: 'storyteller.conflicts.decideSuggestion',
   checkConsistency: 'storyteller.checkCanonConsistency',
@@ -110,6 +111,7 @@ export class ConflictFeatures implements vscode.Disposable {
       }),
       vscode.commands.registerCommand(CONFLICT_COMMANDS.open, (uri: string, line: number) => this.open(uri, line)),
       vscode.commands.registerCommand(CONFLICT_COMMANDS.ignore, (root: string, key: string) => this.decide(root, key, 'ignored')),
+      vscode.commands.registerCommand(CONFLICT_COMMANDS.keep, (root: string, key: string, side: 'a' | 'b') => this.decide(root, key, side === 'a' ? 'kept-a' : 'kept-b')),
       vscode.commands.registerCommand(CONFLICT_COMMANDS.unignore, (root: string, key: string) => this.decide(root, key, null)),
       vscode.commands.registerCommand(CONFLICT_COMMANDS.decideSuggestion, (root: string, key: string, decision: 'accepted' | 'dismissed') =>
         this.decide(root, key, decision),
@@ -255,7 +257,12 @@ export class ConflictFeatures implements vscode.Disposable {
       parts.push(all.map((s) => describe(s, disagreeing.has(s))).join('\n'));
       for (const c of conflicts.filter((x) => x.supersededBy)) {
         const winner = c[c.supersededBy!];
-        parts.push(`_${md(otherSide(c, winner).path)} is superseded by ${md(winner.path)} here._`);
+        const loser = otherSide(c, winner);
+        parts.push(
+          c.settledBy === 'writer'
+            ? `_"${md(loser.value)}" (${md(loser.path)}:${loser.line}) is superseded: you kept "${md(winner.value)}" (${md(winner.path)}:${winner.line})._`
+            : `_${md(loser.path)} is superseded by ${md(winner.path)} here._`,
+        );
       }
     }
 
@@ -340,7 +347,15 @@ export class ConflictFeatures implements vscode.Disposable {
           actions.push(action);
         }
 
-        const ignore = new vscode.CodeAction(`Ignore this conflict (${label})`, vscode.CodeActionKind.QuickFix);
+        // Settles the pair alone, with no file edited: works where `supersedes:` cannot (both in one file).
+        for (const side of ['a', 'b'] as const) {
+          const kept = conflict[side];
+          const keep = new vscode.CodeAction(`Keep "${kept.value}" (${kept.path}:${kept.line}); the narrator gets the other as superseded`, vscode.CodeActionKind.QuickFix);
+          keep.command = { command: CONFLICT_COMMANDS.keep, title: keep.title, arguments: [root, conflict.key, side] };
+          actions.push(keep);
+        }
+
+        const ignore = new vscode.CodeAction(`Ignore this conflict (${label}): both statements are true, both are sent`, vscode.CodeActionKind.QuickFix);
         ignore.command = { command: CONFLICT_COMMANDS.ignore, title: ignore.title, arguments: [root, conflict.key] };
         actions.push(ignore);
       }

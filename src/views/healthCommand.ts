@@ -61,7 +61,12 @@ export class HealthCommand extends Disposable {
     const { campaign } = index;
     const { embeddingModel, budgets } = this.settings.current;
     const playDb = index.session.playIfAny?.db;
-    const report = await indexHealth(campaign, index.store, { alwaysIncludeBudget: budgets.alwaysInclude, embeddingModel: embeddingModel || null, ...(playDb ? { playDb } : {}) });
+    const report = await indexHealth(campaign, index.store, {
+      alwaysIncludeBudget: budgets.alwaysInclude,
+      measure: index.session.promptMeasure(),
+      embeddingModel: embeddingModel || null,
+      ...(playDb ? { playDb } : {}),
+    });
     await this.reports.show(`Campaign health: ${campaign.title}`, renderHealthReport(report, campaign.title, campaign.root));
     const summary = healthSummary(report, campaign.title);
     if (report.errors > 0) void vscode.window.showErrorMessage(summary);

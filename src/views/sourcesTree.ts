@@ -153,9 +153,11 @@ function sidesIn(conflict: CanonConflict, path: string): [FactStatement, FactSta
   return pairs.filter(([here]) => here.path === path);
 }
 
-/** `superseded by notes.md` or `open`, for the tree and the inspector. */
+/** `resolved: notes.md supersedes`, `resolved: kept notes.md:8` or `open`, for the tree and the inspector. */
 function conflictStatus(conflict: CanonConflict): string {
-  return conflict.supersededBy === null ? 'open' : `resolved: ${conflict[conflict.supersededBy].path} supersedes`;
+  if (conflict.supersededBy === null) return 'open';
+  const winner = conflict[conflict.supersededBy];
+  return conflict.settledBy === 'writer' ? `resolved: kept ${winner.path}:${winner.line}` : `resolved: ${winner.path} supersedes`;
 }
 
 /** One line of the inspector: `Sister Mara — Age: "41" (line 8) vs "34" in characters/mara.md:8 · open`. */

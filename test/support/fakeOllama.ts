@@ -19,6 +19,8 @@ export interface ChatScript {
   delayMs?: number;
   /** After this many chunks, write `{"error": message}` with status 200, as Ollama does mid-stream. */
   errorAfterChunks?: { after: number; message: string };
+  /** Before streaming chunk `after`, waits until `until` settles: a reply paused mid-stream for as long as a test needs. */
+  holdAfterChunks?: { after: number; until: Promise<unknown> };
   /** Close the stream without the final done chunk. */
   endWithoutDone?: boolean;
   /** Fail before any byte with this status and `{"error": error}`. */
@@ -40,6 +42,10 @@ export interface EmbedBehaviour {
   /** Return vectors of this many dimensions instead of the model's own. */
   dimensionsOverride?: number;
   delayMs?: number;
+  /** Another model under the same name: other vectors of the same size. */
+  variant?: number;
+  /** Answers every embed request itself, given the texts asked for, as a server that is not (quite) Ollama would. */
+  respond?: (res: http.ServerResponse, texts: string[]) => void;
 }
 
 export interface FakeOllamaOptions {
@@ -78,9 +84,10 @@ function fnv1a(text: string): number {
 /**
  * A deterministic embedding with meaning: texts that share content words point the same way. A constant
  * component gives unrelated texts a positive baseline similarity, as real embedding models do, so a
- * fixed floor of 0 would be wrong and calibration has something to measure.
+ * fixed floor of 0 would be wrong and calibration has something to measure. Another `variant` stands for
+ * another model: its words land on other dimensions.
  */
-export function bagOfWordsEmbedding(text: string, dimensions: number): number[] {
+export function bagOfWordsEmbedding(text: string, dimensions: number, variant = 0): number[] {
   const vector = new Array<number>(dimensions).fill(0);
   const words = text
     .toLowerCase()
@@ -90,7 +97,7 @@ export function bagOfWordsEmbedding(text: string, dimensions: number): number[] 
     .filter((w) => w.length > 2 && !STOP_WORDS.has(w))
     .map((w) => w.replace(/(ing|ed|es|s)$/, ''));
   for (const word of words) {
-    const h = fnv1a(word);
+    const h = fnv1a(variant ? `${variant}:${word}` : word);
     vector[1 + (h % (dimensions - 1))]! += (h & 0x100) === 0 ? 1 : -1;
   }
   const norm = Math.hypot(...vector) || 1;
@@ -192,8 +199,9 @@ export class FakeOllama {
     const input = body.input;
     const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
     if (!texts || texts.some((t) => typeof t !== 'string')) return this.fail(res, 400, 'invalid input type');
+    if (this.embed.respond) return this.embed.respond(res, texts as string[]);
     const size = this.embed.dimensionsOverride ?? dims;
-    return this.json(res, 200, { model, embeddings: (texts as string[]).map((t) => bagOfWordsEmbedding(t, size)), prompt_eval_count: texts.length });
+    return this.json(res, 200, { model, embeddings: (texts as string[]).map((t) => bagOfWordsEmbedding(t, size, this.embed.variant)), prompt_eval_count: texts.length });
   }
 
   private async handleGeneration(res: http.ServerResponse, path: string, model: string, body: Record<string, unknown>): Promise<void> {
@@ -225,6 +233,7 @@ export class FakeOllama {
         res.end(`${JSON.stringify({ error: script.errorAfterChunks.message })}\n`);
         return;
       }
+      if (script.holdAfterChunks?.after === i) await script.holdAfterChunks.until;
       if (res.destroyed) return;
       res.write(`${JSON.stringify({ model, created_at: new Date().toISOString(), ...field(chunks[i]!), done: false })}\n`);
       if (script.chunkDelayMs) await sleep(script.chunkDelayMs);

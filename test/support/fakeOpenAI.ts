@@ -55,6 +55,8 @@ export class FakeOpenAI {
   defaultReply: CompletionScript = { chunks: ['The lamps ', 'gutter.'] };
   /** Fail every embeddings request with this status and message. */
   embedFailure: { status: number; message: string } | undefined;
+  /** When set, answers every embeddings request itself, given the texts asked for (a server that is not, quite, what it claims). */
+  embedRespond: ((res: http.ServerResponse, texts: string[]) => void) | undefined;
   readonly chatModels: Map<string, number | null>;
   readonly embedModels: Map<string, number>;
   apiKey: string | undefined;
@@ -132,6 +134,7 @@ export class FakeOpenAI {
     const input = body.input;
     const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
     if (!texts || texts.some((t) => typeof t !== 'string')) return this.fail(res, 400, "'input' must be a string or an array of strings", 'invalid_request_error');
+    if (this.embedRespond) return this.embedRespond(res, texts as string[]);
     return this.json(res, 200, {
       object: 'list',
       model,

@@ -22,3 +22,24 @@ export function readBody(req: http.IncomingMessage): Promise<string> {
     req.on('end', () => resolve(data));
   });
 }
+
+/**
+ * Answers 200 and streams `total` bytes of `fill` repeated whole, in writes of about 16 KB, stopping when the
+ * client hangs up; resolves with the bytes written by then (a client that stops reading at a cap hangs up early).
+ */
+export function streamEndlessly(res: http.ServerResponse, contentType: string, fill: string, total: number): Promise<number> {
+  res.writeHead(200, { 'Content-Type': contentType });
+  const block = fill.repeat(Math.max(1, Math.floor(16384 / fill.length)));
+  let sent = 0;
+  return new Promise<number>((resolve) => {
+    res.once('close', () => resolve(sent));
+    const more = (): void => {
+      while (sent < total && !res.destroyed) {
+        sent += block.length;
+        if (!res.write(block)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  });
+}

@@ -14,6 +14,10 @@ import { CHUNKING_VERSION } from '../../src/knowledge/campaign/types';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { runCaptured } from '../support/cliRun';
+import { FakeOllama } from '../support/fakeOllama';
+import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../src/knowledge/retrieval';
+import { defaultSettings } from '../../src/session/defaults';
+import { openSession } from '../../src/session/session';
 
 /** The example campaign, copied and edited the way a busy writer's campaign drifts. */
 function driftedCampaign(): string {
@@ -147,6 +151,79 @@ describe('storyteller lint: health for a writer\'s CI', () => {
       assert.equal((await runCaptured(['lint', root, '--always-include-budget', 'lots'], process.cwd())).code, EXIT.usage);
       assert.ok(!fs.existsSync(path.join(root, '.storyteller')), 'lint writes nothing into the campaign');
     } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('checks the campaign’s own index when it has one, bringing it in line with the files, instead of a throwaway copy', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lint-indexed-'));
+    try {
+      fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+      assert.equal((await runCaptured(['index', root, '--workers', '0'], process.cwd())).code, EXIT.ok);
+      fs.writeFileSync(path.join(root, 'places', 'infirmary.md'), '# Infirmary\n\n## Mara\n\n- **Age:** 41\n');
+      const failed = await runCaptured(['lint', root, '--workers', '0'], process.cwd());
+      assert.equal(failed.code, EXIT.findings, failed.stderr);
+      assert.match(failed.stdout, /canon contradicts itself: Sister Mara — Age is "34" here but "41" in places\/infirmary\.md:5/);
+      const search = await runCaptured(['search', 'infirmary', '--campaign', root, '--json'], process.cwd());
+      const hits = (JSON.parse(search.stdout) as { hits: { sourcePath: string }[] }).hits;
+      assert.ok(hits.some((h) => h.sourcePath === 'places/infirmary.md'), 'the index lint checked is the one search reads');
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+  it('storyteller lint prices it in the unit a model’s turns taught (--model), not in stored estimates', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lint-calibrated-'));
+    const fake = await FakeOllama.start({ chatModels: ['wide-tokenizer'] });
+    try {
+      fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+      assert.equal((await runCaptured(['index', root, '--workers', '0'], process.cwd())).code, EXIT.ok);
+      // One played turn whose server counts far more prompt tokens than the estimate: the model's unit is larger.
+      fake.queue({ chunks: ['The fog thickens.'], promptEvalCount: 50_000 });
+      const played = await runCaptured(['play', root, '--host', fake.url, '--model', 'wide-tokenizer'], root, 'look around\n/quit\n');
+      assert.equal(played.code, EXIT.ok, played.stderr);
+      const total = async (model: string) => {
+        const run = await runCaptured(['lint', root, '--workers', '0', '--json', '--always-include-budget', '1', '--model', model], process.cwd());
+        const finding = (JSON.parse(run.stdout) as { findings: { code: string; message: string }[] }).findings.find((f) => f.code === 'always-include-over-budget');
+        return Number(/always-include canon is (\d+) tokens as a prompt sends it/.exec(finding?.message ?? '')?.[1]);
+      };
+      const calibrated = await total('wide-tokenizer');
+      const uncalibrated = await total('never-played');
+      assert.ok(uncalibrated > 0);
+      assert.ok(calibrated > 2 * uncalibrated, `${calibrated} tokens for the model whose turns count more, ${uncalibrated} for one never played`);
+    } finally {
+      await fake.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('health counts always-include canon in the prompt’s token unit', () => {
+  it('warns exactly when a turn would overflow the always-include budget, with the number the turn reports', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'health-unit-'));
+    fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true });
+    const probe = openSession(root, { settings: () => defaultSettings() });
+    let stored: number;
+    try {
+      await probe.reindex();
+      const rules = probe.store.getSourceByPath('rules.md')!;
+      stored = probe.store.listPassages(rules.id).reduce((n, p) => n + p.tokenCount, 0);
+    } finally {
+      await probe.close();
+    }
+    // Room for the rules as stored, not for them as a prompt sends them (framed, under the section's heading).
+    const budget = stored + 2;
+    const session = openSession(root, { settings: () => defaultSettings({ budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS, alwaysInclude: budget } }) });
+    try {
+      const adventure = session.play.createAdventure({ campaignId: session.campaign.id, title: 'Fog' });
+      const preview = await session.engine.previewContext(adventure.id, { kind: 'do', text: 'look around' });
+      const [overflow] = preview.retrieval.conflicts;
+      assert.equal(overflow?.kind, 'always-include-overflow', 'a turn overflows the budget');
+      const health = await indexHealth(session.campaign, session.store, { alwaysIncludeBudget: budget, measure: session.promptMeasure(), playDb: session.play.db });
+      const finding = health.findings.find((f) => f.code === 'always-include-over-budget');
+      assert.ok(finding, `health warns too (stored: ${stored} tokens, budget ${budget})`);
+      assert.match(finding.message, new RegExp(`always-include canon is ${overflow.needed} tokens as a prompt sends it, over its ${budget}-token budget`));
+    } finally {
+      await session.close();
       fs.rmSync(root, { recursive: true, force: true });
     }
   });

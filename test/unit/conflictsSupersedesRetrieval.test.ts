@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { analyzeStoreConflicts, isOpenConflict, keepStatement } from '../../src/knowledge/conflicts';
 import type { RetrievalResult } from '../../src/knowledge/retrieval';
 import { openSession } from '../../src/session';
 import { runCliCaptured } from '../support/interchange';
@@ -60,5 +61,24 @@ describe('a settled conflict reaches retrieval', () => {
     } finally {
       await session.close();
     }
+  });
+
+  it('a conflict settled by keeping one statement (in play.db, no file edited) sends the other as superseded', async () => {
+    fs.writeFileSync(path.join(campaign, 'characters', 'mara-later.md'), LATER.replace('supersedes: [characters/mara.md]\n', ''));
+    const session = openSession(campaign);
+    try {
+      await session.reindex();
+      const conflict = analyzeStoreConflicts(session.store).conflicts.find((c) => c.attribute === 'Age')!;
+      const later = conflict.a.path === 'characters/mara-later.md' ? conflict.a : conflict.b;
+      keepStatement(session.play.db, session.campaign.id, conflict, later);
+      assert.ok(!analyzeStoreConflicts(session.store, new Map([[conflict.key, 'kept-a' as const]])).conflicts.filter((c) => c.attribute === 'Age').some(isOpenConflict));
+    } finally {
+      await session.close();
+    }
+    const result = await context();
+    const sent = sentCanon(result);
+    assert.doesNotMatch(sent, /Age: 34/);
+    assert.match(sent, /Age: superseded by characters\/mara-later\.md — now 52/);
+    assert.match(result.record.superseded![0]!.reason, /canon "34" \(characters\/mara\.md:8\) superseded by characters\/mara-later\.md:6 \("52"\): the writer kept that statement/);
   });
 });

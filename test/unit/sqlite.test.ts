@@ -64,7 +64,7 @@ describe('database migrations', () => {
   it('refuses a database written by a newer build', () => {
     const file = path.join(dir, 'y.db');
     const newer = INDEX_MIGRATIONS.at(-1)!.version + 1;
-    const db = openDatabase(file, [{ version: newer, description: 'from a newer build', up: () => undefined }]);
+    const db = openDatabase(file, [{ version: newer, description: 'a later build', up: () => undefined }]);
     db.close();
     assert.throws(() => openDatabase(file, INDEX_MIGRATIONS), new RegExp(`schema version ${newer} is newer`));
   });

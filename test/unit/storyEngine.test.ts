@@ -6,6 +6,7 @@ import { StoryEngine, type EngineSettings } from '../../src/story/engine';
 import { NarratorError, OllamaNarrator } from '../../src/story/narrator';
 import { INTERRUPTED_MESSAGE, PlayStore } from '../../src/story/playStore';
 import type { ChatMessage } from '../../src/story/types';
+import { turnsLeftByCrash } from '../support/crashedPlay';
 import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
 import { IndexedExampleCampaign } from '../support/knowledgeFixtures';
 import { KAELEN, STAT_SCHEMA } from './storySupport';
@@ -209,20 +210,18 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     assert.equal(outcome.turn.narration, 'One.');
   });
 
-  it('recovers a turn cut off by a crash as incomplete, with the flushed text', () => {
-    const turn = store.createTurn({ adventureId, parentId: null, action: { kind: 'do', text: 'run' }, model: 'llama3.2', stateAfter: {} });
-    store.markStreaming(turn.id);
-    store.saveProgress(turn.id, 'You run into the fog and');
-    const pending = store.createTurn({ adventureId, parentId: turn.id, action: { kind: 'do', text: 'hide' }, model: 'llama3.2', stateAfter: {} });
-    store.close();
-    store = new PlayStore(path.join(dir, 'play.db'));
-    assert.equal(store.recoverInterrupted(), 2);
-    const recovered = store.turn(turn.id);
+  it('recovers a turn cut off by a crash as incomplete, with the flushed text', async () => {
+    const [streamed, pendingId] = await turnsLeftByCrash(path.join(dir, 'play.db'), adventureId, null, [{ action: 'run', streamed: 'You run into the fog and' }, { action: 'hide' }]);
+    const live = store.createTurn({ adventureId, parentId: pendingId!, action: { kind: 'do', text: 'wait' }, model: 'llama3.2', stateAfter: {} });
+    store.markStreaming(live.id);
+    assert.equal(store.recoverInterrupted(), 2, 'the killed process’s two turns, not this process’s live one');
+    assert.equal(store.turn(live.id).status, 'streaming');
+    const recovered = store.turn(streamed!);
     assert.equal(recovered.status, 'incomplete');
     assert.equal(recovered.narration, 'You run into the fog and');
     assert.equal(recovered.error, INTERRUPTED_MESSAGE);
-    assert.equal(store.turn(pending.id).status, 'error');
-    assert.equal(store.turn(pending.id).action.text, 'hide');
+    assert.equal(store.turn(pendingId!).status, 'error');
+    assert.equal(store.turn(pendingId!).action.text, 'hide');
   });
 
   it('keeps the text an old turn was given after its source is deleted', async () => {

@@ -68,8 +68,8 @@ export const contextCommand: Command = {
     }
     const { campaign, store } = opened;
     try {
-      // The same knowledge port play uses: canon that a newer canon source supersedes is marked, not sent as current.
-      const result = await indexKnowledge(store, semanticFromArgs(args, io, store)).retrieve(
+      // The same knowledge port play uses: canon that newer canon or the writer's decision supersedes is marked, not sent as current.
+      const result = await indexKnowledge(store, semanticFromArgs(args, io, store), opened.session.canonFacts(store)).retrieve(
         {
           input,
           scene: stringOption(args, 'scene'),

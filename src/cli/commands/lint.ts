@@ -1,9 +1,12 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import { CampaignError } from '../../knowledge/campaign';
-import { campaignHealth, healthSummary } from '../../knowledge/health';
+import { CampaignError, type Campaign } from '../../knowledge/campaign';
+import { campaignHealth, healthSummary, indexHealth } from '../../knowledge/health';
+import type { Parser } from '../../knowledge/indexing';
+import { defaultSettings, openSession } from '../../session';
 import { campaignFileFinding, summarizeFindings, type LintReport } from '../../knowledge/health';
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
-import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
+import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
 
 function human(report: LintReport, title: string): string {
@@ -15,19 +18,44 @@ function human(report: LintReport, title: string): string {
   return lines.join('\n');
 }
 
-function healthArgs(args: ParsedArgs): { embeddingModel: string | null; alwaysIncludeBudget: number } {
+function healthArgs(args: ParsedArgs): { embeddingModel: string | null; alwaysIncludeBudget: number; narratorModel: string | undefined } {
   const raw = stringOption(args, 'always-include-budget');
   const budget = raw === undefined ? DEFAULT_KNOWLEDGE_BUDGETS.alwaysInclude : Number(raw);
   if (!Number.isInteger(budget) || budget < 0) throw new UsageError(`--always-include-budget must be a whole number of tokens, not '${raw}'`);
-  return { embeddingModel: stringOption(args, 'embed-model') ?? null, alwaysIncludeBudget: budget };
+  return { embeddingModel: stringOption(args, 'embed-model') ?? null, alwaysIncludeBudget: budget, narratorModel: stringOption(args, 'model') };
+}
+
+/** Health of the campaign's own index, first brought in line with the files (only changed files are parsed); undefined when that failed (said on stderr). */
+async function sessionHealth(campaign: Campaign, parser: Parser, health: ReturnType<typeof healthArgs>, io: CliIo): Promise<LintReport | undefined> {
+  // The narrator model's calibrated token unit prices always-include canon as its prompts do.
+  const settings = defaultSettings(health.narratorModel ? { narratorModel: health.narratorModel } : {});
+  const session = openSession(campaign.root, {
+    parser,
+    settings: () => settings,
+    onLockWait: (pid) => io.stderr.write(`storyteller lint: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
+  });
+  try {
+    await session.reindex();
+    await session.indexing.idle();
+    const state = session.indexing.state;
+    if (state.kind === 'error') {
+      io.stderr.write(`storyteller lint: ${state.message}\n`);
+      return undefined;
+    }
+    const play = session.playIfAny;
+    const options = { alwaysIncludeBudget: health.alwaysIncludeBudget, embeddingModel: health.embeddingModel, measure: session.promptMeasure() };
+    return await indexHealth(session.campaign, session.store, { ...options, ...(play ? { playDb: play.db } : {}) });
+  } finally {
+    await session.close();
+  }
 }
 
 export const lintCommand: Command = {
   name: 'lint',
   summary:
     'Check a campaign: front matter, encoding, binary and oversize files, duplicates, unclassified files, canon conflicts, always-include budget, stale embeddings, unused sources (exit 1 on errors)',
-  usage: 'storyteller lint [campaign-dir] [--workers 0|1|2] [--embed-model M] [--always-include-budget N] [--json]',
-  options: { ...WORKERS_OPTION, 'embed-model': { type: 'string' }, 'always-include-budget': { type: 'string' } },
+  usage: 'storyteller lint [campaign-dir] [--workers 0|1|2] [--embed-model M] [--model NARRATOR] [--always-include-budget N] [--json]',
+  options: { ...WORKERS_OPTION, 'embed-model': { type: 'string' }, model: { type: 'string' }, 'always-include-budget': { type: 'string' } },
   async run(args, io) {
     let campaign;
     try {
@@ -42,8 +70,12 @@ export const lintCommand: Command = {
     const health = healthArgs(args);
     const parser = parserFromArgs(args);
     try {
-      // A throwaway index: lint reads the campaign and writes nothing into it.
-      const report = await campaignHealth(campaign, { parser, ...health });
+      // A campaign with no index (a CI checkout) is checked on a throwaway one: lint writes nothing there.
+      // One with an index is checked on it, through its session, as the editor's health check does.
+      const report = fs.existsSync(campaign.indexPath)
+        ? await sessionHealth(campaign, parser, health, io)
+        : await campaignHealth(campaign, { parser, alwaysIncludeBudget: health.alwaysIncludeBudget, embeddingModel: health.embeddingModel });
+      if (!report) return EXIT.failure;
       emit(io, args, report, () => human(report, `${campaign.title} (${campaign.id})`));
       return report.errors > 0 ? EXIT.findings : EXIT.ok;
     } finally {

@@ -7,8 +7,12 @@ import { valuesConflict } from './factsNormalize';
  * disagree. Reference and Inspiration never conflict with anything — they are not truth.
  */
 
-export const CONFLICT_DECISIONS = ['ignored', 'accepted', 'dismissed'] as const;
-/** Stored in play.db `conflict_decisions`: ignored (a detected pair), accepted / dismissed (a model suggestion). */
+export const CONFLICT_DECISIONS = ['ignored', 'kept-a', 'kept-b', 'accepted', 'dismissed'] as const;
+/**
+ * Stored in play.db `conflict_decisions`. A detected pair: ignored (no contradiction: both stay true, both
+ * are sent) or kept-a / kept-b (the writer chose that side's statement: the other is sent as superseded,
+ * with no file edited). A model suggestion: accepted / dismissed.
+ */
 export type ConflictDecision = (typeof CONFLICT_DECISIONS)[number];
 
 export interface ConflictSourceInput extends FactSourceInput {
@@ -27,8 +31,13 @@ export interface CanonConflict {
   /** Ordered by path then value, so the pair reads the same every time. */
   a: FactStatement;
   b: FactStatement;
-  /** One side's source declares it supersedes the other's: resolved, shown as history, never as an error. */
+  /**
+   * The side that is true now, the other superseded: resolved, shown as history, never as an error. Its
+   * source declares it supersedes the other's, or the writer kept it (`settledBy`).
+   */
   supersededBy: 'a' | 'b' | null;
+  /** How the conflict was settled: a `supersedes:` declaration, or the writer keeping one statement (which wins). */
+  settledBy: 'supersedes' | 'writer' | null;
   decision: ConflictDecision | null;
 }
 
@@ -171,7 +180,9 @@ export function analyzeConflicts(
         ];
         if (!valuesConflict(a.valueKey, b.valueKey)) continue;
         const key = conflictKey(a.entityKey, a.attributeKey, a, b);
-        const supersededBy = supersedes.get(a.path)?.has(b.path) ? 'a' : supersedes.get(b.path)?.has(a.path) ? 'b' : null;
+        const decision = decisions.get(key) ?? null;
+        const kept = decision === 'kept-a' ? 'a' : decision === 'kept-b' ? 'b' : null;
+        const declared = supersedes.get(a.path)?.has(b.path) ? 'a' : supersedes.get(b.path)?.has(a.path) ? 'b' : null;
         conflicts.push({
           key,
           entity: names.displayName(a.entityKey) ?? a.entity,
@@ -181,14 +192,23 @@ export function analyzeConflicts(
           attributeKey: a.attributeKey,
           a,
           b,
-          supersededBy,
-          decision: decisions.get(key) ?? null,
+          supersededBy: kept ?? declared,
+          settledBy: kept ? 'writer' : declared ? 'supersedes' : null,
+          decision,
         });
       }
     }
   }
   conflicts.sort((x, y) => x.a.path.localeCompare(y.a.path) || x.a.line - y.a.line || x.b.path.localeCompare(y.b.path) || x.b.line - y.b.line);
   return new ConflictAnalysis(facts, conflicts, names);
+}
+
+/** The decision that keeps `statement`, one side of the conflict, as the true one. */
+export function keepDecision(conflict: CanonConflict, statement: FactStatement): ConflictDecision {
+  const isSide = (side: FactStatement) => side.path === statement.path && side.line === statement.line && side.valueKey === statement.valueKey;
+  if (isSide(conflict.a)) return 'kept-a';
+  if (isSide(conflict.b)) return 'kept-b';
+  throw new Error(`${statement.path}:${statement.line} is not a side of the conflict ${conflict.key}`);
 }
 
 /** One line a writer can read: `Sister Mara — Age: "34" (characters/mara.md:9) vs "41" (canon.md:30)`. */

@@ -1,5 +1,6 @@
 import type { Db } from '../indexing';
-import { CONFLICT_DECISIONS, type ConflictDecision } from './conflicts';
+import { CONFLICT_DECISIONS, keepDecision, type CanonConflict, type ConflictDecision } from './conflicts';
+import type { FactStatement } from './facts';
 
 /**
  * The writer's decisions about conflicts, in play.db (`conflict_decisions`): play data, not derived, so a
@@ -46,6 +47,11 @@ export function recordConflictDecision(
        ON CONFLICT (campaign_id, conflict_key) DO UPDATE SET decision = excluded.decision, note = excluded.note, created_at = excluded.created_at`,
     )
     .run(campaignId, key, decision, note, now().toISOString());
+}
+
+/** The writer settles a conflict by keeping one statement: the other is sent as superseded, no file is edited. */
+export function keepStatement(playDb: Db, campaignId: string, conflict: CanonConflict, statement: FactStatement): void {
+  recordConflictDecision(playDb, campaignId, conflict.key, keepDecision(conflict, statement));
 }
 
 /** Un-ignores a pair (or un-dismisses a suggestion): it is shown again. */

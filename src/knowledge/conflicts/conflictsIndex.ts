@@ -41,7 +41,11 @@ export class StoreCanonFacts {
   private readonly inputs = new Map<string, { signature: string; input: ConflictSourceInput | undefined }>();
   private settled: { signature: string; supersessions: CanonSupersession[] } | undefined;
 
-  constructor(private readonly store: KnowledgeStore) {}
+  /** `decisions`: the writer's, from play.db, read at each use (a conflict settled by keeping a statement counts). */
+  constructor(
+    private readonly store: KnowledgeStore,
+    private readonly decisions: () => ReadonlyMap<string, ConflictDecision> = () => new Map(),
+  ) {}
 
   /** Every name declared in the campaign, resolved as the conflict analysis resolves them. */
   names(): EntityNames {
@@ -71,11 +75,15 @@ export class StoreCanonFacts {
    */
   supersededCanon(): readonly CanonSupersession[] {
     const sources = analyzedSources(this.store);
-    const signature = JSON.stringify(sources.map((s) => [s.id, s.sha256, s.class, s.enabled, s.title, s.entities]));
+    const decisions = this.decisions();
+    const signature = JSON.stringify([sources.map((s) => [s.id, s.sha256, s.class, s.enabled, s.title, s.entities]), [...decisions]]);
     if (this.settled?.signature !== signature) {
       const inputs = sources.flatMap((source) => conflictInputOf(this.store, source) ?? []);
-      const settled = analyzeConflicts(inputs, undefined, this.cache).conflicts.filter((c) => c.supersededBy !== null);
-      const supersessions = settled.map((c) => (c.supersededBy === 'a' ? { statement: c.b, by: c.a } : { statement: c.a, by: c.b }));
+      const settled = analyzeConflicts(inputs, decisions, this.cache).conflicts.filter((c) => c.supersededBy !== null);
+      const supersessions = settled.map((c) => {
+        const [statement, by] = c.supersededBy === 'a' ? [c.b, c.a] : [c.a, c.b];
+        return { statement, by, settledBy: c.settledBy! };
+      });
       this.settled = { signature, supersessions };
     }
     return this.settled.supersessions;

@@ -107,14 +107,15 @@ function stateReplacement({ statement, current }: StateSupersession): LineReplac
   };
 }
 
-function canonReplacement({ statement, by }: CanonSupersession): LineReplacement {
+function canonReplacement({ statement, by, settledBy }: CanonSupersession): LineReplacement {
+  const why = settledBy === 'writer' ? 'the writer kept that statement' : `which declares supersedes: [${statement.path}]`;
   return {
     statement,
     note: `superseded by ${by.path} — now ${by.value}`,
     currentValue: by.value,
     statePath: null,
     reason: (entity) =>
-      `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded by ${by.path}:${by.line} ("${by.value}"), which declares supersedes: [${statement.path}]`,
+      `${entity} — ${statement.attribute}: canon "${statement.value}" (${statement.path}:${statement.line}) superseded by ${by.path}:${by.line} ("${by.value}")${settledBy === 'writer' ? ': ' : ', '}${why}`,
   };
 }
 
@@ -136,6 +137,7 @@ export function describeWorldFact(fact: WorldFact): string {
 export interface CanonSupersession {
   statement: FactStatement;
   by: FactStatement;
+  settledBy: 'supersedes' | 'writer';
 }
 
 /** Canon facts of one source at a time, from the same extraction and names the conflict analysis uses. */

@@ -1,7 +1,7 @@
 // Conflicts: canon facts extracted from passages, contradictions between them, the writer's decisions, and play state superseding canon.
-export { FactCache, isOpenConflict } from './conflicts';
+export { FactCache, isOpenConflict, keepDecision } from './conflicts';
 export type { CanonConflict, ConflictAnalysis, ConflictDecision } from './conflicts';
-export { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from './conflictsDecisions';
+export { clearConflictDecision, keepStatement, loadConflictDecisions, recordConflictDecision } from './conflictsDecisions';
 export { supersedesEdit } from './conflictsEdit';
 export { StoreCanonFacts, analyzeStoreConflicts } from './conflictsIndex';
 export { checkCanonConsistency, pairPassagesByEntity } from './conflictsModel';

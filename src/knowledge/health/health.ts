@@ -5,10 +5,10 @@ import { type ConflictAnalysis, type ConflictDecision } from '../conflicts';
 import { loadConflictDecisions } from '../conflicts';
 import { analyzeStoreConflicts } from '../conflicts';
 import { KNOWLEDGE_FINDING_PRODUCERS, lintCampaign, summarizeFindings, type Finding, type FindingProducer, type LintContext, type LintOptions, type LintReport } from './lint';
-import { DEFAULT_KNOWLEDGE_BUDGETS } from '../retrieval';
+import { DEFAULT_KNOWLEDGE_BUDGETS, type SelectedPassage, type TokenMeasure } from '../retrieval';
 import type { Db } from '../indexing';
 import type { KnowledgeStore } from '../indexing';
-import { ALWAYS_INCLUDED_SQL, CHUNKING_VERSION, ELIGIBLE_SQL, isAlwaysIncluded, sourceExclusion } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, CHUNKING_VERSION, ELIGIBLE_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass } from '../campaign';
 
 /**
  * Campaign health = lint plus the checks that need more than one file: canon conflicts, the always-include
@@ -35,9 +35,11 @@ export function conflictProducer(decisions?: ReadonlyMap<string, ConflictDecisio
 /**
  * Always-include canon is sent with every turn; more of it than its budget means every prompt loses
  * something, so each such file is named with the sizes. `always_include` on non-canon does nothing.
- * "Sent with every turn" is the campaign's rule, as retrieval pins it: canon, enabled and indexed.
+ * "Sent with every turn" is the campaign's rule, as retrieval pins it: canon, enabled and indexed. With the
+ * prompt's `measure`, sizes are what a turn's prompt pays (framed, under the section's heading, in the
+ * narrator's calibrated unit), as retrieval counts them; without it (CI, no narrator), the stored estimates.
  */
-export function alwaysIncludeProducer(budgetTokens: number): FindingProducer {
+export function alwaysIncludeProducer(budgetTokens: number, measure?: TokenMeasure): FindingProducer {
   return ({ store, sources }) => {
     const findings: Finding[] = sources
       .filter((s) => s.enabled && s.alwaysInclude && !isAlwaysIncluded(s))
@@ -48,28 +50,69 @@ export function alwaysIncludeProducer(budgetTokens: number): FindingProducer {
         path: s.path,
         sourceId: s.id,
       }));
-    const canon = store.db
+    const passages = store.db
       .prepare(
-        `SELECT s.id, s.path, coalesce(sum(p.token_count), 0) AS tokens
-           FROM sources s LEFT JOIN passages p ON p.source_id = s.id
-          WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE_SQL})
-          GROUP BY s.id ORDER BY tokens DESC, s.path`,
+        `SELECT p.id, s.id AS source_id, s.path, s.title, p.class, p.heading_path, p.token_count, p.text, s.visibility, p.start_line, p.end_line
+           FROM sources s JOIN passages p ON p.source_id = s.id
+          WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE_SQL})`,
       )
-      .all({ campaign: store.campaignId, stage: 'narrator' }) as { id: string; path: string; tokens: number }[];
-    const total = canon.reduce((sum, r) => sum + r.tokens, 0);
+      .all({ campaign: store.campaignId, stage: 'narrator' }) as AlwaysIncludedRow[];
+    const perSource = new Map<string, { id: string; path: string; tokens: number }>();
+    for (const row of passages) {
+      const entry = perSource.get(row.source_id) ?? { id: row.source_id, path: row.path, tokens: 0 };
+      entry.tokens += measure ? measure.passage(asSent(row)) : row.token_count;
+      perSource.set(row.source_id, entry);
+    }
+    const canon = [...perSource.values()].sort((a, b) => b.tokens - a.tokens || a.path.localeCompare(b.path));
+    const heading = measure && canon.length > 0 ? measure.section('alwaysInclude') : 0;
+    const total = canon.reduce((sum, r) => sum + r.tokens, heading);
     if (total > budgetTokens) {
-      const all = canon.map((r) => `${r.path} (${r.tokens})`).join(', ');
+      const all = [...canon.map((r) => `${r.path} (${r.tokens})`), ...(heading > 0 ? [`the section's heading (${heading})`] : [])].join(', ');
+      const unit = measure ? ' as a prompt sends it' : '';
       for (const r of canon) {
         findings.push({
           severity: 'warning',
           code: 'always-include-over-budget',
-          message: `always-include canon is ${total} tokens, over its ${budgetTokens}-token budget (this file: ${r.tokens}; all: ${all})`,
+          message: `always-include canon is ${total} tokens${unit}, over its ${budgetTokens}-token budget (this file: ${r.tokens}; all: ${all})`,
           path: r.path,
           sourceId: r.id,
         });
       }
     }
     return findings;
+  };
+}
+
+interface AlwaysIncludedRow {
+  id: string;
+  source_id: string;
+  path: string;
+  title: string;
+  class: KnowledgeClass;
+  heading_path: string;
+  token_count: number;
+  text: string;
+  visibility: string;
+  start_line: number;
+  end_line: number;
+}
+
+/** The passage as retrieval hands it to the prompt (a narrator's turn: hidden canon is sent as secret). */
+function asSent(row: AlwaysIncludedRow): SelectedPassage {
+  return {
+    passageId: row.id,
+    sourceId: row.source_id,
+    sourcePath: row.path,
+    sourceTitle: row.title,
+    class: row.class,
+    headingPath: JSON.parse(row.heading_path) as string[],
+    tokenCount: row.token_count,
+    text: row.text,
+    hidden: row.visibility === 'hidden',
+    score: null,
+    reason: 'always included',
+    startLine: row.start_line,
+    endLine: row.end_line,
   };
 }
 
@@ -168,6 +211,8 @@ export function neverRetrievedProducer(playDb: Db): FindingProducer {
 export interface HealthOptions {
   /** Default: the budget every surface uses (DEFAULT_KNOWLEDGE_BUDGETS). */
   alwaysIncludeBudget?: number;
+  /** How a narrator prompt prices a passage (the session's `promptMeasure`); absent: stored estimates. */
+  measure?: TokenMeasure;
   /** The embedding model semantic search uses; null or absent: embeddings are not checked. */
   embeddingModel?: string | null;
   /** Where the vectors are, when not in the store being checked (lint's throwaway index). */
@@ -182,7 +227,7 @@ export function healthProducers(campaignId: string, options: HealthOptions = {})
   return [
     ...KNOWLEDGE_FINDING_PRODUCERS,
     conflictProducer(decisions),
-    alwaysIncludeProducer(options.alwaysIncludeBudget ?? DEFAULT_KNOWLEDGE_BUDGETS.alwaysInclude),
+    alwaysIncludeProducer(options.alwaysIncludeBudget ?? DEFAULT_KNOWLEDGE_BUDGETS.alwaysInclude, options.measure),
     ...(options.embeddingModel ? [embeddingProducer(options.embeddingModel, options.embeddingsDb)] : []),
     ...(options.playDb ? [neverRetrievedProducer(options.playDb)] : []),
   ];

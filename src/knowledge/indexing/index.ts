@@ -8,6 +8,8 @@ export { inProcessWriter, workerWriter } from './indexWriter';
 export type { IndexWriter } from './indexWriter';
 export type { Parser } from './parsePool';
 export { assertFts5, migrate, openDatabase } from './sqlite';
+export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
+export type { ProcessOwner } from './processOwner';
 export type { Db, Migration } from './sqlite';
 export { ftsText } from './indexText';
 export { KnowledgeStore } from './store';

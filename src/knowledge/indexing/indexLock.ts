@@ -1,15 +1,18 @@
 import fs from 'node:fs';
+import { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
 import type { Db } from './sqlite';
 
 /**
  * One index run at a time per index file, across processes (two `storyteller index`, the CLI beside the
  * extension) and within one: the second run waits for the first and then does its own, instead of failing
- * with "database is locked" halfway. Across processes the lock is a file beside the index holding the
- * owner's process id; a lock left by a process that died (kill -9) is taken over.
+ * with "database is locked" halfway. Across processes the lock is a file beside the index naming its
+ * owner (process id, and where the system tells them, when that process started and which boot of the
+ * machine it ran in); a lock left by a process that died (kill -9, a crash before a restart) is taken over,
+ * even when its process id now belongs to another process.
  */
 
 const POLL_MS = 100;
-/** A lock file still empty after this long was left by a process that died between creating and writing it. */
+/** A lock file still empty (or unreadable) after this long was left by a process that died between creating and writing it. */
 const EMPTY_LOCK_GRACE_MS = 10_000;
 
 const inProcess = new Map<string, Promise<unknown>>();
@@ -19,15 +22,6 @@ export interface LockWaitOptions {
   onWait?: (holderPid: number) => void;
   /** Stops waiting (rejecting with the signal's reason). */
   signal?: AbortSignal;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** The live process holding the lock file, or undefined when there is none (or it died). */
@@ -40,9 +34,10 @@ function liveHolder(lockFile: string): number | 'unknown' | undefined {
   } catch {
     return undefined;
   }
-  const pid = Number(text);
-  if (text === '' || !Number.isInteger(pid)) return Date.now() - stat.mtimeMs < EMPTY_LOCK_GRACE_MS ? 'unknown' : undefined;
-  return processAlive(pid) ? pid : undefined;
+  const owner = parseProcessOwner(text);
+  // Empty or half-written: its writer may still be finishing the write, or died between creating and writing it.
+  if (!owner) return Date.now() - stat.mtimeMs < EMPTY_LOCK_GRACE_MS ? 'unknown' : undefined;
+  return processOwnerAlive(owner) ? owner.pid : undefined;
 }
 
 async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<void> {
@@ -50,7 +45,7 @@ async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<
   for (;;) {
     options.signal?.throwIfAborted();
     try {
-      fs.writeFileSync(lockFile, `${process.pid}\n`, { flag: 'wx' });
+      fs.writeFileSync(lockFile, `${THIS_PROCESS}\n`, { flag: 'wx' });
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -70,7 +65,7 @@ async function acquireFile(lockFile: string, options: LockWaitOptions): Promise<
 
 function releaseFile(lockFile: string): void {
   try {
-    if (fs.readFileSync(lockFile, 'utf8').trim() === String(process.pid)) fs.rmSync(lockFile, { force: true });
+    if (fs.readFileSync(lockFile, 'utf8').trim() === THIS_PROCESS) fs.rmSync(lockFile, { force: true });
   } catch {
     // already gone
   }

@@ -142,6 +142,18 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
     },
   },
   {
+    version: 6,
+    description: 'the server an embedding model ran on, recorded with its vectors',
+    up(db) {
+      db.exec(`
+        -- One model name on two servers may be two models (another build, another quantisation, another
+        -- model entirely): vectors are only comparable with those the same server makes. NULL: made before
+        -- this was recorded; the next embedding run checks them.
+        ALTER TABLE embedding_models ADD COLUMN server TEXT;
+      `);
+    },
+  },
+  {
     version: 7,
     description: 'index of whole-file duplicates by the source holding their text',
     up(db) {

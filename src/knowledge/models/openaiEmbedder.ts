@@ -1,5 +1,6 @@
 import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../retrieval';
-import type { ModelBackend } from './backend';
+import { describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from '../../story/replyLimits';
+import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 
 /** Embeddings from an OpenAI-compatible server (`/v1/embeddings`); every failure becomes a readable Error. */
@@ -19,8 +20,11 @@ export class OpenAICompatibleEmbedder implements Embedder {
     let data: { index: number; embedding: number[] }[];
     try {
       // Floats, not the client's default base64: not every compatible server speaks base64.
-      ({ data } = await openAIClient(this.backend, this.timeoutMs).embeddings.create({ model: this.model, input: texts, encoding_format: 'float' }));
+      const client = openAIClient(this.backend, this.timeoutMs, embeddingReplyLimit(texts.length));
+      ({ data } = await client.embeddings.create({ model: this.model, input: texts, encoding_format: 'float' }));
     } catch (error) {
+      const tooLarge = replyTooLargeIn(error);
+      if (tooLarge) throw new Error(describeEmbeddingTooLarge(describeBackend(this.backend), tooLarge, texts.length), { cause: error });
       const failure = classifyOpenAIError(error, this.backend);
       const message =
         failure.kind === 'not-found'

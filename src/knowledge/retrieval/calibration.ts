@@ -139,6 +139,7 @@ export async function indexSemantic(store: KnowledgeStore, embedder: Embedder): 
 /** One line for a writer: what was embedded and the floor, or why semantic search is not available. */
 export function describeSemanticIndex(report: SemanticIndexReport): string {
   const parts = [`semantic (${report.model}):`];
+  if (report.embed?.modelChanged) parts.push(`${report.embed.modelChanged};`);
   if (report.embed) parts.push(`${report.embed.embedded} embedded, ${report.embed.reused} reused;`);
   if (report.calibration) parts.push(`floor ${report.calibration.floor.toFixed(3)} from ${report.calibration.samplePairs} unrelated pairs`);
   if (report.problem) parts.push(`not available — ${report.problem}; lexical search works`);

@@ -3,6 +3,7 @@ import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows'
 import type { RetrievalStage, SemanticStatus } from './retrievalTypes';
 import type { KnowledgeStore } from '../indexing';
 import { CHUNKING_VERSION } from '../campaign';
+import { cappedFetch, describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from '../../story/replyLimits';
 
 /** Anything that turns texts into vectors, one per text, in order. */
 export interface Embedder {
@@ -16,26 +17,26 @@ export const DEFAULT_EMBED_TIMEOUT_MS = 10_000;
 
 /** Embeddings from an Ollama server through the `ollama` client; every failure becomes a readable Error. */
 export class OllamaEmbedder implements Embedder {
-  private readonly client: Ollama;
-
   constructor(
     readonly host: string,
     readonly model: string,
     private readonly timeoutMs = DEFAULT_EMBED_TIMEOUT_MS,
-  ) {
-    // The client cannot abort a non-streamed call itself, so the timeout rides on fetch.
-    this.client = new Ollama({ host, fetch: (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(this.timeoutMs) }) });
-  }
+  ) {}
 
   async embed(texts: string[]): Promise<number[][]> {
     if (texts.length === 0) return [];
+    // The client cannot abort a non-streamed call itself, so the timeout rides on fetch; the reply is capped for this batch's size.
+    const timed: typeof fetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
+    const client = new Ollama({ host: this.host, fetch: cappedFetch(embeddingReplyLimit(texts.length), timed) });
     try {
-      const response = await this.client.embed({ model: this.model, input: texts });
+      const response = await client.embed({ model: this.model, input: texts });
       if (response.embeddings.length !== texts.length) {
         throw new Error(`Ollama at ${this.host} returned ${response.embeddings.length} vectors for ${texts.length} texts`);
       }
       return response.embeddings;
     } catch (error) {
+      const tooLarge = replyTooLargeIn(error);
+      if (tooLarge) throw new Error(describeEmbeddingTooLarge(`Ollama at ${this.host}`, tooLarge, texts.length), { cause: error });
       throw new Error(describeOllamaError(error, this.host, this.model, this.timeoutMs), { cause: error });
     }
   }
@@ -81,6 +82,8 @@ export function dot(a: Float32Array, b: Float32Array): number {
 
 export interface EmbeddingModelInfo {
   model: string;
+  /** The server whose model made the vectors (an Embedder's `host`); null when not recorded (an older index). */
+  server: string | null;
   dimensions: number;
   floor: number | null;
   calibratedAt: string | null;
@@ -90,11 +93,12 @@ export interface EmbeddingModelInfo {
 
 export function getEmbeddingModel(store: KnowledgeStore, model: string): EmbeddingModelInfo | undefined {
   const row = store.db.prepare('SELECT * FROM embedding_models WHERE model = ?').get(model) as
-    | { model: string; dimensions: number; floor: number | null; calibrated_at: string | null; sample_pairs: number; details: string }
+    | { model: string; server: string | null; dimensions: number; floor: number | null; calibrated_at: string | null; sample_pairs: number; details: string }
     | undefined;
   return (
     row && {
       model: row.model,
+      server: row.server,
       dimensions: row.dimensions,
       floor: row.floor,
       calibratedAt: row.calibrated_at,
@@ -137,7 +141,13 @@ export async function embedPassages(store: KnowledgeStore, embedder: Embedder, o
     )
     .all(store.campaignId, embedder.model) as { content_hash: string; text: string }[];
   const known = getEmbeddingModel(store, embedder.model);
-  if (pending.length === 0 && known) {
+  if (known && known.server !== embedder.host) {
+    const changed = await checkServerChange(store, embedder, known);
+    if (changed) {
+      const again = await embedPassages(store, embedder, options);
+      return { ...again, modelChanged: changed };
+    }
+  } else if (pending.length === 0 && known) {
     // Nothing new to embed, but the model behind the name may have changed (a re-pull): one probe tells.
     const probe = db.prepare('SELECT text FROM passages WHERE campaign_id = ? LIMIT 1').get(store.campaignId) as { text: string } | undefined;
     const [vector] = probe ? await embedder.embed([probe.text]) : [];
@@ -164,7 +174,7 @@ export async function embedPassages(store: KnowledgeStore, embedder: Embedder, o
       if (current && current.dimensions !== dims) {
         report.modelChanged = modelChangedMessage(embedder.model, dims, current.dimensions, discardModel(store, embedder.model));
       }
-      db.prepare('INSERT INTO embedding_models (model, dimensions) VALUES (?, ?) ON CONFLICT (model) DO NOTHING').run(embedder.model, dims);
+      db.prepare('INSERT INTO embedding_models (model, dimensions, server) VALUES (?, ?, ?) ON CONFLICT (model) DO NOTHING').run(embedder.model, dims, embedder.host);
       const now = new Date().toISOString();
       batch.forEach((p, i) => insert.run(embedder.model, p.content_hash, dims, CHUNKING_VERSION, vectorToBlob(vectors[i]!), now));
     })();
@@ -177,6 +187,43 @@ export async function embedPassages(store: KnowledgeStore, embedder: Embedder, o
     return { ...again, modelChanged: report.modelChanged };
   }
   return report;
+}
+
+/** Two vectors of one text closer than this come from the same model (numeric noise of other hardware aside). */
+const SAME_MODEL_SIMILARITY = 0.99;
+
+/** A passage with a stored vector for the model: embedded again, it tells whether a server's model is the one that made them. */
+function storedSample(store: KnowledgeStore, model: string): { text: string; vector: Buffer } | undefined {
+  return store.db
+    .prepare(
+      `SELECT p.text AS text, e.vector AS vector FROM embeddings e JOIN passages p ON p.content_hash = e.content_hash
+       WHERE e.model = ? AND p.campaign_id = ? LIMIT 1`,
+    )
+    .get(model, store.campaignId) as { text: string; vector: Buffer } | undefined;
+}
+
+function sameModel(again: readonly number[] | undefined, stored: Buffer): boolean {
+  const before = blobToVector(stored);
+  return again?.length === before.length && dot(normalized(again), normalized(before)) >= SAME_MODEL_SIMILARITY;
+}
+
+function notTheSameModel(model: string, server: string, madeOn: string | null): string {
+  return `'${model}' on ${server} is not the model that made this library's vectors${madeOn ? ` on ${madeOn}` : ''}`;
+}
+
+/**
+ * Whether the model behind the name on the embedder's server is the one that made the stored vectors. Same:
+ * the server is recorded and the vectors stay. Not: they and the floor are discarded, and the message says so.
+ */
+async function checkServerChange(store: KnowledgeStore, embedder: Embedder, known: EmbeddingModelInfo): Promise<string | null> {
+  const sample = storedSample(store, embedder.model);
+  const [again] = sample ? await embedder.embed([sample.text]) : [];
+  if (sample && again && again.length !== known.dimensions) return modelChangedMessage(embedder.model, again.length, known.dimensions, discardModel(store, embedder.model));
+  if (sample && !sameModel(again, sample.vector)) {
+    return `${notTheSameModel(embedder.model, embedder.host, known.server)}: its ${discardModel(store, embedder.model)} old vectors and its floor were discarded and the library embedded again`;
+  }
+  store.db.prepare('UPDATE embedding_models SET server = ? WHERE model = ?').run(embedder.host, embedder.model);
+  return null;
 }
 
 /** Vectors and floor of a model that changed: derived data that no longer means anything. */
@@ -207,6 +254,8 @@ interface VectorCache {
 }
 
 const vectorCaches = new WeakMap<KnowledgeStore, Map<string, VectorCache>>();
+/** Whether a server's model is the one that made a library's vectors, keyed by model, the server that made them and the server asked. */
+const serverVerdicts = new WeakMap<KnowledgeStore, Map<string, boolean>>();
 
 /** Vectors of the campaign's passages for one model, kept in memory until the index changes. */
 function loadVectors(store: KnowledgeStore, model: string): VectorCache {
@@ -281,10 +330,17 @@ export async function semanticCandidates(
   if (vectors.dimensions.size > 1 || !vectors.dimensions.has(info.dimensions)) {
     return skip(`stored vectors for '${model}' are ${[...vectors.dimensions].join('/')}-dimensional but its floor was measured at ${info.dimensions}: re-embed and recalibrate`);
   }
+  // Vectors made on another server are comparable only if its model under this name is the same one: a
+  // stored passage rides along with the query, once per process, and must come back as it was stored.
+  const verdictKey = JSON.stringify([model, info.server, embedder.host]);
+  const verdicts = serverVerdicts.get(store) ?? new Map<string, boolean>();
+  serverVerdicts.set(store, verdicts);
+  const sample = info.server !== embedder.host && !verdicts.has(verdictKey) ? storedSample(store, model) : undefined;
   let queryVector: Float32Array;
   try {
-    const [vector] = await embedder.embed([queryText]);
+    const [vector, again] = await embedder.embed(sample ? [queryText, sample.text] : [queryText]);
     queryVector = normalized(vector ?? []);
+    if (sample) verdicts.set(verdictKey, sameModel(again, sample.vector));
   } catch (error) {
     return skip(`${error instanceof Error ? error.message : String(error)}; lexical results only`);
   }
@@ -292,6 +348,9 @@ export async function semanticCandidates(
     return skip(
       `'${model}' now returns ${queryVector.length}-dimensional vectors but this library's vectors and floor are ${info.dimensions}-dimensional (the model changed): re-embed and recalibrate; lexical results only`,
     );
+  }
+  if (verdicts.get(verdictKey) === false) {
+    return skip(`${notTheSameModel(model, embedder.host, info.server)} (a stored passage came back different): index the campaign with it to embed the library again; lexical results only`);
   }
   const floor = info.floor;
   const scored = vectors.entries.map((e) => ({ entry: e, similarity: dot(queryVector, e.vector) })).sort((a, b) => b.similarity - a.similarity);

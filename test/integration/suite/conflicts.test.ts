@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
+import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../../src/knowledge/retrieval';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import { CONFLICT_COMMANDS } from '../../../src/views/conflicts';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
@@ -148,6 +149,30 @@ describe('canon conflicts in the workbench', () => {
     assert.ok(fs.existsSync(path.join(root, '.storyteller', 'play.db')), 'the decision is play data');
     assert.equal(api.conflicts.analysisOf(root)?.conflicts.find((c) => c.attributeKey === 'home')?.decision, 'ignored');
     assert.deepEqual((await canonSourceNode(INFIRMARY))?.conflicts, [], 'nor listed under the source');
+  });
+
+  it('keeping one statement settles the pair with no file edited, and the narrator gets the other as superseded', async () => {
+    fs.writeFileSync(path.join(root, ...INFIRMARY.split('/')), '---\ntitle: Infirmary Notes\n---\n## Mara\n\n- **Age:** 41\n');
+    await waitFor(() => conflictDiagnostics(INFIRMARY).some((d) => /Age/.test(d.message)), 20_000, 'the Age conflict');
+    const before = fs.readFileSync(path.join(root, ...INFIRMARY.split('/')), 'utf8');
+    const doc = await vscode.workspace.openTextDocument(uri(INFIRMARY));
+    const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>('vscode.executeCodeActionProvider', doc.uri, new vscode.Range(5, 0, 5, 5));
+    const keep = actions.find((a) => a.title === `Keep "41" (${INFIRMARY}:6); the narrator gets the other as superseded`);
+    assert.ok(keep, actions.map((a) => a.title).join(' | '));
+    await vscode.commands.executeCommand(keep.command!.command, ...(keep.command!.arguments ?? []));
+
+    assert.equal(fs.readFileSync(path.join(root, ...INFIRMARY.split('/')), 'utf8'), before, 'no file is edited');
+    assert.equal(conflictDiagnostics(INFIRMARY).length, 0);
+    const [faded] = conflictDiagnostics('characters/mara.md');
+    assert.equal(faded?.severity, vscode.DiagnosticSeverity.Hint);
+    const [resolved] = await children((await canonSourceNode(INFIRMARY))!);
+    assert.equal(api.sources.getTreeItem(resolved!).description, `characters/mara.md:8 · resolved: kept ${INFIRMARY}:6`);
+    const sent = await index.session.knowledge().retrieve({ input: 'I ask Sister Mara how old she is', stage: 'narrator', budgets: DEFAULT_KNOWLEDGE_BUDGETS });
+    const canonText = [...sent.sections.alwaysInclude, ...sent.sections.canon].map((p) => p.text).join('\n');
+    assert.doesNotMatch(canonText, /Age: 34/);
+    assert.match(canonText, new RegExp(`Age: superseded by ${INFIRMARY.replace(/[./]/g, '\\$&')} — now 41`));
+    const reply = await capture('sources-tree-conflict-kept');
+    assert.match(reply.workbenchText, /resolved: kept places\/infirmary-notes\.md:6/, 'the visible tree refreshed');
   });
 
   it('hovers canon the story has moved past as superseded in play, naming the adventure, and reports no problem', async () => {

@@ -43,7 +43,7 @@ describe('campaign health', () => {
     assert.match(front!.message, /class/);
     const overflow = report.findings.find((f) => f.code === 'always-include-over-budget');
     assert.ok(overflow, 'the always-include budget from the settings is checked');
-    assert.match(overflow.message, /over its 10-token budget/);
+    assert.match(overflow.message, /as a prompt sends it, over its 10-token budget/);
 
     const document = api.reports.current?.document;
     assert.equal(document?.uri.scheme, REPORT_SCHEME);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import type http from 'node:http';
 import { checkCanonConsistency } from '../../../src/knowledge/conflicts/conflictsModel';
 import { NarratorError, OllamaNarrator, type GenerateResult } from '../../../src/story/narrator';
 import { MAX_REPLY_BYTES } from '../../../src/story/replyLimits';
 import { FakeOllama } from '../../support/fakeOllama';
+import { streamEndlessly } from '../../support/loopback';
 
 /**
  * Hostile and broken model servers, on loopback only: every reply is read up to a cap, and every failure
@@ -26,21 +26,6 @@ async function failure(narrator: OllamaNarrator, chunks: string[] = []): Promise
   assert.fail(`the turn was taken as complete: ${JSON.stringify(result)}`);
 }
 
-/** Streams `total` bytes of `fill` repeated whole in writes of about 16 KB, stopping if the client hangs up. */
-function endless(res: http.ServerResponse, contentType: string, fill: string, total: number): void {
-  res.writeHead(200, { 'Content-Type': contentType });
-  const block = fill.repeat(Math.max(1, Math.floor(16384 / fill.length)));
-  let sent = 0;
-  const more = (): void => {
-    while (sent < total && !res.destroyed) {
-      sent += block.length;
-      if (!res.write(block)) return void res.once('drain', more);
-    }
-    res.end();
-  };
-  more();
-}
-
 describe('attacks: model replies', () => {
   let fake: FakeOllama;
   let narrator: OllamaNarrator;
@@ -52,7 +37,7 @@ describe('attacks: model replies', () => {
 
   it('stops reading a reply past the cap, keeps what streamed, and says so', async () => {
     const line = `${JSON.stringify({ model: 'llama3.2', message: { role: 'assistant', content: 'again and again ' }, done: false })}\n`;
-    fake.queue({ respond: (res) => endless(res, 'application/x-ndjson', line, 64 * MAX) });
+    fake.queue({ respond: (res) => void streamEndlessly(res, 'application/x-ndjson', line, 64 * MAX) });
     const error = await failure(narrator);
     assert.equal(error.kind, 'too-large');
     assert.match(error.message, new RegExp(`${fake.url.replace(/[.:/]/g, '\\$&')} sent more than 64 KB for one reply`));
@@ -61,7 +46,7 @@ describe('attacks: model replies', () => {
   });
 
   it('stops a reply with no newline at the cap instead of waiting or growing', async () => {
-    fake.queue({ respond: (res) => endless(res, 'application/x-ndjson', 'x', 64 * MAX) });
+    fake.queue({ respond: (res) => void streamEndlessly(res, 'application/x-ndjson', 'x', 64 * MAX) });
     const error = await failure(narrator);
     assert.equal(error.kind, 'too-large');
     assert.doesNotMatch(error.message, /sent nothing/);
@@ -107,7 +92,7 @@ describe('attacks: model replies', () => {
   it('caps the canon consistency check’s replies too: an endless one fails that pair, named, and the next pair is checked', async () => {
     const passage = (id: string, sourcePath: string, text: string) => ({ passageId: id, sourcePath, sourceTitle: id, headingPath: [], text, startLine: 1 });
     const pair = { entity: 'Tantan', a: passage('a', 'a.md', 'Tantan is retired.'), b: passage('b', 'b.md', 'Tantan works every day.') };
-    fake.queue({ respond: (res) => endless(res, 'application/json', '{"conflicts": [', MAX_REPLY_BYTES * 2) }, { chunks: [JSON.stringify({ conflicts: [] })] });
+    fake.queue({ respond: (res) => void streamEndlessly(res, 'application/json', '{"conflicts": [', MAX_REPLY_BYTES * 2) }, { chunks: [JSON.stringify({ conflicts: [] })] });
     const result = await checkCanonConsistency({ host: fake.url, model: 'llama3.2', pairs: [pair, pair] });
     assert.equal(result.failures.length, 1);
     assert.match(result.failures[0]!.reason, /the reply passed 4 MB, the most one reply may take; stopped reading it/);
