@@ -103,6 +103,7 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
   }
   const unused = context.retrieval.candidates.filter((c) => c.outcome !== 'selected');
   out.push('', `## Retrieval decisions (${context.retrieval.candidates.length} candidates, ${unused.length} not used)`, '');
+  if (context.retrieval.abstention) out.push(`Nothing retrieved: ${inline(context.retrieval.abstention)}.`, '');
   out.push(context.retrieval.candidates.length === 0 ? '*(no candidate passages: retrieval found nothing that fits)*' : fenced(context.retrieval.candidates.map(decisionLine).join('\n')));
   return `${out.join('\n')}\n`;
 }

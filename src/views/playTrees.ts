@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { whyNot, type CandidateDecision } from '../knowledge/retrieval';
+import { OUTCOME_WORDS, whyNot, type CandidateDecision } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
 import { branchesOf, type Branch } from '../story/branches';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
@@ -100,19 +100,7 @@ export class AdventuresTree extends TreeProvider<AdventuresNode> {
   }
 }
 
-/** Each outcome of retrieval in the words a writer uses. */
-const OUTCOME_WORDS: Record<CandidateDecision['outcome'], string> = {
-  selected: 'used',
-  'not-relevant': 'not relevant to this turn',
-  'over-budget': 'no room left in its section',
-  duplicate: 'repeats a passage that was used',
-  'in-state': 'already said by the world state',
-  disabled: 'its source is turned off',
-  'hidden-for-stage': 'hidden at this stage of the story',
-  'not-ready': 'not indexed yet',
-};
-
-/** A decision's reason without the outcome it restates ("not relevant: …"), never empty. */
+/** A decision's reason without the outcome it restates (records played before #13 say "not relevant: …"), never empty. */
 export function plainReason(decision: Pick<CandidateDecision, 'outcome' | 'reason'>): string {
   const reason = decision.reason.replace(/^not relevant:\s*/, '').trim();
   if (reason) return reason;

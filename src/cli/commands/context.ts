@@ -96,6 +96,7 @@ export const contextCommand: Command = {
         }
         lines.push(`## Decisions (${result.record.candidates.length} candidates; terms: ${result.record.terms.join(', ') || 'none'})`);
         for (const d of result.record.candidates) lines.push(decisionLine(d));
+        if (result.record.abstention) lines.push(`Nothing retrieved: ${result.record.abstention}.`);
         return lines.join('\n');
       });
       return EXIT.ok;

@@ -55,7 +55,8 @@ export const searchCommand: Command = {
       emit(io, args, { campaign: campaign.id, query: text, ...result }, () => {
         const semantic = result.record.semantic.used ? `semantic: ${result.record.semantic.reason}` : `lexical only (${result.record.semantic.reason})`;
         if (result.hits.length === 0) {
-          return `Nothing in '${campaign.title}' is relevant to "${text}". ${semantic}\n`;
+          const why = result.record.abstention ? ` Why: ${result.record.abstention}.` : '';
+          return `Nothing in '${campaign.title}' is relevant to "${text}".${why} ${semantic}\n`;
         }
         const lines = [`${result.hits.length} result(s) for "${text}" in '${campaign.title}' — ${semantic}`, ''];
         for (const hit of result.hits) {

@@ -1,6 +1,7 @@
 import YAML, { isCollection, isMap, isScalar, isSeq, LineCounter, type Document } from 'yaml';
 import { z } from 'zod';
 import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceIssue } from './types';
+import { SELECTIVE_LOGIC } from './triggers';
 
 /** What a source's front matter may say about it. Every key is optional; absent keys fall back to defaults. */
 export interface FrontMatter {
@@ -18,6 +19,12 @@ export interface FrontMatter {
   supersedes?: string[];
   /** Story facts stated as data (see facts.ts): `attribute: value`, or `Entity: {attribute: value}`. */
   facts?: Record<string, FactValue | Record<string, FactValue>>;
+  /** SillyTavern World Info keys (see triggers.ts): a mention of one makes the source eligible. */
+  keys?: string[];
+  secondary_keys?: string[];
+  selective_logic?: (typeof SELECTIVE_LOGIC)[number];
+  case_sensitive?: boolean;
+  match_whole_words?: boolean;
 }
 
 type FactValue = string | number | boolean | (string | number | boolean)[];
@@ -53,6 +60,15 @@ const FIELD_SCHEMAS = {
   notes: text,
   scope: lowerEnum(SCOPES),
   supersedes: stringList,
+  keys: stringList,
+  secondary_keys: stringList,
+  // `AND ANY` as SillyTavern's editor shows it is the same logic as `and_any`.
+  selective_logic: z
+    .string()
+    .transform((s) => s.trim().toLowerCase().replace(/\s+/g, '_'))
+    .pipe(z.enum(SELECTIVE_LOGIC, { error: () => `must be one of ${SELECTIVE_LOGIC.join(', ')}` })),
+  case_sensitive: z.boolean({ error: 'must be true or false' }),
+  match_whole_words: z.boolean({ error: 'must be true or false' }),
   facts: z.record(
     z.string(),
     z.union([factValue, z.record(z.string(), factValue)], { error: 'each fact must be `attribute: value` or `Entity: {attribute: value}`' }),

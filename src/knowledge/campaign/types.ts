@@ -80,4 +80,4 @@ export interface PassageRecord extends DraftPassage {
 }
 
 export const PARSER_VERSION = 1;
-export const CHUNKING_VERSION = 2;
+export const CHUNKING_VERSION = 3;

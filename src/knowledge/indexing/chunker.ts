@@ -5,6 +5,7 @@ import remarkGfm from 'remark-gfm';
 import remarkParse from 'remark-parse';
 import { unified } from 'unified';
 import { normalizeForIndex } from './indexText';
+import { frontMatterText } from './frontMatterText';
 import { estimateTokens } from '../campaign';
 import type { DraftPassage } from '../campaign';
 
@@ -87,7 +88,15 @@ function markdownBlocks(root: Root): Block[] {
   const visit = (node: RootContent, prefix: string): void => {
     const { start, end } = lines(node);
     switch (node.type) {
-      case 'yaml':
+      case 'yaml': {
+        // The block's text starts on the line after its opening fence; paragraphs under one heading pack together.
+        let heading: string | undefined;
+        for (const part of frontMatterText(node.value, start + 1)) {
+          if (part.heading !== heading) blocks.push({ kind: 'heading', depth: 1, text: (heading = part.heading), line: part.startLine });
+          blocks.push({ kind: 'unit', unit: unit(part.text, part.startLine, part.endLine) });
+        }
+        return;
+      }
       case 'toml' as string:
       case 'definition':
       case 'thematicBreak':

@@ -5,7 +5,7 @@ import { CAMPAIGN_FILE, DATA_DIR, pathInside, type Campaign } from '../campaign'
 import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
-import { splitFrontMatter, type FrontMatter } from '../campaign';
+import { splitFrontMatter, triggersOf, type FrontMatter } from '../campaign';
 import { withIndexLock } from './indexLock';
 import { inThreadParser, type Parser } from './parsePool';
 import { normalizeForIndex } from './indexText';
@@ -306,7 +306,7 @@ class ImportRun {
       lexicalState: 'error',
       issues,
     };
-    this.store.writeSource(record, facts.content, []);
+    this.store.writeSource(record, facts.content, [], null);
     return { path: relPath, sourceId: record.id, outcome: 'error', issues };
   }
 
@@ -452,7 +452,7 @@ class ImportRun {
         duplicateOf: holder.id,
         issues: [...issues, issue],
       };
-      this.store.writeSource(record, text, []);
+      this.store.writeSource(record, text, [], null);
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'duplicate', issues: record.issues, duplicateOf: holder.path } };
     }
     claims.set(sha256, { id, path: relPath });
@@ -538,7 +538,7 @@ class ImportRun {
       issues,
     };
     this.store.db.transaction(() => {
-      this.store.writeSource(record, prepared.text, kept);
+      this.store.writeSource(record, prepared.text, kept, triggersOf(prepared.meta));
       this.store.db.prepare('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
       const insert = this.store.db.prepare('INSERT INTO duplicate_passages (source_id, idx, content_hash, holder_id) VALUES (?, ?, ?, ?)');
       for (const [index, holder] of repeated) insert.run(record.id, index, all[index]!.contentHash, holder.id);

@@ -155,6 +155,24 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 7,
+    description: 'what makes a source eligible by being mentioned (its keys and names); always-included sources found without a scan',
+    up(db) {
+      db.exec(`
+        -- Read on every query (cached until the index changes), so kept apart from the wide sources rows.
+        -- JSON SourceTriggers; only sources that declare keys, entities or a title have a row.
+        CREATE TABLE source_triggers (
+          source_id   TEXT PRIMARY KEY REFERENCES sources (id) ON DELETE CASCADE,
+          campaign_id TEXT NOT NULL,
+          triggers    TEXT NOT NULL
+        );
+        CREATE INDEX source_triggers_by_campaign ON source_triggers (campaign_id);
+        -- Every turn asks for the pinned sources; a handful among thousands must not cost a scan of all.
+        CREATE INDEX sources_always_included ON sources (campaign_id) WHERE always_include = 1;
+      `);
+    },
+  },
+  {
+    version: 8,
     description: 'index of whole-file duplicates by the source holding their text',
     up(db) {
       // A saved file re-checks the duplicates that depend on it; without this each save scanned every source.

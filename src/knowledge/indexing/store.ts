@@ -3,7 +3,7 @@ import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
 import { assertFts5, openDatabase, type Db } from './sqlite';
 import { ftsText } from './indexText';
-import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord } from '../campaign';
+import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord, SourceTriggers } from '../campaign';
 
 interface SourceRow {
   id: string;
@@ -150,8 +150,11 @@ export class KnowledgeStore {
     this.db.close();
   }
 
-  /** Replaces a source and all its passages atomically. `content` is the original text as read. */
-  writeSource(source: SourceRecord, content: string, passages: readonly PassageRecord[]): void {
+  /**
+   * Replaces a source and all its passages atomically. `content` is the original text as read. `triggers`
+   * replaces what the source declares it is triggered by (null: nothing); undefined keeps what is stored.
+   */
+  writeSource(source: SourceRecord, content: string, passages: readonly PassageRecord[], triggers?: SourceTriggers | null): void {
     if (source.campaignId !== this.campaignId) {
       throw new Error(`source ${source.path} belongs to campaign ${source.campaignId}, not ${this.campaignId}`);
     }
@@ -228,6 +231,12 @@ export class KnowledgeStore {
         );
         insertFts.run(lastInsertRowid, ftsText(p.headingPath.join(' › ')), ftsText(p.text));
       }
+      if (triggers !== undefined) {
+        this.statement('DELETE FROM source_triggers WHERE source_id = ?').run(source.id);
+        if (triggers) {
+          this.statement('INSERT INTO source_triggers (source_id, campaign_id, triggers) VALUES (?, ?, ?)').run(source.id, source.campaignId, JSON.stringify(triggers));
+        }
+      }
     })();
   }
 
@@ -303,7 +312,7 @@ export class KnowledgeStore {
   /** Empties the derived index (sources, passages, FTS) while keeping the embedding cache, which is keyed by content. */
   clear(): void {
     this.db.transaction(() => {
-      this.db.exec("DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM sources;");
+      this.db.exec('DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM source_triggers; DELETE FROM sources;');
     })();
   }
 }

@@ -1,3 +1,5 @@
+import { SELECTIVE_LOGIC, isRegexKey, type SelectiveLogic } from '../campaign';
+
 /**
  * One SillyTavern World Info entry ↔ the front matter of one campaign file. Import and export share this
  * mapping, so an untouched import exports the same entry. The fields the product uses itself go to the top
@@ -8,10 +10,6 @@
  */
 
 export type WorldInfoEntry = Record<string, unknown>;
-
-/** SillyTavern's `selectiveLogic` numbers, in order: 0 AND ANY, 1 NOT ALL, 2 NOT ANY, 3 AND ALL. */
-export const SELECTIVE_LOGIC = ['and_any', 'not_all', 'not_any', 'and_all'] as const;
-export type SelectiveLogic = (typeof SELECTIVE_LOGIC)[number];
 
 /**
  * SillyTavern's template for a new entry (newWorldInfoEntryDefinition): what it fills in for a missing field
@@ -72,9 +70,6 @@ export interface EntryFrontMatter {
 }
 
 const oneLine = (text: string): string => text.replace(/\s+/g, ' ').trim();
-
-/** A regular-expression key (`/pattern/flags`): SillyTavern honours it, entity matching cannot. */
-export const isRegexKey = (key: string): boolean => /^\/(.+)\/([dgimsuvy]*)$/s.test(key);
 
 const stringArray = (value: unknown): string[] | undefined =>
   Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;

@@ -11,7 +11,8 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, stemText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
+import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
@@ -56,6 +57,8 @@ interface Working {
   hidden: boolean;
   /** Lexical relevance (see retrievalScore.ts); null when only the semantic path found it. */
   lexical: LexicalJudgement | null;
+  /** The key or name of its source this turn mentioned: eligible by that alone. */
+  trigger: Trigger | null;
   shingles: Set<string>;
 }
 
@@ -63,8 +66,9 @@ function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): Candidate
   return sourceExclusion(rowSource(row), stage);
 }
 
-function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], matched: string[]): string {
-  const what = matched.length > 0 ? `matched ${quoteList(matched)}, but ` : '';
+/** Why an excluded passage is out; `found` says what made it a candidate ("matched 'x'"), if anything. */
+function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcome'], found: string): string {
+  const what = found ? `${found}, but ` : '';
   switch (outcome) {
     case 'disabled':
       return `${what}its source ${row.path} is disabled`;
@@ -73,7 +77,7 @@ function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcom
     case 'not-ready':
       return row.lexical_state === 'duplicate'
         ? `${what}its source ${row.path} duplicates ${row.duplicate_of ?? 'another source'} and is not indexed`
-        : `${what}its source ${row.path} is not indexed (state: ${row.lexical_state})`;
+        : `${what}its source ${row.path} is ${row.lexical_state === 'error' ? 'not indexed: it has an error (see Problems)' : 'not indexed yet'}`;
     default:
       return what;
   }
@@ -106,13 +110,14 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return union === 0 ? 0 : shared / union;
 }
 
-function toWorking(row: CandidateRow, lexical: LexicalJudgement | null): Working {
+function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger: Trigger | null = null): Working {
   const headingPath = JSON.parse(row.heading_path) as string[];
   return {
     row,
     headingPath,
     hidden: row.visibility === 'hidden',
     lexical,
+    trigger,
     shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
     decision: {
       passageId: row.id,
@@ -155,6 +160,8 @@ export interface RankedCandidates {
   admitted: Working[];
   /** Everything else that became a candidate: refused by relevance, or excluded by eligibility. */
   rest: Working[];
+  /** Why nothing was admitted, when nothing was. */
+  abstention: string | null;
 }
 
 interface RankInput {
@@ -179,24 +186,47 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
 
   const stats = campaignStatistics(store);
   const weights = queryWeights(stats, terms);
+  // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
+  const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'));
+  const judgeRow = (row: CandidateRow): Working => {
+    const trigger = fired.get(row.source_id) ?? null;
+    // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
+    const heading = stemText([...(JSON.parse(row.heading_path) as string[]), ...(trigger ? [trigger.mention] : [])].join(' '));
+    const body = stemmedPassage(row.content_hash, row.text);
+    return toWorking(row, judge(stats, weights, terms, heading, body, row.text.length), trigger);
+  };
+  let pool: CandidateRow[] = [];
   if (match) {
     // Rank on FTS5 alone, then join only the pool that can matter: eligible or not, in one query, so
-    // what eligibility excludes is still recorded with its reason.
-    const pool = store
+    // what eligibility excludes is still recorded with its reason. In an index file other campaigns share,
+    // their passages must not take the pool's places.
+    pool = store
       .statement(
         `SELECT ${CANDIDATE_COLUMNS}
          FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH @match
-               AND rank MATCH 'bm25(${HEADING_WEIGHT}, 1)' ORDER BY rank LIMIT ${CANDIDATE_POOL}) f
+               AND rank MATCH 'bm25(${HEADING_WEIGHT}, 1)'
+               ${stats.sharedIndex ? 'AND rowid IN (SELECT rowid FROM passages WHERE campaign_id = @campaign)' : ''}
+               ORDER BY rank LIMIT ${CANDIDATE_POOL}) f
          JOIN passages p ON p.rowid = f.rowid JOIN sources s ON s.id = p.source_id
          WHERE p.campaign_id = @campaign`,
       )
       .all({ match, campaign: store.campaignId }) as CandidateRow[];
-    for (const row of pool) {
-      const heading = stemText((JSON.parse(row.heading_path) as string[]).join(' '));
-      const body = stemmedPassage(row.content_hash, row.text);
-      byId.set(row.id, toWorking(row, judge(stats, weights, terms, heading, body, row.text.length)));
-    }
   }
+  // A triggered source the pool did not reach is represented by its opening passage.
+  const reached = new Set(pool.map((row) => row.source_id));
+  const unreached = [...fired.keys()].filter((id) => !reached.has(id));
+  if (unreached.length > 0) {
+    pool.push(
+      ...(store
+        .statement(
+          `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
+           WHERE p.source_id IN (SELECT value FROM json_each(@sources))
+             AND p.idx = (SELECT min(idx) FROM passages WHERE source_id = p.source_id)`,
+        )
+        .all({ sources: JSON.stringify(unreached) }) as CandidateRow[]),
+    );
+  }
+  for (const row of pool) byId.set(row.id, judgeRow(row));
 
   let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };
   let floor: number | null = null;
@@ -216,8 +246,9 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     : (
     store
       .statement(
-        `SELECT ${CANDIDATE_COLUMNS} FROM passages p JOIN sources s ON s.id = p.source_id
-         WHERE p.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
+        // From the few pinned sources to their passages (CROSS JOIN keeps that order), never a scan of every passage.
+        `SELECT ${CANDIDATE_COLUMNS} FROM sources s CROSS JOIN passages p ON p.source_id = s.id
+         WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
       .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
@@ -244,7 +275,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const excluded = eligibilityOutcome(w.row, query.stage);
     if (excluded) {
       d.outcome = excluded;
-      d.reason = eligibilityReason(w.row, excluded, d.matchedTerms);
+      d.reason = eligibilityReason(w.row, excluded, w.trigger ? triggerReason(w.trigger) : d.matchedTerms.length > 0 ? `matched ${quoteList(d.matchedTerms)}` : '');
       rest.push(w);
       continue;
     }
@@ -252,6 +283,14 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       d.admitted = true;
       d.reason = 'always included: pinned canon (always_include), placed before anything retrieved';
       placedPins.push(w);
+      continue;
+    }
+    if (w.trigger) {
+      d.admitted = true;
+      const mentioned = new Set(tokenize(w.trigger.mention));
+      const alsoMatched = d.matchedTerms.filter((t) => !t.split(' ').every((word) => mentioned.has(word)));
+      d.reason = [triggerReason(w.trigger), alsoMatched.length > 0 ? `matched ${quoteList(alsoMatched)}` : ''].filter(Boolean).join('; ');
+      admitted.push(w);
       continue;
     }
     const lexicalVerdict = admitLexically(w.lexical, weights, answered);
@@ -264,13 +303,29 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     d.admitted = lexicalVerdict.admitted || semanticVerdict?.admitted === true;
     d.reason = [lexicalVerdict.reason, semanticVerdict?.reason].filter(Boolean).join('; ');
     (d.admitted ? admitted : rest).push(w);
-    if (!d.admitted) d.reason = `not relevant: ${d.reason}`;
+    // The outcome ('not-relevant') says it was refused; the reason says why, once.
+    if (!d.admitted && !d.reason) d.reason = 'it shares no word of this turn that says what it is about';
   }
 
-  scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? []);
+  scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
   admitted.sort((a, b) => b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
-  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest };
+  const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, best && [...byId.values()].find((w) => w.lexical === best));
+  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention };
+}
+
+/** Nothing admitted: what the query asked that the campaign lacks, in the writer's words. */
+function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest: Working | undefined): string {
+  if (terms.length === 0) return 'the query has no words to search for (only short or common words)';
+  const parts: string[] = [];
+  if (weights.unseen.length > 0) parts.push(`this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}`);
+  if (nearest?.lexical) {
+    const where = [nearest.row.path, ...nearest.headingPath].join(' › ');
+    parts.push(`the closest passage (${where}) shares only ${quoteList(nearest.lexical.matched.map((t) => t.text))} with it`);
+  } else if (weights.unseen.length < terms.length) {
+    parts.push(`no passage holds ${quoteList(terms.filter((t) => !weights.unseen.includes(t)).map((t) => t.text))}`);
+  }
+  return parts.join('; ');
 }
 
 function round(n: number): number {
@@ -305,12 +360,31 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     : { admitted: false, reason: `matched only ${list}, words too common here to say what the query is about` };
 }
 
+/**
+ * How much of the query each source's candidates hold between them, relative to the source holding most:
+ * a passage answers better inside a file that is about the whole question (the story it is asked of)
+ * than inside one that shares a word or two with it.
+ */
+function sourceEvidence(candidates: readonly Working[], weights: QueryWeights): Map<string, number> {
+  const held = new Map<string, Set<SearchTerm>>();
+  for (const w of candidates) {
+    if (!w.lexical) continue;
+    let terms = held.get(w.row.source_id);
+    if (!terms) held.set(w.row.source_id, (terms = new Set()));
+    for (const t of w.lexical.matched) terms.add(t);
+  }
+  const evidence = new Map([...held].map(([id, terms]) => [id, [...terms].reduce((n, t) => n + weights.idf.get(t)!, 0)]));
+  const best = Math.max(0, ...evidence.values());
+  return new Map([...evidence].map(([id, e]) => [id, best > 0 ? e / best : 1]));
+}
+
 function scoreSurvivors(
   admitted: Working[],
   similarities: Map<string, number>,
   floor: number | null,
   terms: readonly SearchTerm[],
   entities: readonly string[],
+  bySource: Map<string, number>,
 ): void {
   // Each path is normalized against its own best survivor: bm25 has no fixed range, cosine's zero is not zero.
   const bestLexical = Math.max(0, ...admitted.map((w) => w.lexical?.score ?? 0));
@@ -323,7 +397,7 @@ function scoreSurvivors(
   const stateNames = new Set(entities.map((e) => tokenize(e).join(' ')));
   for (const w of admitted) {
     const d = w.decision;
-    const lexical = bestLexical > 0 && w.lexical ? w.lexical.score / bestLexical : 0;
+    const lexical = bestLexical > 0 && w.lexical ? (w.lexical.score / bestLexical) * Math.sqrt(bySource.get(w.row.source_id) ?? 1) : 0;
     const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
     const boosts: CandidateDecision['boosts'] = [];
@@ -355,7 +429,7 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
       d.outcome = 'duplicate';
       d.section = competesFor(w);
       d.duplicateOf = original.row.id;
-      d.reason = `${d.reason}; near-duplicate of ${original.row.path} (${original.row.id}), which ranks higher`;
+      d.reason = `${d.reason}; near-duplicate of ${[original.row.path, ...original.headingPath].join(' › ')}, which ranks higher`;
       continue;
     }
     kept.push(w);
@@ -388,10 +462,10 @@ function emptySections(): Record<KnowledgeSection, SelectedPassage[]> {
   return { alwaysInclude: [], canon: [], reference: [], inspiration: [] };
 }
 
-function select(w: Working, section: KnowledgeSection, note: string): void {
+function select(w: Working, section: KnowledgeSection, note?: string): void {
   w.decision.outcome = 'selected';
   w.decision.section = section;
-  w.decision.reason = `${w.decision.reason}; ${note}`;
+  if (note) w.decision.reason = `${w.decision.reason}; ${note}`;
 }
 
 /** The section an admitted passage competes for, so what it left out can be shown under that section. */
@@ -509,6 +583,7 @@ function buildRecord(
     semantic: ranked.semantic,
     budgets,
     candidates: [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest].map((w) => w.decision),
+    abstention: ranked.abstention,
     conflicts,
   };
 }
@@ -552,7 +627,7 @@ export async function searchKnowledge(
   for (const w of ranked.admitted) {
     if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
     if (hits.length < limit) {
-      select(w, sectionOf(w.row.class), `result ${hits.length + 1}`);
+      select(w, sectionOf(w.row.class));
       hits.push({ ...toSelected(w, w.decision.reason), rank: hits.length + 1 });
     } else {
       leaveOut(w, `ranked below the first ${limit} results`);
@@ -576,7 +651,7 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
   if (!row) return `no passage ${passageId} in this index (it may have been reindexed under a new id, or deleted)`;
   if (row.campaign !== record.campaignId) return `it belongs to campaign ${row.campaign}: one campaign never retrieves another's passages`;
   const excluded = eligibilityOutcome(row, record.stage);
-  if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, [])}`;
+  if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, '')}`;
   const { terms } = buildSearchTerms({ input: record.terms.join(' ') });
   const found = matchTerms(stemText(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
   const semantic = record.semantic.used

@@ -23,6 +23,19 @@ export function excerptAround(text: string, query: string, max = 160): string {
   return `${start > 0 ? '…' : ''}${slice}${start + max < flat.length ? '…' : ''}`;
 }
 
+/** Each outcome of retrieval in the words a writer uses. */
+export const OUTCOME_WORDS: Record<CandidateDecision['outcome'], string> = {
+  selected: 'used',
+  'not-relevant': 'not relevant to this turn',
+  'over-budget': 'no room left in its section',
+  duplicate: 'repeats a passage that was used',
+  'in-state': 'already said by the world state',
+  disabled: 'its source is turned off',
+  'hidden-for-stage': 'hidden at this stage of the story',
+  'not-ready': 'not indexed yet',
+};
+
+/** "used · places/old-abbey.md › The Crypt: matched 'crypt'; within the canon budget (412/1500 tokens)" */
 export function decisionLine(d: CandidateDecision): string {
-  return `${d.outcome.padEnd(16)} ${[d.sourcePath, ...d.headingPath].join(' › ')}: ${d.reason}`;
+  return `${OUTCOME_WORDS[d.outcome]} · ${[d.sourcePath, ...d.headingPath].join(' › ')}: ${d.reason}`;
 }

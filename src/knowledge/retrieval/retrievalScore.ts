@@ -38,6 +38,8 @@ export const MAX_UNSEEN_SHARE = 0.6;
 export interface CampaignStatistics {
   passages: number;
   averageLength: number;
+  /** The index file also holds other campaigns' passages (their words must not count here). */
+  sharedIndex: boolean;
   /** Passages holding a stem (FTS5 vocabulary over the index). */
   docFrequency(stem: string): number;
 }
@@ -52,29 +54,40 @@ const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
 const stemmedCache = new Map<string, StemmedText>();
 const STEMMED_CACHE_LIMIT = 4000;
 
-/**
- * The campaign's statistics, recomputed only when the index changed: `data_version` moves on another
- * connection's commit, `total_changes()` on this one's.
- */
+/** Moves whenever the index changes: `data_version` on another connection's commit, `total_changes()` on this one's. */
+export function indexVersion(store: KnowledgeStore): string {
+  return (store.statement("SELECT (SELECT data_version FROM pragma_data_version) || ':' || total_changes() AS version").get() as { version: string }).version;
+}
+
+/** The campaign's statistics, recomputed only when the index changed (see indexVersion). */
 export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
-  const { version } = store.statement('SELECT (SELECT data_version FROM pragma_data_version) || \':\' || total_changes() AS version').get() as { version: string };
+  const version = indexVersion(store);
   const cached = statisticsCache.get(store);
   if (cached && cached.key === version) return cached;
   store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab('main', 'passages_fts', 'row')");
+  store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_occurrences USING fts5vocab('main', 'passages_fts', 'instance')");
   const { n, chars } = store
     .statement('SELECT count(*) AS n, coalesce(avg(length(text)), 0) AS chars FROM passages WHERE campaign_id = ?')
     .get(store.campaignId) as { n: number; chars: number };
-  const lookup = store.statement('SELECT doc FROM temp.passages_vocab WHERE term = ?');
+  // One index file may hold several campaigns: then every count is restricted to this campaign's passages.
+  const shared = (store.statement('SELECT count(*) AS n FROM (SELECT DISTINCT campaign_id FROM passages)').get() as { n: number }).n > 1;
+  const lookup = shared
+    ? store.statement(
+        `SELECT count(DISTINCT o.doc) AS doc FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
+         WHERE o.term = ? AND p.campaign_id = ?`,
+      )
+    : store.statement('SELECT doc FROM temp.passages_vocab WHERE term = ?');
   const frequencies = new Map<string, number>();
   const stats: CachedStatistics = {
     key: version,
     passages: n,
     averageLength: chars,
+    sharedIndex: shared,
     frequencies,
     docFrequency(stem: string): number {
       let doc = frequencies.get(stem);
       if (doc === undefined) {
-        doc = (lookup.get(stem) as { doc: number } | undefined)?.doc ?? 0;
+        doc = ((shared ? lookup.get(stem, store.campaignId) : lookup.get(stem)) as { doc: number } | undefined)?.doc ?? 0;
         frequencies.set(stem, doc);
       }
       return doc;

@@ -124,10 +124,10 @@ export interface QueryParts {
 }
 
 /** How many of the newest story lines join the query: enough for the thread, not the whole transcript. */
-const RECENT_LINES_IN_QUERY = 2;
+export const RECENT_LINES_IN_QUERY = 2;
 
 /** A name's words without leading articles: "the Abbey" is the name "abbey", which "Old Abbey" also holds. */
-function nameTokens(name: string): string[] {
+export function nameTokens(name: string): string[] {
   const tokens = tokenize(name);
   let start = 0;
   while (start < tokens.length - 1 && !isMeaningfulWord(tokens[start]!)) start++;

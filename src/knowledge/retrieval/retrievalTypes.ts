@@ -153,6 +153,11 @@ export interface RetrievalRecord {
   budgets: KnowledgeBudgets;
   candidates: CandidateDecision[];
   conflicts: BudgetConflict[];
+  /**
+   * When nothing was admitted by relevance or a trigger, why, naming what was missing ("this campaign never
+   * mentions 'router', 'password'"); null when something was. Absent in records made before this existed.
+   */
+  abstention?: string | null;
   /** Canon lines replaced because play moved on; absent in records made before this existed. */
   superseded?: SupersededCanonLine[];
 }

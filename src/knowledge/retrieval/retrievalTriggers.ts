@@ -1,0 +1,114 @@
+import type { KnowledgeStore } from '../indexing';
+import type { KnowledgeClass, SourceTriggers } from '../campaign';
+import { indexVersion } from './retrievalScore';
+import { isMeaningfulWord, nameTokens, tokenize } from './retrievalTerms';
+
+/**
+ * Deterministic triggers: a source is eligible because the text mentions one of its keys or names, the
+ * way SillyTavern fires a World Info entry — separate from relevance, which only ranks what it admits.
+ * Keys follow SillyTavern's matching (case-insensitive and inside words unless the entry says otherwise;
+ * secondary keys under the selective logic); a source without keys fires on its names (front matter
+ * `entities:`, a canon `title:`), matched as whole words. Nothing fires when nothing is mentioned.
+ */
+
+export interface Trigger {
+  sourceId: string;
+  /** What was mentioned, as the source spells it. */
+  mention: string;
+  kind: 'key' | 'name';
+}
+
+interface Rule {
+  sourceId: string;
+  cls: KnowledgeClass;
+  triggers: SourceTriggers;
+  /** Names as the words they must appear as, leading articles dropped. */
+  names: { name: string; tokens: string[] }[];
+}
+
+const rulesCache = new WeakMap<KnowledgeStore, { key: string; rules: Rule[] }>();
+
+function rules(store: KnowledgeStore): Rule[] {
+  const version = indexVersion(store);
+  const cached = rulesCache.get(store);
+  if (cached && cached.key === version) return cached.rules;
+  const rows = store
+    .statement('SELECT t.source_id, s.class, t.triggers FROM source_triggers t JOIN sources s ON s.id = t.source_id WHERE t.campaign_id = ?')
+    .all(store.campaignId) as { source_id: string; class: KnowledgeClass; triggers: string }[];
+  const built = rows.map((row) => {
+    const triggers = JSON.parse(row.triggers) as SourceTriggers;
+    // Keys, where declared, decide alone (a lorebook import also lists them as entities, and the selective
+    // logic must not be bypassed by that). A reference page titled "Combat" is not an entity: its title would
+    // fire on every sentence about combat.
+    const named = triggers.keys.length > 0 ? [] : [...triggers.aliases, ...(row.class === 'canon' && triggers.title ? [triggers.title] : [])];
+    const names = named
+      .map((name) => ({ name, tokens: nameTokens(name) }))
+      .filter((n) => n.tokens.length > 1 || (n.tokens.length === 1 && isMeaningfulWord(n.tokens[0]!)));
+    return { sourceId: row.source_id, cls: row.class, triggers, names };
+  });
+  rulesCache.set(store, { key: version, rules: built });
+  return built;
+}
+
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
+
+/** SillyTavern's key test: a plain substring, or with whole words a single word bounded by non-word characters. */
+function keyMentioned(key: string, text: { raw: string; lower: string }, t: SourceTriggers): boolean {
+  const needle = t.caseSensitive ? key.trim() : key.trim().toLowerCase();
+  const haystack = t.caseSensitive ? text.raw : text.lower;
+  if (!t.matchWholeWords || /\s/.test(needle)) return haystack.includes(needle);
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
+    const before = haystack[at - 1];
+    const after = haystack[at + needle.length];
+    if ((before === undefined || !WORD_CHAR.test(before)) && (after === undefined || !WORD_CHAR.test(after))) return true;
+  }
+  return false;
+}
+
+function secondaryAllows(t: SourceTriggers, text: { raw: string; lower: string }): boolean {
+  if (t.secondaryKeys.length === 0) return true;
+  const found = t.secondaryKeys.filter((k) => keyMentioned(k, text, t)).length;
+  switch (t.selectiveLogic) {
+    case 'and_any':
+      return found > 0;
+    case 'and_all':
+      return found === t.secondaryKeys.length;
+    case 'not_any':
+      return found === 0;
+    case 'not_all':
+      return found < t.secondaryKeys.length;
+  }
+}
+
+function containsPhrase(words: readonly string[], phrase: readonly string[]): boolean {
+  outer: for (let i = 0; i + phrase.length <= words.length; i++) {
+    for (let j = 0; j < phrase.length; j++) if (words[i + j] !== phrase[j]) continue outer;
+    return true;
+  }
+  return false;
+}
+
+/** The sources the text mentions by a key or a name, each with the first mention found. */
+export function triggeredSources(store: KnowledgeStore, scanned: string): Map<string, Trigger> {
+  const fired = new Map<string, Trigger>();
+  const all = rules(store);
+  if (all.length === 0 || scanned.trim() === '') return fired;
+  const text = { raw: scanned, lower: scanned.toLowerCase() };
+  const words = tokenize(scanned);
+  for (const rule of all) {
+    const key = rule.triggers.keys.find((k) => keyMentioned(k, text, rule.triggers));
+    if (key !== undefined && secondaryAllows(rule.triggers, text)) {
+      fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: key, kind: 'key' });
+      continue;
+    }
+    // The fullest name mentioned: "Sister Mara", not "Mara", when the turn says "Sister Mara".
+    const name = rule.names.filter((n) => containsPhrase(words, n.tokens)).sort((a, b) => b.tokens.length - a.tokens.length)[0];
+    if (name) fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: name.name, kind: 'name' });
+  }
+  return fired;
+}
+
+/** "key 'ability' mentioned" / "name 'Tuvdak the Magnificent' mentioned": why a triggered passage was admitted. */
+export function triggerReason(trigger: Trigger): string {
+  return `${trigger.kind} '${trigger.mention}' mentioned`;
+}
