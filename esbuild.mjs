@@ -51,6 +51,7 @@ const builds = [
   { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...node, entryPoints: { 'parse-worker': 'src/knowledge/indexing/parseWorker.ts' }, outdir: 'dist' },
+  { ...node, entryPoints: { 'index-worker': 'src/knowledge/indexing/indexWorker.ts' }, outdir: 'dist' },
   {
     bundle: true,
     platform: 'browser',
