@@ -1,177 +1,201 @@
-import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadCampaign, type Campaign } from '../src/knowledge/campaign/campaign';
-import { parseDocument } from '../src/knowledge/indexing/chunker';
-import { importCampaign, indexFile, type ImportReport } from '../src/knowledge/indexing/importer';
-import { defaultWorkerPath, inThreadParser, workerParser, type Parser } from '../src/knowledge/indexing/parsePool';
-import { KnowledgeStore } from '../src/knowledge/indexing/store';
 import { corpusPath, REPO_ROOT } from '../test/support/corpora';
+import type { WorkName, WorkResult } from './indexWork';
 
 /**
- * Indexing speed and memory on the D&D SRD (1028 files, 2.7 MB) and on the SRD copied ×N, against two
- * baselines run in the same process on the same text: parse-only (remark + chunking, no I/O, no SQLite)
- * and raw FTS5 insert (the files' text into a bare FTS5 table in one transaction).
+ * Indexing speed and memory on the D&D SRD (1028 files, 2.7 MB) and on the SRD really copied ×N, each
+ * measurement in a child process of its own (its own peak RSS and CPU time), paired in one run: every
+ * repeat runs the anchor and the product back to back, and the summary gives min / median / max.
+ *
+ * Anchors: plain `remark-parse` alone on one thread over the same files (no GFM, no chunking, no SQLite),
+ * also over the ×N files, parsed for real; the full index for a one-file edit; MiniSearch (an in-memory
+ * engine) indexing the same passages, for peak RSS. Ratios are printed, never asserted.
  */
+
+const CHILD = path.join(__dirname, 'indexWork.ts');
+const BUILT_CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+const EDITED = path.join('Monsters', 'Aboleth.md');
+
+interface Spread {
+  min: number;
+  median: number;
+  max: number;
+}
 
 const round = (n: number, digits = 2): number => Number(n.toFixed(digits));
-const mb = (bytes: number): number => bytes / 1024 / 1024;
-const maxRssMb = (): number => round(process.resourceUsage().maxRSS / 1024, 1);
 
-interface Corpus {
-  files: { rel: string; text: string }[];
-  bytes: number;
+function spread(values: readonly number[]): Spread {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { min: round(sorted[0]!), median: round(sorted[Math.floor((sorted.length - 1) / 2)]!), max: round(sorted.at(-1)!) };
 }
 
-function readCorpus(root: string): Corpus {
-  const rels = (fs.readdirSync(root, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => /\.(md|txt)$/i.test(f)).sort();
-  const files = rels.map((rel) => ({ rel: rel.split(path.sep).join('/'), text: fs.readFileSync(path.join(root, rel), 'utf8') }));
-  return { files, bytes: files.reduce((sum, f) => sum + Buffer.byteLength(f.text), 0) };
+function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
 }
+
+const show = (s: Spread, unit: string): string => `${s.median} ${unit} (min ${s.min}, max ${s.max})`;
 
 /**
- * A campaign holding `copies` versions of the corpus. Copy 0 is the SRD itself; the others have "the"
- * numbered per copy, so their passages are distinct text (a real larger library, not duplicates that the
- * importer would rightly refuse).
+ * A campaign holding `copies` versions of the SRD, its files' mtimes an hour back (a library's files are
+ * not being written). Copy 0 is the SRD itself; the others have "the" numbered per copy, so their passages
+ * are distinct text (a real larger library, not duplicates the importer would rightly refuse).
  */
-function makeCampaign(corpus: Corpus, copies: number): Campaign {
+function makeCampaign(source: string, copies: number): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-bench-index-'));
   fs.writeFileSync(path.join(root, 'campaign.yaml'), `id: bench\ntitle: SRD x${copies}\n`);
-  for (let i = 0; i < copies; i++) {
-    for (const file of corpus.files) {
-      const target = path.join(root, 'reference', `srd-${i}`, ...file.rel.split('/'));
+  const rels = (fs.readdirSync(source, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => /\.(md|txt)$/i.test(f));
+  const past = new Date(Date.now() - 3_600_000);
+  for (const rel of rels) {
+    const text = fs.readFileSync(path.join(source, rel), 'utf8');
+    for (let i = 0; i < copies; i++) {
+      const target = path.join(root, 'reference', `srd-${i}`, rel);
       fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, i === 0 ? file.text : file.text.replace(/\bthe\b/g, `the${i}`));
+      fs.writeFileSync(target, i === 0 ? text : text.replace(/\bthe\b/g, `the${i}`));
+      fs.utimesSync(target, past, past);
     }
   }
-  return loadCampaign(root);
+  return root;
 }
 
-function parseOnlyMs(corpus: Corpus): number {
+/** Runs node with `args`; exit codes other than `ok` fail the bench. */
+function runChild(args: string[], ok: readonly number[] = [0]): Promise<{ stdout: string; wallMs: number }> {
   const started = performance.now();
-  for (const file of corpus.files) parseDocument(file.text, file.rel.endsWith('.txt') ? 'text' : 'markdown');
-  return performance.now() - started;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const wallMs = performance.now() - started;
+      if (code !== null && ok.includes(code)) resolve({ stdout, wallMs });
+      else reject(new Error(`node ${args.join(' ')} exited ${code}: ${stderr}`));
+    });
+  });
 }
 
-function rawFtsInsertMs(corpus: Corpus): number {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-bench-fts-'));
-  const db = new Database(path.join(dir, 'raw.db'));
-  try {
-    db.pragma('journal_mode = WAL');
-    db.exec("CREATE VIRTUAL TABLE t USING fts5 (body, tokenize = 'unicode61 remove_diacritics 2')");
-    const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
-    const started = performance.now();
-    db.transaction(() => {
-      for (const file of corpus.files) insert.run(file.text.normalize('NFC'));
-    })();
-    return performance.now() - started;
-  } finally {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+async function work(name: WorkName, root: string, arg?: string): Promise<WorkResult> {
+  const { stdout } = await runChild(['--import', 'tsx', CHILD, name, root, ...(arg === undefined ? [] : [arg])]);
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as WorkResult;
 }
 
-/** The built worker when there is one (what the extension ships), else the TypeScript source under tsx. */
-function benchParser(): Parser {
-  const built = path.join(REPO_ROOT, 'dist', 'parse-worker.js');
-  return workerParser({ workerPath: fs.existsSync(built) ? built : defaultWorkerPath() });
-}
-
-async function timedImport(campaign: Campaign, parser: Parser): Promise<{ ms: number; report: ImportReport; store: KnowledgeStore }> {
-  const store = KnowledgeStore.open(campaign);
-  const started = performance.now();
-  const report = await importCampaign(campaign, store, { parser });
-  return { ms: performance.now() - started, report, store };
+interface Paired {
+  remark: WorkResult[];
+  inThread: WorkResult[];
+  workers: WorkResult[];
 }
 
 export interface IndexBenchResult {
-  srd: { files: number; mb: number; workersMs: number; inThreadMs: number; parseOnlyMs: number; rawFtsMs: number; mbPerSecond: number; vsParseOnly: number; vsRawFts: number; passages: number; duplicates: number };
-  multiplied: { copies: number; files: number; mb: number; ms: number; mbPerSecond: number; vsParseOnly: number; vsRawFts: number; passages: number; noChangeMs: number; oneEditMs: number; oneEditParsed: number; indexFileMs: number };
-  peakRssMb: number;
+  srd: { files: number; passages: number; remarkMs: Spread; inThreadMs: Spread; workersMs: Spread; vsRemark: Spread; cpuVsRemark: Spread; workersVsInThread: { wall: Spread; cpu: Spread; rssMb: { workers: Spread; inThread: Spread } } };
+  multiplied: { copies: number; files: number; passages: number; remarkMs: Spread; importMs: Spread; vsRemark: Spread; cpuVsRemark: Spread };
+  edit: { cliMs: Spread; cliP95Ms: number; cliVsFull: number; indexFileP50Ms: number; indexFileP95Ms: number; unchangedJustSavedP95Ms: number; unchangedSettledP95Ms: number };
+  memory: { productPeakRssMb: number; miniSearchPeakRssMb: number; ratio: number; copies: number };
 }
 
-export async function runIndexBench(log: (line: string) => void = () => undefined, options: { copies?: number } = {}): Promise<IndexBenchResult> {
+export async function runIndexBench(log: (line: string) => void = () => undefined, options: { copies?: number; repeats?: number } = {}): Promise<IndexBenchResult> {
   const copies = options.copies ?? 10;
-  const corpus = readCorpus(corpusPath('dnd-srd-5.1'));
-  const srdMb = mb(corpus.bytes);
-  log(`index: SRD ${corpus.files.length} files, ${round(srdMb)} MB; SRD x${copies} = ${round(srdMb * copies)} MB`);
-
-  // Warm the parser and SQLite once, so the first measured run does not pay for JIT compilation alone.
-  parseOnlyMs({ files: corpus.files.slice(0, 50), bytes: 0 });
-  const parseMs = parseOnlyMs(corpus);
-  const ftsMs = rawFtsInsertMs(corpus);
-  log(`  parse-only baseline   ${round(parseMs)} ms  ${round(srdMb / (parseMs / 1000))} MB/s`);
-  log(`  raw FTS5 baseline     ${round(ftsMs)} ms  ${round(srdMb / (ftsMs / 1000))} MB/s`);
-
-  const srdCampaign = makeCampaign(corpus, 1);
-  const parser = benchParser();
+  const repeats = options.repeats ?? 3;
+  if (!fs.existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} is missing: the bench runs the built CLI (npm run bench builds it)`);
+  const srdRoot = makeCampaign(corpusPath('dnd-srd-5.1'), 1);
+  const bigRoot = makeCampaign(corpusPath('dnd-srd-5.1'), copies);
   try {
-    const viaWorkers = await timedImport(srdCampaign, parser);
-    viaWorkers.store.close();
-    fs.rmSync(srdCampaign.indexPath, { force: true });
-    fs.rmSync(`${srdCampaign.indexPath}-wal`, { force: true });
-    fs.rmSync(`${srdCampaign.indexPath}-shm`, { force: true });
-    const inThread = await timedImport(srdCampaign, inThreadParser());
-    inThread.store.close();
-    const srd = {
-      files: corpus.files.length,
-      mb: round(srdMb),
-      workersMs: round(viaWorkers.ms),
-      inThreadMs: round(inThread.ms),
-      parseOnlyMs: round(parseMs),
-      rawFtsMs: round(ftsMs),
-      mbPerSecond: round(srdMb / (viaWorkers.ms / 1000)),
-      // >1 means the full import takes longer than the baseline alone.
-      vsParseOnly: round(viaWorkers.ms / parseMs),
-      vsRawFts: round(viaWorkers.ms / ftsMs),
-      passages: viaWorkers.report.passages,
-      duplicates: viaWorkers.report.counts.duplicate,
-    };
-    log(`  SRD import (2 workers) ${srd.workersMs} ms  ${srd.mbPerSecond} MB/s  = ${srd.vsParseOnly}x parse-only, ${srd.vsRawFts}x raw FTS5`);
-    log(`  SRD import (in-thread) ${srd.inThreadMs} ms  = ${round(inThread.ms / parseMs)}x parse-only`);
-    fs.rmSync(srdCampaign.root, { recursive: true, force: true });
+    log(`index: every figure is its own child process; ${repeats} repeats, anchor and product back to back in each`);
 
-    const big = makeCampaign(corpus, copies);
-    const full = await timedImport(big, parser);
-    const bigMb = srdMb * copies;
-    const noChangeStarted = performance.now();
-    await importCampaign(big, full.store, { parser });
-    const noChangeMs = performance.now() - noChangeStarted;
-    const edited = path.join(big.root, 'reference', `srd-${copies - 1}`, 'Monsters', 'Aboleth.md');
-    fs.appendFileSync(edited, '\nThe aboleth remembers the bench.\n');
-    const editStarted = performance.now();
-    const editReport = await importCampaign(big, full.store, { parser });
-    const oneEditMs = performance.now() - editStarted;
-    fs.appendFileSync(edited, '\nAnd once more.\n');
-    const fileStarted = performance.now();
-    await indexFile(big, full.store, path.relative(big.root, edited).split(path.sep).join('/'), { parser });
-    const indexFileMs = performance.now() - fileStarted;
-    full.store.close();
-    fs.rmSync(big.root, { recursive: true, force: true });
+    // SRD: plain remark vs the product in-thread vs with 2 parse workers, paired per repeat.
+    const srd: Paired = { remark: [], inThread: [], workers: [] };
+    for (let r = 0; r < repeats; r++) {
+      srd.remark.push(await work('remark', srdRoot));
+      srd.inThread.push(await work('import', srdRoot, '0'));
+      srd.workers.push(await work('import', srdRoot, '2'));
+    }
+    const last = srd.workers.at(-1)!;
+    const srdResult = {
+      files: last.files!,
+      passages: last.passages!,
+      remarkMs: spread(srd.remark.map((w) => w.wallMs)),
+      inThreadMs: spread(srd.inThread.map((w) => w.wallMs)),
+      workersMs: spread(srd.workers.map((w) => w.wallMs)),
+      vsRemark: spread(srd.workers.map((w, i) => Math.min(w.wallMs, srd.inThread[i]!.wallMs) / srd.remark[i]!.wallMs)),
+      cpuVsRemark: spread(srd.inThread.map((w, i) => w.cpuMs / srd.remark[i]!.cpuMs)),
+      workersVsInThread: {
+        wall: spread(srd.workers.map((w, i) => w.wallMs / srd.inThread[i]!.wallMs)),
+        cpu: spread(srd.workers.map((w, i) => w.cpuMs / srd.inThread[i]!.cpuMs)),
+        rssMb: { workers: spread(srd.workers.map((w) => w.peakRssMb)), inThread: spread(srd.inThread.map((w) => w.peakRssMb)) },
+      },
+    };
+    log(`  SRD ${srdResult.files} files, ${srdResult.passages} passages`);
+    log(`    plain remark-parse, one thread   ${show(srdResult.remarkMs, 'ms')}  (CPU ${spread(srd.remark.map((w) => w.cpuMs)).median} ms)`);
+    log(`    full index, in-thread            ${show(srdResult.inThreadMs, 'ms')}  (CPU ${spread(srd.inThread.map((w) => w.cpuMs)).median} ms, peak RSS ${srdResult.workersVsInThread.rssMb.inThread.median} MB)`);
+    log(`    full index, 2 parse workers      ${show(srdResult.workersMs, 'ms')}  (CPU ${spread(srd.workers.map((w) => w.cpuMs)).median} ms, peak RSS ${srdResult.workersVsInThread.rssMb.workers.median} MB)`);
+    log(`    full index (faster of the two) / plain remark: ${show(srdResult.vsRemark, 'x')}   goal <= 1.0x`);
+    log(`    CPU, full index in-thread / plain remark:      ${show(srdResult.cpuVsRemark, 'x')}`);
+    log(`    2 workers / in-thread: wall ${show(srdResult.workersVsInThread.wall, 'x')}, CPU ${show(srdResult.workersVsInThread.cpu, 'x')}`);
+
+    // SRD xN, built and parsed for real.
+    const big = { remark: [] as WorkResult[], product: [] as WorkResult[] };
+    for (let r = 0; r < repeats; r++) {
+      big.remark.push(await work('remark', bigRoot));
+      big.product.push(await work('import', bigRoot, '0'));
+    }
     const multiplied = {
       copies,
-      files: full.report.files.length,
-      mb: round(bigMb),
-      ms: round(full.ms),
-      mbPerSecond: round(bigMb / (full.ms / 1000)),
-      vsParseOnly: round(full.ms / (parseMs * copies)),
-      vsRawFts: round(full.ms / (ftsMs * copies)),
-      passages: full.report.passages,
-      noChangeMs: round(noChangeMs),
-      oneEditMs: round(oneEditMs),
-      oneEditParsed: editReport.counts.indexed,
-      indexFileMs: round(indexFileMs),
+      files: big.product.at(-1)!.files!,
+      passages: big.product.at(-1)!.passages!,
+      remarkMs: spread(big.remark.map((w) => w.wallMs)),
+      importMs: spread(big.product.map((w) => w.wallMs)),
+      vsRemark: spread(big.product.map((w, i) => w.wallMs / big.remark[i]!.wallMs)),
+      cpuVsRemark: spread(big.product.map((w, i) => w.cpuMs / big.remark[i]!.cpuMs)),
     };
-    log(`  SRD x${copies} import       ${multiplied.ms} ms  ${multiplied.mbPerSecond} MB/s  = ${multiplied.vsParseOnly}x parse-only, ${multiplied.vsRawFts}x raw FTS5 (per MB)`);
-    log(`  SRD x${copies} re-import, nothing changed   ${multiplied.noChangeMs} ms`);
-    log(`  SRD x${copies} re-import, one file edited   ${multiplied.oneEditMs} ms (${multiplied.oneEditParsed} file parsed)`);
-    log(`  SRD x${copies} indexFile of the edited file ${multiplied.indexFileMs} ms`);
-    const peakRssMb = maxRssMb();
-    log(`  peak RSS ${peakRssMb} MB (heap now ${round(mb(process.memoryUsage().heapUsed), 1)} MB)`);
-    return { srd, multiplied, peakRssMb };
+    log(`  SRD x${copies}: ${multiplied.files} files, ${multiplied.passages} passages`);
+    log(`    plain remark-parse, one thread   ${show(multiplied.remarkMs, 'ms')}`);
+    log(`    full index, in-thread (default)  ${show(multiplied.importMs, 'ms')}`);
+    log(`    full index / plain remark:       ${show(multiplied.vsRemark, 'x')}   goal <= 1.0x`);
+    log(`    CPU, full index / plain remark:  ${show(multiplied.cpuVsRemark, 'x')}`);
+
+    // Peak RSS of the product's import beside MiniSearch indexing the passages it wrote.
+    const mini = await work('minisearch', bigRoot);
+    const productRss = big.product.at(-1)!.peakRssMb;
+    const memory = { productPeakRssMb: round(productRss, 1), miniSearchPeakRssMb: round(mini.peakRssMb, 1), ratio: round(productRss / mini.peakRssMb), copies };
+    log(`    peak RSS: full index ${memory.productPeakRssMb} MB, MiniSearch over the same ${mini.passages} passages ${memory.miniSearchPeakRssMb} MB (${memory.ratio}x)`);
+
+    // One file edited: `storyteller index` as a writer runs it, against the full index of the same library.
+    const editedPath = path.join(bigRoot, 'reference', `srd-${copies - 1}`, EDITED);
+    const cliMs: number[] = [];
+    for (let r = 0; r < Math.max(5, repeats); r++) {
+      fs.appendFileSync(editedPath, `\nThe aboleth remembers bench run ${r}.\n`);
+      // As a writer runs it (its summary, not --json). Exit 1 is "findings" (files with issues), still a finished run.
+      const run = await runChild([BUILT_CLI, 'index', bigRoot], [0, 1]);
+      const counts = /(\d+) indexed, (\d+) unchanged/.exec(run.stdout);
+      // The edited file, and a copy of its text that it held or gave back (the SRD repeats monsters).
+      if (!counts || Number(counts[1]) < 1 || Number(counts[2]) < multiplied.files - 3) throw new Error(`storyteller index after one edit: ${run.stdout}`);
+      cliMs.push(run.wallMs);
+    }
+    // indexFile in-process, as a save runs it: after an edit, the same file again just after, and again
+    // once its mtime is settled (older than 2 s, so its stat is trusted).
+    const saves = await work('saves', bigRoot, `${path.relative(bigRoot, editedPath).split(path.sep).join('/')},20`);
+    const edit = {
+      cliMs: spread(cliMs),
+      cliP95Ms: percentile(cliMs, 95),
+      cliVsFull: round(spread(cliMs).median / multiplied.importMs.median, 3),
+      indexFileP50Ms: percentile(saves.editedMs!, 50),
+      indexFileP95Ms: percentile(saves.editedMs!, 95),
+      unchangedJustSavedP95Ms: percentile(saves.unchangedMs!, 95),
+      unchangedSettledP95Ms: percentile(saves.settledMs!, 95),
+    };
+    log(`  one file edited in SRD x${copies}:`);
+    log(`    storyteller index (CLI, process start included)  ${show(edit.cliMs, 'ms')}, p95 ${edit.cliP95Ms} ms = 1/${round(1 / edit.cliVsFull, 1)} of the full index   goal <= 1000 ms`);
+    log(`    indexFile in-process, edited       p50 ${edit.indexFileP50Ms} ms, p95 ${edit.indexFileP95Ms} ms   goal <= 20 ms p95`);
+    log(`    indexFile, unchanged, just saved   p95 ${edit.unchangedJustSavedP95Ms} ms (read and hashed: its mtime is too recent to trust)`);
+    log(`    indexFile, unchanged, settled      p95 ${edit.unchangedSettledP95Ms} ms (stat only)   goal <= 2 ms`);
+    return { srd: srdResult, multiplied, edit, memory };
   } finally {
-    await parser.close();
+    fs.rmSync(srdRoot, { recursive: true, force: true });
+    fs.rmSync(bigRoot, { recursive: true, force: true });
   }
 }

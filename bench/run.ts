@@ -6,13 +6,13 @@ import { runRetrievalBench } from './retrievalBench';
 import { runSupersessionBench } from './supersessionBench';
 
 /**
- * `npm run bench`: every benchmark part, or the ones named (`tsx bench/run.ts index --copies 3`).
+ * `npm run bench`: every benchmark part, or the ones named (`tsx bench/run.ts index --copies 3 --repeats 2`).
  * Times are printed with ratios against baselines measured in the same process, never asserted.
  * A new part is one entry in PARTS.
  */
 interface BenchPart {
   name: string;
-  run(log: (line: string) => void, options: { copies: number }): Promise<unknown>;
+  run(log: (line: string) => void, options: { copies: number; repeats: number }): Promise<unknown>;
 }
 
 const PARTS: BenchPart[] = [
@@ -25,16 +25,21 @@ const PARTS: BenchPart[] = [
 ];
 
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({ options: { copies: { type: 'string', default: '10' }, json: { type: 'boolean', default: false } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    options: { copies: { type: 'string', default: '10' }, repeats: { type: 'string', default: '3' }, json: { type: 'boolean', default: false } },
+    allowPositionals: true,
+  });
   const copies = Number(values.copies);
   if (!Number.isInteger(copies) || copies < 1) throw new Error(`--copies must be a positive whole number, not '${values.copies}'`);
+  const repeats = Number(values.repeats);
+  if (!Number.isInteger(repeats) || repeats < 1) throw new Error(`--repeats must be a positive whole number, not '${values.repeats}'`);
   const unknown = positionals.filter((p) => !PARTS.some((part) => part.name === p));
   if (unknown.length > 0) throw new Error(`unknown bench part ${unknown.join(', ')}; parts: ${PARTS.map((p) => p.name).join(', ')}`);
   const selected = positionals.length > 0 ? PARTS.filter((p) => positionals.includes(p.name)) : PARTS;
   const results: Record<string, unknown> = {};
   for (const part of selected) {
     console.log(`\n== ${part.name} ==`);
-    results[part.name] = await part.run((line) => console.log(line), { copies });
+    results[part.name] = await part.run((line) => console.log(line), { copies, repeats });
   }
   if (values.json) console.log(JSON.stringify(results, null, 2));
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { loadCampaign, type Campaign } from '../knowledge/campaign';
 import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
-import { importCampaign, indexFile, inThreadParser, isCandidateSource, KnowledgeStore, rebuildIndex, type ImportOptions, type ImportReport, type Parser } from '../knowledge/indexing';
+import { inProcessWriter, inThreadParser, isCandidateSource, KnowledgeStore, type ImportOptions, type ImportReport, type IndexWriter, type Parser } from '../knowledge/indexing';
 import { embedderFor as serverEmbedder } from '../knowledge/models';
 import { describeSemanticIndex, indexSemantic, type Embedder, type SemanticIndexReport, type TokenMeasure } from '../knowledge/retrieval';
 import { knowledgeMeasure } from '../story/contextBuilder';
@@ -31,8 +31,10 @@ export interface SessionOptions {
   settings?: () => StorytellerSettings;
   /** Where file changes come from; the disk with no watcher by default. */
   workspace?: Workspace;
-  /** Where parsing happens; in-thread by default (the extension passes its worker pool). */
+  /** Where parsing happens when the writer is in process; in-thread by default. */
   parser?: Parser;
+  /** Where the index's writes run; in process by default (the extension passes a worker thread's writer). */
+  writer?: IndexWriter;
   clock?: Clock;
   log?: SessionLog;
   /** Told when another process holds the index lock and indexing waits for it (the CLI says so). */
@@ -96,6 +98,7 @@ export class CampaignSession {
   private canon: { store: KnowledgeStore; facts: StoreCanonFacts } | undefined;
   private readonly settings: () => StorytellerSettings;
   private readonly parser: Parser;
+  private readonly writer: IndexWriter;
   private readonly log: SessionLog;
   private readonly onLockWait: ((holderPid: number) => void) | undefined;
   private closing: Promise<void> | undefined;
@@ -106,6 +109,7 @@ export class CampaignSession {
   ) {
     this.settings = options.settings ?? (() => defaultSettings());
     this.parser = options.parser ?? inThreadParser();
+    this.writer = options.writer ?? inProcessWriter;
     this.log = options.log ?? quietLog;
     this.onLockWait = options.onLockWait;
     this.current = effectiveCampaign(root, this.settings());
@@ -272,6 +276,7 @@ export class CampaignSession {
     this.closing ??= (async () => {
       if (open.get(this.root) === this) open.delete(this.root);
       await this.indexing.close();
+      await this.writer.release(this.current.indexPath).catch((error: unknown) => this.log.warn(`${this.current.id}: ${(error as Error).message}`));
       this.knowledgeStore?.close();
       this.playStore?.close();
     })();
@@ -297,13 +302,13 @@ export class CampaignSession {
       this.log.info(`${this.current.id}: ${report.files.length} files (${counts.join(', ')}), ${report.passages} passages written in ${Math.round(report.durationMs)} ms`);
     };
     return {
-      importAll: async (signal, onProgress) => finished(await importCampaign(this.current, this.store, options(signal, onProgress))),
-      rebuildAll: async (signal, onProgress) => finished(await rebuildIndex(this.current, this.store, options(signal, onProgress))),
+      importAll: async (signal, onProgress) => finished(await this.writer.importCampaign(this.current, this.store, options(signal, onProgress))),
+      rebuildAll: async (signal, onProgress) => finished(await this.writer.rebuildIndex(this.current, this.store, options(signal, onProgress))),
       indexFiles: async (paths, signal) => {
         const written: string[] = [];
         for (const rel of paths) {
           signal.throwIfAborted();
-          const report = await indexFile(this.current, this.store, rel, { parser: this.parser });
+          const report = await this.writer.indexFile(this.current, this.store, rel, { parser: this.parser });
           written.push(...report.files.map((f) => f.path));
         }
         this.log.info(`${this.current.id}: reindexed ${written.join(', ') || 'nothing'}`);

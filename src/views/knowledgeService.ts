@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { workerParser, type Parser } from '../knowledge/indexing';
+import { workerWriter, type IndexWriter } from '../knowledge/indexing';
 import { DiskWorkspace, openSession } from '../session';
 import { CampaignIndex, type IndexChange } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
@@ -19,7 +19,7 @@ export class KnowledgeService extends Disposable {
   readonly onDidChangeState = this._onDidChangeState.event;
 
   private readonly indexes = new Map<string, { index: CampaignIndex; subscriptions: vscode.Disposable[] }>();
-  private parserInstance: Parser | undefined;
+  private writerInstance: (IndexWriter & { close(): Promise<void> }) | undefined;
   /** True when an index run began before activation returned: it must never be. */
   indexingStartedDuringActivation = false;
   private activationDone = false;
@@ -47,7 +47,7 @@ export class KnowledgeService extends Disposable {
       dispose: () => {
         for (const entry of this.indexes.values()) this.release(entry);
         this.indexes.clear();
-        void this.parserInstance?.close();
+        void this.writerInstance?.close();
       },
     });
   }
@@ -85,9 +85,10 @@ export class KnowledgeService extends Disposable {
     );
   }
 
-  private parser(): Parser {
-    this.parserInstance ??= workerParser();
-    return this.parserInstance;
+  /** One writer thread for every campaign: reading, parsing and SQLite writes stay off the extension host's thread. */
+  private writer(): IndexWriter {
+    this.writerInstance ??= workerWriter();
+    return this.writerInstance;
   }
 
   private sync(settingsChanged = false): void {
@@ -105,7 +106,7 @@ export class KnowledgeService extends Disposable {
         continue;
       }
       const workspace = new DiskWorkspace();
-      const session = openSession(root, { settings: () => this.settings.current, workspace, parser: this.parser(), log: this.log });
+      const session = openSession(root, { settings: () => this.settings.current, workspace, writer: this.writer(), log: this.log });
       const index = new CampaignIndex(session, workspace);
       const subscriptions = [
         index.onDidChange((change) => this._onDidChange.fire(change)),

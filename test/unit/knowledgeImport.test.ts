@@ -184,6 +184,111 @@ describe('knowledge: importing a campaign', () => {
     assert.equal(edited.counts.indexed, 1);
   });
 
+  describe('skipping unchanged files by size and mtime', () => {
+    const anHourAgo = () => new Date(Date.now() - 3_600_000);
+    /** Gives every file an mtime long past, as a library's files have: their stat can be trusted. */
+    const settle = (...rels: string[]) => {
+      for (const rel of rels) fs.utimesSync(path.join(root, rel), anHourAgo(), anHourAgo());
+    };
+    /** Reads from disk, counting each path read. */
+    const countingReader = () => {
+      const reads: string[] = [];
+      return {
+        reads,
+        readFile: (absPath: string) => {
+          reads.push(path.relative(root, absPath).split(path.sep).join('/'));
+          return fs.promises.readFile(absPath);
+        },
+      };
+    };
+
+    it('does not read a file whose size and mtime are those it was indexed with, and reads the edited one', async () => {
+      open({ 'a.md': `# A\n\n${prose('alpha')}`, 'b.md': `# B\n\n${prose('beta')}`, 'c.txt': prose('gamma') });
+      settle('a.md', 'b.md', 'c.txt');
+      await importCampaign(campaign, store);
+      const reader = countingReader();
+      const again = await importCampaign(campaign, store, { readFile: reader.readFile });
+      assert.deepEqual(reader.reads, []);
+      assert.equal(again.counts.unchanged, 3);
+      writeFile(root, 'b.md', `# B\n\n${prose('beta')} Edited.`);
+      const edited = await importCampaign(campaign, store, { readFile: reader.readFile });
+      assert.deepEqual(reader.reads, ['b.md']);
+      assert.equal(edited.counts.indexed, 1);
+      const single = countingReader();
+      const saved = await indexFile(campaign, store, 'a.md', { readFile: single.readFile });
+      assert.deepEqual([single.reads, saved.counts.unchanged], [[], 1]);
+    });
+
+    it('picks up an edit that keeps the mtime when the size changed', async () => {
+      open({ 'a.md': `# A\n\n${prose('alpha')}` });
+      settle('a.md');
+      await importCampaign(campaign, store);
+      const { mtime } = fs.statSync(path.join(root, 'a.md'));
+      writeFile(root, 'a.md', `# A\n\n${prose('omega')} and a longer ending`);
+      fs.utimesSync(path.join(root, 'a.md'), mtime, mtime);
+      const report = await importCampaign(campaign, store);
+      assert.equal(report.counts.indexed, 1);
+      assert.match(store.listPassages(source('a.md')!.id).map((p) => p.text).join(' '), /omega0/);
+    });
+
+    it('picks up an edit within the same second and the same size: a file read just after it was written is hashed next time', async () => {
+      open({ 'a.md': `# A\n\n${prose('alpha')}` });
+      await importCampaign(campaign, store);
+      const { mtime } = fs.statSync(path.join(root, 'a.md'));
+      writeFile(root, 'a.md', `# A\n\n${prose('bravo')}`); // 'bravo' and 'alpha' have the same length
+      fs.utimesSync(path.join(root, 'a.md'), mtime, mtime);
+      assert.equal(fs.statSync(path.join(root, 'a.md')).size, source('a.md')!.size);
+      const report = await importCampaign(campaign, store);
+      assert.equal(report.counts.indexed, 1);
+      assert.match(store.listPassages(source('a.md')!.id).map((p) => p.text).join(' '), /bravo0/);
+    });
+
+    it('a file only touched is read once, found unchanged by its content, and skipped by its stat after that', async () => {
+      open({ 'a.md': `# A\n\n${prose('alpha')}` });
+      settle('a.md');
+      await importCampaign(campaign, store);
+      const later = new Date(Date.now() - 1_800_000);
+      fs.utimesSync(path.join(root, 'a.md'), later, later);
+      const reader = countingReader();
+      const parser = countingParser();
+      const touched = await importCampaign(campaign, store, { readFile: reader.readFile, parser });
+      assert.deepEqual([reader.reads, parser.parsed.length, touched.counts.unchanged], [['a.md'], 0, 1]);
+      await importCampaign(campaign, store, { readFile: reader.readFile });
+      assert.deepEqual(reader.reads, ['a.md']);
+    });
+
+    it('a rebuild reads and parses every file, whatever their stat says', async () => {
+      open({ 'a.md': `# A\n\n${prose('alpha')}`, 'b.md': `# B\n\n${prose('beta')}` });
+      settle('a.md', 'b.md');
+      await importCampaign(campaign, store);
+      const reader = countingReader();
+      const parser = countingParser();
+      const report = await rebuildIndex(campaign, store, { readFile: reader.readFile, parser });
+      assert.deepEqual([reader.reads.sort(), parser.parsed.length, report.counts.indexed], [['a.md', 'b.md'], 2, 2]);
+    });
+
+    it('a folder rule changed in campaign.yaml still moves an unread file to its new class', async () => {
+      open({ 'npcs/mara.md': `# Mara\n\n${prose('mara')}` });
+      settle('npcs/mara.md');
+      await importCampaign(campaign, store);
+      fs.appendFileSync(path.join(root, 'campaign.yaml'), 'folders:\n  npcs: canon\n');
+      campaign = loadCampaign(root);
+      const report = await importCampaign(campaign, store);
+      assert.equal(report.counts.reclassified, 1);
+      assert.equal(source('npcs/mara.md')?.class, 'canon');
+    });
+  });
+
+  it('lists sources without their text, which is read where it is shown', async () => {
+    open({ 'a.md': `# A\n\n${prose('alpha')}` });
+    await importCampaign(campaign, store);
+    const listed = store.listSources()[0]!;
+    assert.equal('content' in listed, false);
+    assert.equal('content' in store.getSource(listed.id)!, false);
+    assert.equal(store.getSourceContent(listed.id), `# A\n\n${prose('alpha')}`);
+    assert.match(store.listPassages(listed.id)[0]!.text, /alpha0/);
+  });
+
   it('moves passages to a new class when only a folder rule changed, without parsing', async () => {
     open({ 'npcs/mara.md': `# Mara\n\n${prose('mara')}` });
     await importCampaign(campaign, store);
@@ -222,6 +327,35 @@ describe('knowledge: importing a campaign', () => {
     writeFile(root, 'monsters/aboleth.md', `# Aboleth\n\n${prose('rewritten')}`);
     await importCampaign(campaign, store);
     assert.equal(store.listPassages(alt.id).length, 2, 'the text is indexed once, never zero times');
+  });
+
+  it('a save of the holder alone (indexFile) leaves the index as a clean import of the same files would', async () => {
+    const shared = `## Aboleth\n\n${prose('tentacle')}`;
+    open({
+      'monsters/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`,
+      'monsters-alt/a.md': `# Monsters A\n\n${prose('intro')}\n\n${shared}`,
+      'monsters-copy/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`,
+    });
+    /** Each source's state and passages: what retrieval can find. */
+    const holdings = (of: KnowledgeStore) => of.listSources().map((s) => [s.path, s.lexicalState, s.duplicateOf, of.listPassages(s.id).map((p) => p.text)]);
+    const clean = async () => {
+      const fresh = KnowledgeStore.inMemory(campaign.id);
+      try {
+        await importCampaign(campaign, fresh);
+        return holdings(fresh);
+      } finally {
+        fresh.close();
+      }
+    };
+    await importCampaign(campaign, store);
+    assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 1);
+    writeFile(root, 'monsters/aboleth.md', `# Aboleth\n\n${prose('rewritten')}`);
+    await indexFile(campaign, store, 'monsters/aboleth.md');
+    assert.deepEqual(holdings(store), await clean());
+    fs.rmSync(path.join(root, 'monsters-alt', 'a.md'));
+    await indexFile(campaign, store, 'monsters-alt/a.md');
+    assert.deepEqual(holdings(store), await clean());
+    assert.equal(source('monsters-copy/aboleth.md')?.lexicalState, 'ready');
   });
 
   it('keeps two campaigns with the same text apart', async () => {

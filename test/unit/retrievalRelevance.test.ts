@@ -10,10 +10,11 @@ import { searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
 import { loadStories } from '../../bench/fairytaleBench';
 
 /** One campaign holding real FairytaleQA stories (one file each, `## Section N` headings, canon). */
-async function fairyTales(names: string[], extra: Record<string, string> = {}): Promise<{ store: KnowledgeStore; dispose: () => void }> {
+async function fairyTales(names: string[] | 'train sample', extra: Record<string, string> = {}): Promise<{ store: KnowledgeStore; dispose: () => void }> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-relevance-'));
   fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: tales\ntitle: Tales\ndefault_class: canon\n');
-  for (const story of loadStories('val').filter((s) => names.includes(s.name))) {
+  const stories = names === 'train sample' ? loadStories('train', 30) : loadStories('val').filter((s) => names.includes(s.name));
+  for (const story of stories) {
     fs.writeFileSync(path.join(root, `${story.name}.md`), story.sections.map((s) => `## Section ${s.section}\n\n${s.text}\n`).join('\n'));
   }
   for (const [file, text] of Object.entries(extra)) fs.writeFileSync(path.join(root, file), text);
@@ -82,5 +83,32 @@ describe('retrieval relevance on real text', () => {
       assert.equal(hits[0]?.sourcePath, 'analects.md', word);
       assert.match(hits[0]!.text, new RegExp(word));
     }
+  });
+});
+
+describe('retrieval abstention against everyday English, on a book of 29 real fairy tales', () => {
+  let book: { store: KnowledgeStore; dispose: () => void };
+  before(async function () {
+    this.timeout(60_000);
+    book = await fairyTales('train sample');
+  });
+  after(() => book.dispose());
+
+  it('says nothing to a rules question whose words the tales use only in passing, and says why', async () => {
+    // 'attack' is in the tales once, and 'hit' and 'points' a few times: far less than anyone says them.
+    for (const [question, words] of [
+      ['How does Extra Attack work?', /'attack'/],
+      ['How do Hit Points work?', /'hit', 'points'/],
+    ] as const) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.match(record.abstention ?? '', /far less often than everyday English/, question);
+      assert.match(record.abstention ?? '', words, question);
+    }
+  });
+
+  it('still answers a real question made of everyday words, from the story it is about', async () => {
+    const { hits } = await searchKnowledge(book.store, 'What did the people not do because they were afraid?');
+    assert.ok(hits.some((h) => h.sourcePath === 'story-of-prince-yamato-take.md'), hits.map((h) => h.sourcePath).join(', '));
   });
 });

@@ -55,12 +55,38 @@ export interface ImportOptions {
   initialSemanticState?: SemanticState;
   /** Called when another index run holds this index, with its process id; this run waits for it. */
   onLockWait?: (holderPid: number) => void;
-  /** Parse requests in flight at once (default 4: enough to keep two workers busy). */
+  /**
+   * Parses in flight or parsed and not yet written, at most (default 16): deep enough that one large file
+   * at the head of the path order does not leave a worker idle while it is parsed.
+   */
   concurrency?: number;
   now?: () => Date;
   /** Stops the run between files (it rejects with the signal's reason); each file written stays whole. */
   signal?: AbortSignal;
+  /** Reads a source's bytes; the disk by default (tests count reads through it). */
+  readFile?: (absPath: string) => Promise<Uint8Array>;
 }
+
+/**
+ * A file modified this close to the moment it was stat'ed may be modified again within the same mtime tick
+ * (coarse on some file systems: 1–2 s) with the same size, unseen by size + mtime. Such a file's mtime is
+ * recorded as unsettled, so the next run reads and hashes it instead of trusting its stat.
+ */
+const SETTLE_MS = 2_000;
+const UNSETTLED_MTIME = -1;
+
+/** Files read ahead of the one being prepared: reads overlap with hashing, parsing and writing. */
+const READ_AHEAD = 8;
+/** Text handed to parsers and not yet written, at most: bounds memory when the files ahead are large. */
+const MAX_PARSING_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A full import commits its work every this many files or milliseconds, whichever comes first, rather than
+ * once per file (each commit flushes an FTS5 segment and appends a WAL commit); a run killed midway keeps
+ * everything up to its last commit for the next run to build on.
+ */
+const BATCH_FILES = 500;
+const BATCH_MS = 1_000;
 
 /** A file found under the campaign, or refused before it is read (a symlink leading outside). */
 export interface ScannedFile {
@@ -195,12 +221,24 @@ interface PreparedParse {
   text: string;
   sha256: string;
   size: number;
+  /** The mtime to record: the file's, or UNSETTLED_MTIME when it was modified just before it was read. */
   mtimeMs: number;
+  /** The mtime seen when it was read, to notice an edit made while it was parsed. */
+  readMtimeMs: number;
   meta: FrontMatter;
   classification: Classification;
   issues: SourceIssue[];
   docKind: DocumentKind;
 }
+
+/** A file's I/O done ahead of `prepare`. */
+type Loaded =
+  | { kind: 'refused'; issue: SourceIssue }
+  | { kind: 'oversize'; stat: fs.Stats }
+  | { kind: 'missing' }
+  | { kind: 'unreadable'; error: Error }
+  | { kind: 'unchanged-stat'; existing: SourceRecord }
+  | { kind: 'read'; bytes: Uint8Array; mtimeMs: number; settled: boolean };
 
 /** Content already claimed in this run, by hash, so a run sees its own earlier files as holders. */
 type Claims = Map<string, { id: string; path: string }>;
@@ -209,6 +247,7 @@ class ImportRun {
   readonly parser: Parser;
   readonly now: () => Date;
   readonly sizeCap: number;
+  readonly readFile: (absPath: string) => Promise<Uint8Array>;
   parsedBytes = 0;
   /**
    * Sources that hold text a source earlier in path order now has too: processed again at the end, so they
@@ -225,6 +264,7 @@ class ImportRun {
     this.parser = options.parser ?? inThreadParser();
     this.now = options.now ?? (() => new Date());
     this.sizeCap = campaign.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+    this.readFile = options.readFile ?? ((absPath) => fs.promises.readFile(absPath));
   }
 
   private baseRecord(relPath: string, meta: FrontMatter, classification: Classification): Omit<SourceRecord, 'sha256' | 'size' | 'mtimeMs' | 'lexicalState' | 'issues'> {
@@ -281,29 +321,86 @@ class ImportRun {
     };
   }
 
+  /**
+   * The file's stat and, unless size and mtime show it unchanged since it was indexed, its bytes: I/O only,
+   * so several files load at once ahead of `prepare`.
+   */
+  async load(file: ScannedFile, force = false): Promise<Loaded> {
+    if (file.refused) return { kind: 'refused', issue: file.refused };
+    try {
+      // Synchronous: a stat is microseconds, and 10,000 promise round trips cost more than the stats
+      // themselves (imports run on the CLI's thread or the extension's writer thread, never the UI's).
+      const stat = fs.statSync(file.absPath);
+      const statAt = Date.now();
+      // Refused by its size alone: a huge file is never read into memory.
+      if (stat.size > this.sizeCap) return { kind: 'oversize', stat };
+      const unchanged = force ? undefined : this.unchangedByStat(file.relPath, stat);
+      if (unchanged) return { kind: 'unchanged-stat', existing: unchanged };
+      const bytes = await this.readFile(file.absPath);
+      return { kind: 'read', bytes, mtimeMs: stat.mtimeMs, settled: statAt - stat.mtimeMs >= SETTLE_MS };
+    } catch (error) {
+      if (isMissing(error)) return { kind: 'missing' };
+      return { kind: 'unreadable', error: error as Error };
+    }
+  }
+
+  /**
+   * Sources as the index held them when a full run began, each taken once by `unchangedByStat`: one query
+   * for the library instead of one per file.
+   */
+  indexedAtStart: Map<string, SourceRecord> | undefined;
+
+  /** The indexed source when it has this file's size and settled mtime and nothing else could have moved it. */
+  unchangedByStat(relPath: string, stat: fs.Stats): SourceRecord | undefined {
+    if (stat.size > this.sizeCap) return undefined;
+    const id = sourceIdFor(this.campaign.id, relPath);
+    const listed = this.indexedAtStart?.get(id);
+    this.indexedAtStart?.delete(id);
+    const existing = listed ?? this.store.getSource(id);
+    if (!existing || (existing.lexicalState !== 'ready' && existing.lexicalState !== 'duplicate')) return undefined;
+    if (existing.parserVersion !== PARSER_VERSION || existing.chunkingVersion !== CHUNKING_VERSION) return undefined;
+    if (existing.mtimeMs === UNSETTLED_MTIME || existing.mtimeMs !== Math.trunc(stat.mtimeMs) || existing.size !== stat.size) return undefined;
+    // A class from front matter is in the unchanged file; one from folder rules follows campaign.yaml.
+    if (existing.classOrigin.kind === 'front-matter') return existing;
+    const classification = classifySource(this.campaign, relPath, {});
+    const same = existing.class === classification.class && JSON.stringify(existing.classOrigin) === JSON.stringify(classification.origin);
+    return same ? existing : undefined;
+  }
+
   /** Everything up to parsing: cheap, and run in path order so duplicate detection is deterministic. */
-  async prepare(file: ScannedFile, claims: Claims, force = false): Promise<Prepared> {
+  prepare(file: ScannedFile, loaded: Loaded, claims: Claims, force = false): Prepared {
     const relPath = file.relPath;
     const id = sourceIdFor(this.campaign.id, relPath);
-    if (file.refused) return { kind: 'done', outcome: this.writeError(relPath, [file.refused], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
-    let stat: fs.Stats;
-    let bytes: Buffer;
-    try {
-      stat = await fs.promises.stat(file.absPath);
-      if (stat.size > this.sizeCap) {
-        // Refused by its size alone: a huge file is never read into memory.
+    switch (loaded.kind) {
+      case 'refused':
+        return { kind: 'done', outcome: this.writeError(relPath, [loaded.issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
+      case 'oversize':
         return {
           kind: 'done',
-          outcome: this.writeError(relPath, [oversizeIssue(stat.size, this.sizeCap)], { sha256: '', size: stat.size, mtimeMs: stat.mtimeMs, content: '' }),
+          outcome: this.writeError(relPath, [oversizeIssue(loaded.stat.size, this.sizeCap)], { sha256: '', size: loaded.stat.size, mtimeMs: loaded.stat.mtimeMs, content: '' }),
         };
+      case 'missing':
+        return { kind: 'done', outcome: this.vanished(relPath) };
+      case 'unreadable': {
+        const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${loaded.error.message}` };
+        return { kind: 'done', outcome: this.writeError(relPath, [issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
       }
-      bytes = await fs.promises.readFile(file.absPath);
-    } catch (error) {
-      if (isMissing(error)) return { kind: 'done', outcome: this.vanished(relPath) };
-      const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${(error as Error).message}` };
-      return { kind: 'done', outcome: this.writeError(relPath, [issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
+      case 'unchanged-stat': {
+        const existing = loaded.existing;
+        // Holders that changed this run are dealt with by restoreOrphanedDuplicates afterwards.
+        if (existing.lexicalState === 'ready') claims.set(existing.sha256, { id, path: relPath });
+        return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
+      }
+      case 'read':
+        return this.prepareRead(file, loaded, claims, force);
     }
-    const facts = { size: bytes.length, mtimeMs: stat.mtimeMs };
+  }
+
+  private prepareRead(file: ScannedFile, loaded: Extract<Loaded, { kind: 'read' }>, claims: Claims, force: boolean): Prepared {
+    const relPath = file.relPath;
+    const id = sourceIdFor(this.campaign.id, relPath);
+    const bytes = loaded.bytes;
+    const facts = { size: bytes.length, mtimeMs: loaded.settled ? loaded.mtimeMs : UNSETTLED_MTIME };
     const decoded = decodeSource(bytes, this.sizeCap);
     if (!decoded.ok) {
       const sha256 = createHash('sha256').update(bytes).digest('hex');
@@ -329,10 +426,12 @@ class ImportRun {
       // Holders that changed this run are dealt with by restoreOrphanedDuplicates afterwards.
       if (existing.lexicalState === 'ready') claims.set(sha256, { id, path: relPath });
       if (existing.class === classification.class && JSON.stringify(existing.classOrigin) === JSON.stringify(classification.origin)) {
+        // Touched, or read while unsettled: recording what the disk says now lets the next run skip it by stat.
+        if (existing.size !== facts.size || existing.mtimeMs !== Math.trunc(facts.mtimeMs)) this.store.recordFileStat(id, facts.size, facts.mtimeMs);
         return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
       }
       // Same text, new folder rule: the passages stay, only their class moves.
-      const record: SourceRecord = { ...existing, class: classification.class, classOrigin: classification.origin, updatedAt: this.now().toISOString() };
+      const record: SourceRecord = { ...existing, ...facts, class: classification.class, classOrigin: classification.origin, updatedAt: this.now().toISOString() };
       this.store.writeSource(record, text, this.store.listPassages(id).map((p) => ({ ...p, class: classification.class })));
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'reclassified', issues: existing.issues } };
     }
@@ -357,7 +456,18 @@ class ImportRun {
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'duplicate', issues: record.issues, duplicateOf: holder.path } };
     }
     claims.set(sha256, { id, path: relPath });
-    return { kind: 'parse', file, text, sha256, ...facts, meta: split.meta, classification, issues, docKind: documentKind(relPath) ?? 'markdown' };
+    return {
+      kind: 'parse',
+      file,
+      text,
+      sha256,
+      ...facts,
+      readMtimeMs: loaded.mtimeMs,
+      meta: split.meta,
+      classification,
+      issues,
+      docKind: documentKind(relPath) ?? 'markdown',
+    };
   }
 
   /** Starts parsing; the result is written later, in path order, by `finish`. */
@@ -385,7 +495,7 @@ class ImportRun {
       if (isMissing(error)) return this.vanished(relPath);
       throw error;
     }
-    if (after.mtimeMs !== prepared.mtimeMs || after.size !== prepared.size) return 'changed';
+    if (after.mtimeMs !== prepared.readMtimeMs || after.size !== prepared.size) return 'changed';
 
     const base = this.baseRecord(relPath, prepared.meta, prepared.classification);
     const existing = this.store.getSource(base.id);
@@ -467,7 +577,7 @@ class ImportRun {
   /** One file, start to end; a file edited while it was parsed is read again (a few times at most). */
   async processOne(file: ScannedFile, claims: Claims, force = false): Promise<FileOutcome> {
     for (let attempt = 0; ; attempt++) {
-      const prepared = await this.prepare(file, claims, force);
+      const prepared = this.prepare(file, await this.load(file, force), claims, force);
       if (prepared.kind === 'done') return prepared.outcome;
       const outcome = await this.finish(prepared, this.parse(prepared));
       if (outcome !== 'changed') return outcome;
@@ -485,9 +595,10 @@ class ImportRun {
 
   /**
    * Sources that left content out because another source held it are processed again when that holder no
-   * longer holds it (edited or removed), so the text is indexed exactly once, never zero times.
+   * longer holds it (edited or removed), so the text is indexed exactly once, never zero times. With
+   * `changedIds` (one saved file) only the sources that left content to those are looked at, not the library.
    */
-  async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims): Promise<FileOutcome[]> {
+  async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims, changedIds?: readonly string[]): Promise<FileOutcome[]> {
     const outcomes: FileOutcome[] = [];
     const reprocess = async (source: SourceRecord): Promise<void> => {
       const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
@@ -504,29 +615,51 @@ class ImportRun {
       }
     }
     const orphaned = new Set<string>();
-    for (const source of this.store.listSources()) {
-      if (source.lexicalState !== 'duplicate' || !source.duplicateOf) continue;
+    const candidates = changedIds ? this.dependentsOf(changedIds) : this.withDuplicates();
+    for (const source of candidates) {
+      if (source.lexicalState !== 'duplicate' || !source.duplicateOf) {
+        if (this.hasOrphanedPassages(source.id)) orphaned.add(source.id);
+        continue;
+      }
       const holder = this.store.getSource(source.duplicateOf);
-      // A whole-file duplicate (same hash) is fine while its holder still has that hash.
-      if (holder?.lexicalState === 'ready' && holder.sha256 === source.sha256) continue;
-      if (holder?.lexicalState === 'ready' && !this.hasOrphanedPassages(source.id)) continue;
+      if (holder?.lexicalState === 'ready') {
+        // A whole-file duplicate (same hash) is fine while its holder still has that hash; one whose every
+        // passage repeats others' is fine while those still hold them.
+        if (holder.sha256 === source.sha256) continue;
+        if (this.leftPassagesOut(source.id) && !this.hasOrphanedPassages(source.id)) continue;
+      }
       orphaned.add(source.id);
     }
-    const partial = this.store.db
-      .prepare(
-        `SELECT DISTINCT d.source_id id FROM duplicate_passages d
-         WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash)`,
-      )
-      .all() as { id: string }[];
-    for (const row of partial) orphaned.add(row.id);
-    for (const source of this.store.listSources().filter((s) => orphaned.has(s.id))) await reprocess(source);
+    for (const source of candidates.filter((s) => orphaned.has(s.id)).sort((a, b) => comparePaths(a.path, b.path))) await reprocess(source);
     return outcomes;
+  }
+
+  /** Whole duplicates and sources that left passages out: the only ones a holder's change can orphan. */
+  private withDuplicates(): SourceRecord[] {
+    const rows = this.store
+      .statement(`SELECT id FROM sources WHERE campaign_id = ? AND lexical_state = 'duplicate' UNION SELECT DISTINCT source_id FROM duplicate_passages`)
+      .all(this.campaign.id) as { id: string }[];
+    return rows.flatMap((row) => this.store.getSource(row.id) ?? []);
+  }
+
+  /** Sources that are duplicates of, or left passages out for, any of these sources. */
+  private dependentsOf(ids: readonly string[]): SourceRecord[] {
+    const dependents = new Set<string>();
+    const byHolder = this.store.statement(
+      `SELECT id FROM sources WHERE duplicate_of = @holder UNION SELECT source_id id FROM duplicate_passages WHERE holder_id = @holder`,
+    );
+    for (const id of ids) for (const row of byHolder.all({ holder: id }) as { id: string }[]) dependents.add(row.id);
+    return [...dependents].flatMap((id) => this.store.getSource(id) ?? []);
+  }
+
+  private leftPassagesOut(sourceId: string): boolean {
+    return this.store.statement('SELECT 1 FROM duplicate_passages WHERE source_id = ? LIMIT 1').get(sourceId) !== undefined;
   }
 
   private hasOrphanedPassages(sourceId: string): boolean {
     return (
-      this.store.db
-        .prepare(
+      this.store
+        .statement(
           `SELECT 1 FROM duplicate_passages d WHERE d.source_id = ?
            AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash) LIMIT 1`,
         )
@@ -570,44 +703,94 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
   const files = await scanCampaign(campaign);
   const byPath = new Map(files.map((f) => [f.relPath, f]));
   const outcomes: FileOutcome[] = [];
-
-  // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
-  for (const source of store.listSources()) {
-    if (!byPath.has(source.path)) {
-      store.deleteSource(source.id);
-      outcomes.push({ path: source.path, sourceId: source.id, outcome: 'removed', issues: [] });
-    }
-  }
-
   const claims: Claims = new Map();
-  const ahead = Math.max(1, options.concurrency ?? 4);
-  // Parses run ahead (up to `ahead` at once, on the parser's workers); writes happen in path order.
-  const queue: { file: ScannedFile; prepared: Prepared; parsing?: Promise<ParsedDocument | Error> }[] = [];
+  const ahead = Math.max(1, options.concurrency ?? 16);
+  // Parses run ahead on the parser's workers; writes happen in path order, each as soon as its parse is
+  // back, so the SQLite work interleaves with the parsing instead of waiting for a full queue.
+  const queue: { file: ScannedFile; prepared: Prepared; parsing?: Promise<ParsedDocument | Error>; parsed: boolean }[] = [];
+  const loads: (Promise<Loaded> | undefined)[] = [];
   let done = 0;
+  let parsing = 0;
+  let parsingBytes = 0;
   const settle = (outcome: FileOutcome): void => {
     outcomes.push(outcome);
     done++;
+    batch.wrote();
     options.onProgress?.({ phase: 'index', done, total: files.length, path: outcome.path });
   };
   const writeHead = async (): Promise<void> => {
     options.signal?.throwIfAborted();
     const head = queue.shift()!;
     if (head.prepared.kind === 'done') return settle(head.prepared.outcome);
+    parsing--;
+    parsingBytes -= head.prepared.size;
     const outcome = await run.finish(head.prepared, head.parsing!);
     if (outcome !== 'changed') return settle(outcome);
     claims.delete(head.prepared.sha256);
     settle(await run.processOne(head.file, claims));
   };
-  for (const file of files) {
-    options.signal?.throwIfAborted();
-    const prepared = await run.prepare(file, claims);
-    queue.push({ file, prepared, ...(prepared.kind === 'parse' ? { parsing: run.parse(prepared) } : {}) });
-    while (queue.filter((q) => q.parsing).length >= ahead) await writeHead();
+  const headReady = (): boolean => queue.length > 0 && (queue[0]!.prepared.kind === 'done' || queue[0]!.parsed);
+  const batch = new CommitBatch(store);
+  try {
+    run.indexedAtStart = new Map(store.listSources().map((source) => [source.id, source]));
+    // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
+    for (const source of run.indexedAtStart.values()) {
+      if (!byPath.has(source.path)) {
+        store.deleteSource(source.id);
+        outcomes.push({ path: source.path, sourceId: source.id, outcome: 'removed', issues: [] });
+      }
+    }
+    for (let i = 0; i < files.length; i++) {
+      options.signal?.throwIfAborted();
+      for (let next = loads.length; next < Math.min(files.length, i + READ_AHEAD); next++) loads.push(run.load(files[next]!));
+      const loaded = await loads[i]!;
+      loads[i] = undefined; // its bytes are held by `prepared` until written, not twice
+      const prepared = run.prepare(files[i]!, loaded, claims);
+      const entry: (typeof queue)[number] = { file: files[i]!, prepared, parsed: false };
+      if (prepared.kind === 'parse') {
+        parsing++;
+        parsingBytes += prepared.size;
+        entry.parsing = run.parse(prepared);
+        void entry.parsing.then(() => (entry.parsed = true));
+      }
+      queue.push(entry);
+      while (headReady() || parsing >= ahead || parsingBytes > MAX_PARSING_BYTES) await writeHead();
+    }
+    while (queue.length > 0) await writeHead();
+    for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
+  } finally {
+    // Every file written is whole; committing them (even when stopped) is what lets the next run skip them.
+    batch.end();
   }
-  while (queue.length > 0) await writeHead();
-  for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
   options.onProgress?.({ phase: 'done', done, total: files.length });
   return report(campaign, outcomes, run.parsedBytes, startedAt);
+}
+
+/**
+ * The import's own transactions, committed every BATCH_FILES files or BATCH_MS. Does nothing when the
+ * caller already holds a transaction (a rebuild, which commits once at the end).
+ */
+class CommitBatch {
+  private readonly owned: boolean;
+  private files = 0;
+  private startedAt = performance.now();
+
+  constructor(private readonly store: KnowledgeStore) {
+    this.owned = !store.db.inTransaction;
+    if (this.owned) store.db.exec('BEGIN');
+  }
+
+  wrote(): void {
+    if (!this.owned) return;
+    if (++this.files < BATCH_FILES && performance.now() - this.startedAt < BATCH_MS) return;
+    this.store.db.exec('COMMIT; BEGIN');
+    this.files = 0;
+    this.startedAt = performance.now();
+  }
+
+  end(): void {
+    if (this.owned && this.store.db.inTransaction) this.store.db.exec('COMMIT');
+  }
 }
 
 function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
@@ -619,15 +802,22 @@ function replaceOutcome(outcomes: FileOutcome[], outcome: FileOutcome): void {
 /**
  * Indexes one file (the extension calls this when a file is saved, created or removed). A path that no
  * longer exists removes its source. Duplicates that depended on this file's old content are re-checked.
+ * A file whose size and mtime show it unchanged is answered from its stat alone, without the index lock.
  */
-export function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
-  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, relPath, options), { onWait: options.onLockWait, signal: options.signal });
+export async function indexFile(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions = {}): Promise<ImportReport> {
+  const startedAt = performance.now();
+  const posix = relPath.split(path.sep).join('/');
+  if (isCandidateSource(campaign, posix)) {
+    const stat = fs.statSync(path.join(campaign.root, ...posix.split('/')), { throwIfNoEntry: false });
+    const unchanged = stat?.isFile() ? new ImportRun(campaign, store, options).unchangedByStat(posix, stat) : undefined;
+    if (unchanged) return report(campaign, [{ path: posix, sourceId: unchanged.id, outcome: 'unchanged', issues: unchanged.issues }], 0, startedAt);
+  }
+  return withIndexLock(store.db, () => indexFileUnlocked(campaign, store, posix, options), { onWait: options.onLockWait, signal: options.signal });
 }
 
-async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relPath: string, options: ImportOptions): Promise<ImportReport> {
+async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, posix: string, options: ImportOptions): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
-  const posix = relPath.split(path.sep).join('/');
   const absPath = path.join(campaign.root, ...posix.split('/'));
   const outcomes: FileOutcome[] = [];
   const exists = fs.existsSync(absPath);
@@ -637,6 +827,9 @@ async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, relP
   } else {
     outcomes.push(await run.processOne(await scanOne(campaign, posix, absPath), new Map()));
   }
-  for (const outcome of await run.restoreOrphanedDuplicates(new Map(), new Map())) replaceOutcome(outcomes, outcome);
+  const changed = outcomes.filter((o) => o.outcome !== 'unchanged').map((o) => o.sourceId);
+  if (changed.length > 0 || run.displaced.size > 0) {
+    for (const outcome of await run.restoreOrphanedDuplicates(new Map(), new Map(), changed)) replaceOutcome(outcomes, outcome);
+  }
   return report(campaign, outcomes, run.parsedBytes, startedAt);
 }

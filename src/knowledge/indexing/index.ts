@@ -4,6 +4,8 @@ export type { FileOutcome, ImportOptions, ImportReport } from './importer';
 export { INDEX_MIGRATIONS } from './indexSchema';
 export { campaignStatus, findSource, locateCampaign, rebuildIndex, sourceStatus } from './operations';
 export { inThreadParser, workerParser } from './parsePool';
+export { inProcessWriter, workerWriter } from './indexWriter';
+export type { IndexWriter } from './indexWriter';
 export type { Parser } from './parsePool';
 export { assertFts5, migrate, openDatabase } from './sqlite';
 export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';

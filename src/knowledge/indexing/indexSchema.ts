@@ -171,4 +171,12 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 8,
+    description: 'index of whole-file duplicates by the source holding their text',
+    up(db) {
+      // A saved file re-checks the duplicates that depend on it; without this each save scanned every source.
+      db.exec(`CREATE INDEX sources_by_duplicate_of ON sources (duplicate_of) WHERE duplicate_of IS NOT NULL;`);
+    },
+  },
 ];

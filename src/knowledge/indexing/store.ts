@@ -94,6 +94,14 @@ export function toPassage(row: PassageRow): PassageRecord {
   };
 }
 
+/**
+ * Every column of a source but its text: listing and looking up sources is metadata; the text (up to the
+ * size cap per file, 27 MB for the SRD x10) is read only where it is shown, by `getSourceContent`.
+ */
+const SOURCE_COLUMNS = `id, campaign_id, path, title, class, class_origin, enabled, visibility, always_include, priority, scope,
+  tags, entities, notes, sha256, size, mtime_ms, imported_at, updated_at, parser_version, chunking_version, lexical_state,
+  semantic_state, duplicate_of, issues`;
+
 /** Page cache per open index, and how much of the file is memory-mapped (read without copying). */
 const INDEX_CACHE_KIB = 64 * 1024;
 const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
@@ -232,6 +240,11 @@ export class KnowledgeStore {
     })();
   }
 
+  /** Records a file's size and mtime after it was found unchanged by its content, so the next run can trust its stat. */
+  recordFileStat(sourceId: string, size: number, mtimeMs: number): void {
+    this.statement('UPDATE sources SET size = ?, mtime_ms = ? WHERE id = ?').run(size, Math.trunc(mtimeMs), sourceId);
+  }
+
   /** Removes the source, its passages and index rows. Play data (turn snapshots) is elsewhere and untouched. */
   deleteSource(sourceId: string): boolean {
     return this.db.transaction(() => {
@@ -248,20 +261,20 @@ export class KnowledgeStore {
   }
 
   listSources(): SourceRecord[] {
-    return (this.statement('SELECT * FROM sources WHERE campaign_id = ? ORDER BY path').all(this.campaignId) as SourceRow[]).map(
+    return (this.statement(`SELECT ${SOURCE_COLUMNS} FROM sources WHERE campaign_id = ? ORDER BY path`).all(this.campaignId) as SourceRow[]).map(
       toSource,
     );
   }
 
   getSource(sourceId: string): SourceRecord | undefined {
-    const row = this.statement('SELECT * FROM sources WHERE id = ? AND campaign_id = ?').get(sourceId, this.campaignId) as
+    const row = this.statement(`SELECT ${SOURCE_COLUMNS} FROM sources WHERE id = ? AND campaign_id = ?`).get(sourceId, this.campaignId) as
       | SourceRow
       | undefined;
     return row && toSource(row);
   }
 
   getSourceByPath(relPath: string): SourceRecord | undefined {
-    const row = this.statement('SELECT * FROM sources WHERE path = ? AND campaign_id = ?').get(relPath, this.campaignId) as
+    const row = this.statement(`SELECT ${SOURCE_COLUMNS} FROM sources WHERE path = ? AND campaign_id = ?`).get(relPath, this.campaignId) as
       | SourceRow
       | undefined;
     return row && toSource(row);
@@ -276,7 +289,7 @@ export class KnowledgeStore {
   findByHash(sha256: string, exceptId: string): SourceRecord | undefined {
     const row = this
       // `+path`: ordering by the (campaign_id, path) index would walk every source; the hash index finds the few.
-      .statement("SELECT * FROM sources WHERE campaign_id = ? AND sha256 = ? AND id <> ? AND lexical_state = 'ready' ORDER BY +path LIMIT 1")
+      .statement(`SELECT ${SOURCE_COLUMNS} FROM sources WHERE campaign_id = ? AND sha256 = ? AND id <> ? AND lexical_state = 'ready' ORDER BY +path LIMIT 1`)
       .get(this.campaignId, sha256, exceptId) as SourceRow | undefined;
     return row && toSource(row);
   }

@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, onlyEverydayWords, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -319,6 +319,7 @@ function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest
   if (terms.length === 0) return 'the query has no words to search for (only short or common words)';
   const parts: string[] = [];
   if (weights.unseen.length > 0) parts.push(`this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}`);
+  if (onlyEverydayWords(weights)) parts.push(everydayWords(weights));
   if (nearest?.lexical) {
     const where = [nearest.row.path, ...nearest.headingPath].join(' › ');
     parts.push(`the closest passage (${where}) shares only ${quoteList(nearest.lexical.matched.map((t) => t.text))} with it`);
@@ -326,6 +327,11 @@ function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest
     parts.push(`no passage holds ${quoteList(terms.filter((t) => !weights.unseen.includes(t)).map((t) => t.text))}`);
   }
   return parts.join('; ');
+}
+
+/** The words a campaign holds only in passing, said so a writer sees why they do not count. */
+function everydayWords(weights: QueryWeights): string {
+  return `this campaign uses ${quoteList(weights.ordinary.map((t) => t.text))} far less often than everyday English does`;
 }
 
 function round(n: number): number {
@@ -351,8 +357,11 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     return { admitted: false, reason: `matched only ${list}, ${matched.length === 1 ? 'a name' : 'names'} standing in the current state, which alone says nothing about this turn` };
   }
   if (!answered) {
-    return weights.unseenShare >= MAX_UNSEEN_SHARE
-      ? { admitted: false, reason: `matched ${list}, but this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}: the question is not about it` }
+    if (weights.unseenShare >= MAX_UNSEEN_SHARE) {
+      return { admitted: false, reason: `matched ${list}, but this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}: the question is not about it` };
+    }
+    return onlyEverydayWords(weights)
+      ? { admitted: false, reason: `matched ${list}, but ${everydayWords(weights)}: the question is not about it` }
       : { admitted: false, reason: `matched only ${list}; no passage holds enough of the query to answer it` };
   }
   return passageHolds(weights, lexical)

@@ -1,4 +1,5 @@
 import type { KnowledgeStore } from '../indexing';
+import { englishProbability } from './backgroundEnglish';
 import { occurrences, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
 
 /**
@@ -35,6 +36,15 @@ const PASSAGE_SHARE_OF_BAR = 0.5;
 /** When this share of a question's words never occurs in the campaign, the campaign is not what it is about. */
 export const MAX_UNSEEN_SHARE = 0.6;
 
+/**
+ * A campaign that uses every word of a question less than this share as often as everyday English does
+ * (its language model against the background's, see backgroundEnglish.ts) does not answer it. A higher
+ * share turned away more off-topic questions on the tuning stories, but real ones too.
+ */
+export const EVERYDAY_RATIO = 0.5;
+/** Words' worth of everyday English the campaign's model is smoothed with: a small campaign is little evidence. */
+const CAMPAIGN_SMOOTHING = 3000;
+
 export interface CampaignStatistics {
   passages: number;
   averageLength: number;
@@ -42,11 +52,15 @@ export interface CampaignStatistics {
   sharedIndex: boolean;
   /** Passages holding a stem (FTS5 vocabulary over the index). */
   docFrequency(stem: string): number;
+  /** Words in the campaign's text, and how many of them are a stem: its own language model. */
+  words(): number;
+  termCount(stem: string): number;
 }
 
 interface CachedStatistics extends CampaignStatistics {
   key: string;
   frequencies: Map<string, number>;
+  counts: Map<string, number>;
 }
 
 const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
@@ -77,13 +91,40 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
          WHERE o.term = ? AND p.campaign_id = ?`,
       )
     : store.statement('SELECT doc FROM temp.passages_vocab WHERE term = ?');
+  const countLookup = shared
+    ? store.statement(
+        `SELECT count(*) AS cnt FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
+         WHERE o.term = ? AND p.campaign_id = ?`,
+      )
+    : store.statement('SELECT cnt FROM temp.passages_vocab WHERE term = ?');
   const frequencies = new Map<string, number>();
+  const counts = new Map<string, number>();
+  let words: number | undefined;
   const stats: CachedStatistics = {
     key: version,
     passages: n,
     averageLength: chars,
     sharedIndex: shared,
     frequencies,
+    counts,
+    words(): number {
+      words ??= (
+        (shared
+          ? store
+              .statement('SELECT count(*) AS n FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc WHERE p.campaign_id = ?')
+              .get(store.campaignId)
+          : store.statement('SELECT coalesce(sum(cnt), 0) AS n FROM temp.passages_vocab').get()) as { n: number }
+      ).n;
+      return words;
+    },
+    termCount(stem: string): number {
+      let count = counts.get(stem);
+      if (count === undefined) {
+        count = ((shared ? countLookup.get(stem, store.campaignId) : countLookup.get(stem)) as { cnt: number } | undefined)?.cnt ?? 0;
+        counts.set(stem, count);
+      }
+      return count;
+    },
     docFrequency(stem: string): number {
       let doc = frequencies.get(stem);
       if (doc === undefined) {
@@ -128,6 +169,26 @@ export interface QueryWeights {
   unseenShare: number;
   /** Coverage the best passage must reach for the campaign to answer at all. */
   bar: number;
+  /** Words of this turn the campaign uses at least EVERYDAY_RATIO times as often as everyday English: it may be about them. */
+  topical: SearchTerm[];
+  /** Words of this turn the campaign holds, but far less often than anyone says them. */
+  ordinary: SearchTerm[];
+}
+
+/**
+ * How many times more often the campaign uses a term than everyday English does: a likelihood ratio of
+ * the campaign's language model against the background's. The campaign's model is smoothed toward
+ * English (Dirichlet, CAMPAIGN_SMOOTHING words' worth), so a word seen once or twice in a small campaign
+ * is not taken for its subject. A phrase counts as its rarest word.
+ */
+export function topicality(stats: CampaignStatistics, term: SearchTerm): number {
+  const words = stats.words();
+  return Math.min(
+    ...term.stems.map((s) => {
+      const english = englishProbability(s);
+      return (stats.termCount(s) + CAMPAIGN_SMOOTHING * english) / (words + CAMPAIGN_SMOOTHING) / english;
+    }),
+  );
 }
 
 export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTerm[]): QueryWeights {
@@ -140,14 +201,39 @@ export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTe
     total += value * ORIGIN_WEIGHT[t.origin];
     if (df === 0 && t.origin === 'input') unseen.push(t);
   }
-  const inputs = terms.filter((t) => t.origin === 'input').length;
+  const inputs = terms.filter((t) => t.origin === 'input');
+  const held = inputs.filter((t) => !unseen.includes(t));
+  // A name the library knows is what it is about, however common the word is in English ("Rose", "Hope").
+  const topical = held.filter((t) => t.name || topicality(stats, t) >= EVERYDAY_RATIO);
   const size = Math.min(1, Math.log(Math.max(2, stats.passages)) / Math.log(ANSWER_FULL_SIZE));
-  return { idf, total, unseen, unseenShare: inputs === 0 ? 0 : unseen.length / inputs, bar: ANSWER_COVERAGE * size };
+  return {
+    idf,
+    total,
+    unseen,
+    unseenShare: inputs.length === 0 ? 0 : unseen.length / inputs.length,
+    bar: ANSWER_COVERAGE * size,
+    topical,
+    ordinary: held.filter((t) => !topical.includes(t)),
+  };
 }
 
-/** Whether the campaign answers the query at all: the evidence its best passage holds, and words it knows. */
+/**
+ * Whether the campaign answers the query at all: the evidence its best passage holds, words it knows,
+ * and at least one of them a word it uses no less than half as often as everyday English. A turn with
+ * no words of its own (only the story so far or the scene) is not held to the last test.
+ */
 export function answers(weights: QueryWeights, best: LexicalJudgement | undefined): boolean {
-  return best !== undefined && weights.unseenShare < MAX_UNSEEN_SHARE && best.coverage >= weights.bar;
+  return (
+    best !== undefined &&
+    weights.unseenShare < MAX_UNSEEN_SHARE &&
+    best.coverage >= weights.bar &&
+    !onlyEverydayWords(weights)
+  );
+}
+
+/** The campaign holds this turn's words only in passing, far less than everyone uses them: it is not about them. */
+export function onlyEverydayWords(weights: QueryWeights): boolean {
+  return weights.topical.length === 0 && weights.ordinary.length > 0;
 }
 
 /** Whether one passage of an answered query holds enough of it to be admitted. */

