@@ -7,6 +7,7 @@ import { PlayStore } from '../../src/story/playStore';
 import type { Turn } from '../../src/story/types';
 import { makeCampaign, removeDir, writeFile } from '../support/campaignDirs';
 import { turnsLeftByCrash } from '../support/crashedPlay';
+import { reindexClosingMidway } from '../support/sessionClose';
 import { FakeOllama } from '../support/fakeOllama';
 
 const CHUNKS = ['The fog ', 'parts ', 'and Mara ', 'steps ', 'out.'];
@@ -96,13 +97,7 @@ describe('campaign session', () => {
 
   it('closes cleanly: a closed session stops importing, leaves the registry and a new open is a new session', async () => {
     for (let i = 0; i < 40; i++) writeFile(root, `notes/n${i}.md`, `# Note ${i}\n\nThe abbey bell rang ${i} times.\n`);
-    let closing: Promise<void> | undefined;
-    const sub = session.indexing.onDidChangeState((state) => {
-      if (state.kind === 'indexing' && state.done >= 2) closing ??= session.close();
-    });
-    const report = await session.reindex();
-    sub.dispose();
-    await closing;
+    const report = await reindexClosingMidway(session);
     assert.equal(report, undefined, 'the import was cancelled, not finished');
     assert.equal(openSessionAt(root), undefined);
     assert.throws(() => session.store, /closed/);

@@ -6,6 +6,7 @@ import { workerWriter } from '../../src/knowledge/indexing/indexWriter';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { openSession, type CampaignSession } from '../../src/session/session';
 import { makeCampaign, removeDir, writeFile } from '../support/campaignDirs';
+import { reindexClosingMidway } from '../support/sessionClose';
 
 /** Each source's state and passages: what search can find. */
 const holdings = (store: KnowledgeStore) => store.listSources().map((s) => [s.path, s.lexicalState, store.listPassages(s.id).map((p) => p.text)]);
@@ -64,13 +65,7 @@ describe('session: index writes on a worker thread (the extension host path)', (
   });
 
   it('closing the session cancels the worker’s import between files; a new session finishes it', async () => {
-    let closing: Promise<void> | undefined;
-    const sub = session.indexing.onDidChangeState((state) => {
-      if (state.kind === 'indexing' && state.done >= 2) closing ??= session.close();
-    });
-    const report = await session.reindex();
-    sub.dispose();
-    await closing;
+    const report = await reindexClosingMidway(session);
     assert.equal(report, undefined, 'the import was cancelled, not finished');
     session = openSession(root, { writer });
     assert.ok(session.store.listSources().length < 30);
