@@ -15,7 +15,8 @@ function megabytes(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${+(bytes / 1024 / 1024).toFixed(1)} MB` : `${+(bytes / 1024).toFixed(1)} KB`;
 }
 
-function reasonFor(error: NodeJS.ErrnoException): string {
+/** Why a file or folder could not be read, in a writer's words (the caller names it). */
+export function readFailureReason(error: NodeJS.ErrnoException): string {
   switch (error.code) {
     case 'ENOENT':
       return 'the file does not exist';
@@ -41,7 +42,7 @@ export function readFileBounded(file: string, maxBytes: number): Buffer {
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (error) {
-    throw new ReadRefusedError(reasonFor(error as NodeJS.ErrnoException));
+    throw new ReadRefusedError(readFailureReason(error as NodeJS.ErrnoException));
   }
   try {
     const stat = fs.fstatSync(fd);
@@ -67,7 +68,7 @@ export function readFileBounded(file: string, maxBytes: number): Buffer {
     return chunk.subarray(0, length);
   } catch (error) {
     if (error instanceof ReadRefusedError) throw error;
-    throw new ReadRefusedError(reasonFor(error as NodeJS.ErrnoException));
+    throw new ReadRefusedError(readFailureReason(error as NodeJS.ErrnoException));
   } finally {
     fs.closeSync(fd);
   }

@@ -2,6 +2,7 @@ import YAML, { isCollection, isMap, isScalar, isSeq, LineCounter, type Document 
 import { z } from 'zod';
 import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceIssue } from './types';
 import { SELECTIVE_LOGIC } from './triggers';
+import { readTomlFrontMatter } from './tomlFrontMatter';
 
 /** What a source's front matter may say about it. Every key is optional; absent keys fall back to defaults. */
 export interface FrontMatter {
@@ -90,9 +91,14 @@ export interface FrontMatterSplit {
   issues: SourceIssue[];
 }
 
-const FENCE = /^---[ \t]*$/;
+const YAML_FENCE = /^---[ \t]*$/;
+/** Hugo's TOML front matter. */
+const TOML_FENCE = /^\+\+\+[ \t]*$/;
+/** The first line of a block that is front matter: a `key:` (YAML) or `key =` (TOML), or a comment. */
+const OPENING_LINE = { yaml: /^(#|[^\s#][^:]*:(\s|$))/, toml: /^(#|\s*[A-Za-z0-9_"-][^=]*=|\s*\[)/ };
 
 interface FenceLocation {
+  syntax: 'yaml' | 'toml';
   /** Offset where the YAML text starts (after the opening fence line). */
   yamlStart: number;
   /** Offset of the closing fence line. */
@@ -103,29 +109,42 @@ interface FenceLocation {
   linesBeforeBody: number;
 }
 
-/** Locates a front-matter block: `---` on the very first line, closed by the next `---` line. */
+/**
+ * Locates a front-matter block: `---` (or `+++`) on the very first line, closed by the next such line. A
+ * first line `---` followed by prose is a thematic break (a scene break that opens the file), not front
+ * matter: the block counts only when its first non-blank line is a key (or a comment, or the closing fence).
+ */
 function locateFences(text: string): FenceLocation | 'unclosed' | undefined {
   const firstBreak = text.indexOf('\n');
   const firstLine = (firstBreak === -1 ? text : text.slice(0, firstBreak)).replace(/\r$/, '');
-  if (!FENCE.test(firstLine) || firstBreak === -1) return firstBreak === -1 && FENCE.test(firstLine) ? 'unclosed' : undefined;
+  const syntax = YAML_FENCE.test(firstLine) ? 'yaml' : TOML_FENCE.test(firstLine) ? 'toml' : undefined;
+  if (!syntax || firstBreak === -1) return undefined;
+  const fence = syntax === 'yaml' ? YAML_FENCE : TOML_FENCE;
   let lineStart = firstBreak + 1;
   let line = 2;
+  let opened = false;
   while (lineStart <= text.length) {
     const lineBreak = text.indexOf('\n', lineStart);
     const lineEnd = lineBreak === -1 ? text.length : lineBreak;
-    if (FENCE.test(text.slice(lineStart, lineEnd).replace(/\r$/, ''))) {
+    const lineText = text.slice(lineStart, lineEnd).replace(/\r$/, '');
+    if (fence.test(lineText)) {
       return {
+        syntax,
         yamlStart: firstBreak + 1,
         yamlEnd: lineStart,
         bodyStart: lineBreak === -1 ? text.length : lineBreak + 1,
         linesBeforeBody: line,
       };
     }
+    if (!opened && lineText.trim() !== '') {
+      if (!OPENING_LINE[syntax].test(lineText)) return undefined;
+      opened = true;
+    }
     if (lineBreak === -1) break;
     lineStart = lineBreak + 1;
     line += 1;
   }
-  return 'unclosed';
+  return opened ? 'unclosed' : undefined;
 }
 
 function parseYaml(yamlText: string): { doc: Document.Parsed; lines: LineCounter } {
@@ -162,19 +181,34 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
   const fences = locateFences(text);
   if (fences === undefined) return { meta: {}, body: text, bodyStartLine: 1, present: false, issues: [] };
   if (fences === 'unclosed') {
+    const fence = text.startsWith('+++') ? '+++' : '---';
     return {
       meta: {},
       body: '',
       bodyStartLine: 1,
       present: true,
-      issues: [{ severity: 'error', code: 'front-matter-unclosed', line: 1, message: 'front matter opened with --- on line 1 is never closed by a --- line' }],
+      issues: [{ severity: 'error', code: 'front-matter-unclosed', line: 1, message: `front matter opened with ${fence} on line 1 is never closed by a ${fence} line` }],
     };
   }
   const body = text.slice(fences.bodyStart);
   const bodyStartLine = fences.linesBeforeBody + 1;
-  const fileLine = (yamlLine: number): number => yamlLine + 1; // the opening fence is line 1
-  const { doc, lines } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
+  const fileLine = (blockLine: number): number => blockLine + 1; // the opening fence is line 1
   const result: FrontMatterSplit = { meta: {}, body, bodyStartLine, present: true, issues: [] };
+  const block = text.slice(fences.yamlStart, fences.yamlEnd);
+  if (fences.syntax === 'toml') {
+    const { fields, tables } = readTomlFrontMatter(block);
+    for (const table of tables) {
+      if (table.name in FIELD_SCHEMAS) {
+        result.issues.push({ severity: 'warning', code: 'front-matter-toml', line: fileLine(table.line), message: `TOML table [${table.name}] is not read; write '${table.name}' in YAML front matter (between --- lines)` });
+      }
+    }
+    result.meta = validateFields(
+      fields.map((f) => ({ key: f.key, value: f.value, line: fileLine(f.line), unreadable: f.value === undefined })),
+      result.issues,
+    );
+    return result;
+  }
+  const { doc, lines } = parseYaml(block);
 
   if (doc.errors.length > 0) {
     for (const error of doc.errors) {
@@ -194,22 +228,37 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
     result.issues.push({ severity: 'error', code: 'front-matter-shape', line: 2, message: 'front matter must be `key: value` lines' });
     return result;
   }
-
-  const meta: Record<string, unknown> = {};
-  for (const pair of doc.contents.items) {
+  const fields = doc.contents.items.map((pair) => {
     const keyNode = pair.key;
-    const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode);
     const offset = isScalar(keyNode) && keyNode.range ? keyNode.range[0] : 0;
-    const line = fileLine(lines.linePos(offset).line);
+    const value: unknown = isScalar(pair.value) ? pair.value.toJSON() : (pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null;
+    return { key: isScalar(keyNode) ? String(keyNode.value) : String(keyNode), value, line: fileLine(lines.linePos(offset).line), unreadable: false };
+  });
+  result.meta = validateFields(fields, result.issues);
+  return result;
+}
+
+/** Each field checked against its schema: the valid ones kept, every other one reported on its line. */
+function validateFields(fields: readonly { key: string; value: unknown; line: number; unreadable: boolean }[], issues: SourceIssue[]): FrontMatter {
+  const meta: Record<string, unknown> = {};
+  for (const { key, value, line, unreadable } of fields) {
     const schema = (FIELD_SCHEMAS as Record<string, z.ZodType>)[key];
     if (!schema) {
       const suggestion = nearestKey(key);
       if (suggestion) {
-        result.issues.push({ severity: 'warning', code: 'front-matter-unknown-key', line, message: `unknown front matter key '${key}' is ignored; did you mean '${suggestion}'?` });
+        issues.push({ severity: 'warning', code: 'front-matter-unknown-key', line, message: `unknown front matter key '${key}' is ignored; did you mean '${suggestion}'?` });
       }
       continue;
     }
-    const value: unknown = isScalar(pair.value) ? pair.value.toJSON() : (pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null;
+    if (unreadable) {
+      issues.push({
+        severity: 'error',
+        code: key === 'class' ? 'front-matter-class' : 'front-matter-field',
+        line,
+        message: `front matter '${key}' is not a TOML value this reader understands: write it on one line as "text", a number, true/false or a [list]`,
+      });
+      continue;
+    }
     const parsed = schema.safeParse(value);
     if (parsed.success) {
       meta[key] = parsed.data;
@@ -217,11 +266,10 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
       const shown = value === null ? 'empty' : `'${typeof value === 'string' ? value : JSON.stringify(value)}'`;
       const reason = parsed.error.issues[0]?.message ?? 'is not valid';
       const code = key === 'class' ? 'front-matter-class' : 'front-matter-field';
-      result.issues.push({ severity: 'error', code, line, message: `front matter '${key}' is ${shown}: ${reason}` });
+      issues.push({ severity: 'error', code, line, message: `front matter '${key}' is ${shown}: ${reason}` });
     }
   }
-  result.meta = meta as FrontMatter;
-  return result;
+  return meta as FrontMatter;
 }
 
 /** A file's front matter, opened for an edit that changes nothing else: its line ending, fences and YAML. */
@@ -236,7 +284,8 @@ function openForEdit(text: string): EditableFrontMatter {
   const eol = text.includes('\r\n') ? '\r\n' : '\n';
   const fences = locateFences(text);
   if (fences === undefined) return { eol };
-  if (fences === 'unclosed') throw new Error('front matter is never closed by a --- line; fix it before editing');
+  if (fences === 'unclosed') throw new Error('front matter is never closed; fix it before editing');
+  if (fences.syntax === 'toml') throw new Error('front matter is TOML (+++); edit it by hand, or write it as YAML between --- lines');
   const { doc } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
   if (doc.errors.length > 0) throw new Error('front matter is not valid YAML; fix it before editing');
   if (doc.contents !== null && !isMap(doc.contents)) throw new Error('front matter is not `key: value` lines; fix it before editing');
@@ -308,7 +357,7 @@ function renderScalar(value: string): string {
  */
 export function frontMatterData(text: string): Record<string, unknown> {
   const fences = locateFences(text);
-  if (fences === undefined || fences === 'unclosed') return {};
+  if (fences === undefined || fences === 'unclosed' || fences.syntax === 'toml') return {};
   const { doc } = parseYaml(text.slice(fences.yamlStart, fences.yamlEnd));
   if (doc.errors.length > 0 || !isMap(doc.contents)) return {};
   return doc.toJSON() as Record<string, unknown>;

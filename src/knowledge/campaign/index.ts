@@ -4,7 +4,7 @@ export type { Campaign } from './campaign';
 export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
-export { ReadRefusedError, readFileBounded } from './boundedRead';
+export { ReadRefusedError, readFailureReason, readFileBounded } from './boundedRead';
 export { FRONT_MATTER_KEYS, frontMatterData, splitFrontMatter, withFrontMatterField, withFrontMatterListItem } from './frontMatter';
 export { atxHeading } from './markdown';
 export type { AtxHeading } from './markdown';

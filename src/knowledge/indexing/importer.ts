@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CAMPAIGN_FILE, DATA_DIR, pathInside, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, pathInside, readFailureReason, type Campaign } from '../campaign';
 import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
@@ -136,8 +136,13 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
     let entries: fs.Dirent[];
     try {
       entries = await fs.promises.readdir(absDir, { withFileTypes: true });
-    } catch {
-      return; // a folder removed mid-scan simply has no files
+    } catch (error) {
+      // A folder removed mid-scan simply has no files; one that cannot be read is named, or its files would vanish unexplained.
+      if (relDir && !isMissing(error)) {
+        const message = `folder cannot be read: ${readFailureReason(error as NodeJS.ErrnoException)}; none of its files are indexed`;
+        found.push({ relPath: relDir, absPath: absDir, refused: { severity: 'error', code: 'unreadable', message } });
+      }
+      return;
     }
     for (const entry of entries) {
       const relPath = relDir ? `${relDir}/${entry.name}` : entry.name;
@@ -236,7 +241,7 @@ type Loaded =
   | { kind: 'refused'; issue: SourceIssue }
   | { kind: 'oversize'; stat: fs.Stats }
   | { kind: 'missing' }
-  | { kind: 'unreadable'; error: Error }
+  | { kind: 'unreadable'; error: NodeJS.ErrnoException }
   | { kind: 'unchanged-stat'; existing: SourceRecord }
   | { kind: 'read'; bytes: Uint8Array; mtimeMs: number; settled: boolean };
 
@@ -340,7 +345,7 @@ class ImportRun {
       return { kind: 'read', bytes, mtimeMs: stat.mtimeMs, settled: statAt - stat.mtimeMs >= SETTLE_MS };
     } catch (error) {
       if (isMissing(error)) return { kind: 'missing' };
-      return { kind: 'unreadable', error: error as Error };
+      return { kind: 'unreadable', error: error as NodeJS.ErrnoException };
     }
   }
 
@@ -382,7 +387,7 @@ class ImportRun {
       case 'missing':
         return { kind: 'done', outcome: this.vanished(relPath) };
       case 'unreadable': {
-        const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${loaded.error.message}` };
+        const issue: SourceIssue = { severity: 'error', code: 'unreadable', message: `file cannot be read: ${readFailureReason(loaded.error)}` };
         return { kind: 'done', outcome: this.writeError(relPath, [issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
       }
       case 'unchanged-stat': {
