@@ -44,7 +44,7 @@ function singleByteHint(bytes: Uint8Array, offset: number): string {
   const before = new TextDecoder('utf-8').decode(bytes.subarray(Math.max(lineStart, offset - 24), offset)).replace(/^\uFFFD+/, '').trimStart();
   const hex = `0x${byte.toString(16).toUpperCase()}`;
   const letter = windows1252.decode(bytes.subarray(offset, offset + 1));
-  return `, byte ${hex}${before ? ` after '${before}'` : ''}: Windows-1252 reads it as '${letter}', so the file is probably Windows-1252 or Latin-1`;
+  return `: byte ${hex}${before ? ` after '${before}'` : ''}, which Windows-1252 reads as '${letter}', so the file is probably Windows-1252 or Latin-1`;
 }
 
 /**
@@ -77,8 +77,9 @@ export function oversizeIssue(size: number, sizeCapBytes: number): SourceIssue {
 
 /**
  * Turns a file's bytes into text, or says precisely why it cannot: over the size cap, binary (a NUL byte),
- * or not UTF-8 (naming UTF-16 without a byte-order mark, and hinting at Windows-1252). Never guesses an encoding and never substitutes characters. A byte-order mark is
- * dropped (TextDecoder removes it); the returned text is otherwise exactly the file's.
+ * or not UTF-8 (naming UTF-16 without a byte-order mark, and hinting at Windows-1252). Never guesses an
+ * encoding and never substitutes characters. A byte-order mark is dropped (TextDecoder removes it); the
+ * returned text is otherwise exactly the file's.
  */
 export function decodeSource(bytes: Uint8Array, sizeCapBytes: number): DecodeResult {
   if (bytes.length > sizeCapBytes) return { ok: false, issue: oversizeIssue(bytes.length, sizeCapBytes) };
@@ -101,7 +102,7 @@ export function decodeSource(bytes: Uint8Array, sizeCapBytes: number): DecodeRes
     const { line, offset } = firstInvalidUtf8(bytes);
     return {
       ok: false,
-      issue: { severity: 'error', code: 'encoding', line, message: `file is not valid UTF-8 (first bad byte on line ${line}${singleByteHint(bytes, offset)}); re-save it as UTF-8` },
+      issue: { severity: 'error', code: 'encoding', line, message: `file is not valid UTF-8 (first bad byte on line ${line})${singleByteHint(bytes, offset)}; re-save it as UTF-8` },
     };
   }
   const issues: SourceIssue[] = [];

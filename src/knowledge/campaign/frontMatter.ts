@@ -94,8 +94,10 @@ export interface FrontMatterSplit {
 const YAML_FENCE = /^---[ \t]*$/;
 /** Hugo's TOML front matter. */
 const TOML_FENCE = /^\+\+\+[ \t]*$/;
-/** The first line of a block that is front matter: a `key:` (YAML) or `key =` (TOML), or a comment. */
-const OPENING_LINE = { yaml: /^(#|[^\s#][^:]*:(\s|$))/, toml: /^(#|\s*[A-Za-z0-9_"-][^=]*=|\s*\[)/ };
+/** The first line of a block that is front matter: a `key:` or `- item` (YAML), a `key =` or `[table]` (TOML). */
+const OPENING_LINE = { yaml: /^(- |[^\s#][^:]*:(\s|$))/, toml: /^\s*([A-Za-z0-9_"-][^=]*=|\[)/ };
+/** Skipped when deciding: a YAML or TOML comment reads exactly like a markdown heading. */
+const NEUTRAL_LINE = /^\s*(#.*)?$/;
 
 interface FenceLocation {
   syntax: 'yaml' | 'toml';
@@ -112,7 +114,8 @@ interface FenceLocation {
 /**
  * Locates a front-matter block: `---` (or `+++`) on the very first line, closed by the next such line. A
  * first line `---` followed by prose is a thematic break (a scene break that opens the file), not front
- * matter: the block counts only when its first non-blank line is a key (or a comment, or the closing fence).
+ * matter: the block counts only when its first line that is neither blank nor a comment is a key (or the
+ * closing fence).
  */
 function locateFences(text: string): FenceLocation | 'unclosed' | undefined {
   const firstBreak = text.indexOf('\n');
@@ -136,7 +139,7 @@ function locateFences(text: string): FenceLocation | 'unclosed' | undefined {
         linesBeforeBody: line,
       };
     }
-    if (!opened && lineText.trim() !== '') {
+    if (!opened && !NEUTRAL_LINE.test(lineText)) {
       if (!OPENING_LINE[syntax].test(lineText)) return undefined;
       opened = true;
     }

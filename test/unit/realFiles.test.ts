@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import type http from 'node:http';
+import path from 'node:path';
+import { EXIT } from '../../src/cli/command';
+import { makeCampaign, removeDir, writeFile } from '../support/campaignDirs';
+import { runCaptured } from '../support/cliRun';
+import { closeLoopback, listenOnLoopback } from '../support/loopback';
+
+/**
+ * Campaign folders as writers really have them (editors on Windows, Obsidian, Hugo, Word exports, symlinked
+ * shared folders), through the CLI a writer runs: each file either just works or is named with its reason,
+ * and nothing else in the campaign is lost. Every file carries a made-up word, so a search proves it is in.
+ */
+
+const index = (root: string, ...flags: string[]) => runCaptured(['index', root, '--workers', '0', ...flags], '/');
+
+async function found(root: string, word: string): Promise<string[]> {
+  const result = await runCaptured(['search', word, '--campaign', root, '--json'], '/');
+  assert.equal(result.code, EXIT.ok, result.stderr);
+  return [...new Set((JSON.parse(result.stdout) as { hits: { sourcePath: string }[] }).hits.map((r) => r.sourcePath))];
+}
+
+interface Listed {
+  path: string;
+  class: string;
+  title: string;
+  lexicalState: string;
+  issues: { code: string; message: string; line?: number }[];
+}
+
+async function sources(root: string): Promise<Map<string, Listed>> {
+  const result = await runCaptured(['sources', root, '--json'], '/');
+  assert.equal(result.code, EXIT.ok, result.stderr);
+  return new Map((JSON.parse(result.stdout) as { sources: Listed[] }).sources.map((s) => [s.path, s]));
+}
+
+/**
+ * The CLI as an ordinary user: as root (CI containers) permissions never refuse a read, so the real CLI runs
+ * in a child process without root's privileges; otherwise in this process.
+ */
+async function runUnprivileged(argv: string[]): Promise<{ code: number; stdout: string }> {
+  if (process.getuid?.() !== 0) return runCaptured(argv, '/');
+  const repo = path.resolve(__dirname, '..', '..');
+  const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...argv], {
+    cwd: repo,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
+  return { code, stdout };
+}
+
+describe('real files a writer has', () => {
+  let root: string;
+  afterEach(() => removeDir(root));
+
+  it('reads CRLF, old-Mac and mixed line endings and a UTF-8 byte-order mark, with lines as the editor shows them', async () => {
+    root = makeCampaign({
+      'crlf.md': '# Harbor\r\n\r\nThe harbormoot keeps the ledgers.\r\n\r\n## Docks\r\n\r\nShips dock at dawn by the quaywright.\r\n',
+      'mixed.md': '# Mixed\r\nlanterns of the glimmerhall\nmore lanterns\r\rthe old mac line\n',
+      'bom.md': Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('---\ntitle: The Brass Automaton\nclass: reference\n---\n# Bommed\n\nThe cogsinger hums.\n')]),
+    });
+    const result = await index(root);
+    assert.equal(result.code, EXIT.ok, result.stdout);
+    assert.match(result.stdout, /3 indexed, .* 0 with errors/);
+    assert.deepEqual(await found(root, 'quaywright'), ['crlf.md']);
+    assert.deepEqual(await found(root, 'glimmerhall'), ['mixed.md']);
+    const bom = (await sources(root)).get('bom.md')!;
+    assert.deepEqual([bom.title, bom.class], ['The Brass Automaton', 'reference'], 'front matter after a byte-order mark is read');
+    const passages = await runCaptured(['passages', 'crlf.md', '--campaign', root], '/');
+    assert.match(passages.stdout, /lines 3–7/, 'CRLF counts one line per line break');
+  });
+
+  it('names the encoding of UTF-16 (with or without a byte-order mark) and Windows-1252 files, and indexes the rest', async () => {
+    const text = '# Sixteen\n\nThe tidewitch speaks.\n';
+    root = makeCampaign({
+      'utf16-bom.md': Buffer.from(`\ufeff${text}`, 'utf16le'),
+      'utf16le.md': Buffer.from(text, 'utf16le'),
+      'utf16be.md': Buffer.from(text, 'utf16le').swap16(),
+      'word-export.md': Buffer.from('# Caf\xe9 Notes\n\nThe \x93smuggler\x92s\x94 den.\n', 'latin1'),
+      'good.md': '# Good\n\nThe saltreeve waits.\n',
+    });
+    const result = await index(root);
+    assert.equal(result.code, EXIT.findings);
+    assert.match(result.stdout, /error +utf16-bom\.md:1 +file is UTF-16, not UTF-8; re-save it as UTF-8/);
+    assert.match(result.stdout, /error +utf16le\.md:1 +file is UTF-16 \(little-endian, without a byte-order mark\), not UTF-8/);
+    assert.match(result.stdout, /error +utf16be\.md:1 +file is UTF-16 \(big-endian, without a byte-order mark\), not UTF-8/);
+    assert.match(result.stdout, /error +word-export\.md:1 +file is not valid UTF-8 \(first bad byte on line 1\): byte 0xE9 after '# Caf', which Windows-1252 reads as 'é'/);
+    assert.deepEqual(await found(root, 'saltreeve'), ['good.md']);
+  });
+
+  it('front matter as writers write it: none, only front matter, TOML, and --- as a scene break on line 1', async () => {
+    root = makeCampaign({
+      'empty.md': '',
+      'only-front-matter.md': '---\ntitle: Placeholder\n---\n',
+      'hugo.md': '+++\ntitle = "The Toml Fox"\nclass = "reference"\ntags = ["fox", "woods"]\nclas = "typo"\n[params]\nclass = "canon"\n+++\n# Fox\n\nThe vulpinmark runs.\n',
+      'hugo-odd.md': '+++\nclass = """\ncanon"""\n+++\nThe oddtoml line.\n',
+      'scene.md': '---\n\nThe story opens with a rule on the moorwatch.\n\nLater the hounds bay.\n',
+      'never-closed.md': '---\ntitle: Forgot to close\nThe nocloseword paragraph.\n',
+      'good.md': '# Good\n\nThe saltreeve waits.\n',
+    });
+    const result = await index(root);
+    assert.equal(result.code, EXIT.findings);
+    assert.match(result.stdout, /warning +empty\.md +file is empty: nothing to index/);
+    assert.match(result.stdout, /warning +only-front-matter\.md +file has no text to index/);
+    assert.match(result.stdout, /warning +hugo\.md:5 +unknown front matter key 'clas' is ignored; did you mean 'class'\?/);
+    assert.match(result.stdout, /error +hugo-odd\.md:2 +front matter 'class' is not a TOML value this reader understands/);
+    assert.match(result.stdout, /error +never-closed\.md:1 +front matter opened with --- on line 1 is never closed by a --- line/);
+    const listed = await sources(root);
+    const hugo = listed.get('hugo.md')!;
+    assert.deepEqual([hugo.title, hugo.class], ['The Toml Fox', 'reference'], "TOML's class is read; the [params] table's is not the file's");
+    assert.deepEqual(await found(root, 'vulpinmark'), ['hugo.md']);
+    assert.deepEqual(await found(root, 'moorwatch'), ['scene.md'], 'a --- opening prose is a thematic break, and the file is indexed');
+    assert.equal(listed.get('scene.md')!.issues.length, 0);
+    assert.deepEqual(await found(root, 'saltreeve'), ['good.md']);
+  });
+
+  it('indexes prose between two --- scene breaks when the file opens with one', async () => {
+    root = makeCampaign({ 'scenes.md': '---\n\nThe scene opens on the moorwatch.\n\n---\n\nLater the houndbay echoes.\n' });
+    const result = await index(root);
+    assert.equal(result.code, EXIT.ok, result.stdout);
+    assert.deepEqual(await found(root, 'moorwatch'), ['scenes.md'], 'prose between scene breaks is not front matter');
+    assert.deepEqual(await found(root, 'houndbay'), ['scenes.md']);
+  });
+
+  it('refuses a file over the size cap by its size alone, and indexes it once the cap is raised', async () => {
+    const big = Array.from({ length: 40_000 }, (_, i) => `## Leg ${i}\n\nThe caravan ${i} crosses the dunesea.\n`).join('\n');
+    root = makeCampaign({ 'caravans.md': big, 'good.md': '# Good\n\nThe saltreeve waits.\n' });
+    const capped = await index(root);
+    assert.equal(capped.code, EXIT.findings);
+    assert.match(capped.stdout, /error +caravans\.md +file is \d\.\d MiB, over the campaign's 1\.0 MiB cap \(size_cap_bytes in campaign\.yaml\); split it or raise the cap/);
+    fs.appendFileSync(path.join(root, 'campaign.yaml'), 'size_cap_bytes: 4000000\n');
+    const raised = await index(root);
+    assert.equal(raised.code, EXIT.ok, raised.stdout);
+    assert.ok((await found(root, 'dunesea')).includes('caravans.md'));
+  });
+
+  it('indexes very long lines, deep nesting, HTML, Obsidian callouts and embeds, footnotes and tables, fetching nothing they name', async () => {
+    const { server, port } = await listenOnLoopback();
+    const fetched: string[] = [];
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      fetched.push(req.url ?? '');
+      res.end();
+    });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      root = makeCampaign({
+        'long-line.md': `# Long\n\n${'word '.repeat(60_000)}longlinemark\n`,
+        'no-spaces.md': `# Unbroken\n\n${'x'.repeat(200_000)}\n\nThe unbrokenmark follows.\n`,
+        'nested.md': `# Nested\n\n${Array.from({ length: 150 }, (_, i) => `${'  '.repeat(i)}- level ${i} of the nestwell\n`).join('')}\n${'> '.repeat(300)}deepquotemark\n`,
+        'html.md': `# Gate\n\n<script>fetch("${url}/script")</script>\n\n<img src="${url}/pixel.png">\n\n![map](${url}/map.png)\n\n<div>\nThe gatewarden of the duke.\n</div>\n`,
+        'obsidian.md': `# Lighthouse\n\n> [!note] The beaconward\n> The keeper is blind.\n\n![[map.png]]\n![[${url}/embed.png]]\n![[Other Page#Heading]]\n`,
+        'notes.md': '# Relic\n\nThe relic[^1] is cursed.\n\n[^1]: Found in the barrowdeep.\n',
+        'table.md': '# Commands\n\n| cmd | what |\n|---|---|\n| `a|b` | pipemark in code |\n| x \\| y | escaped |\n',
+      });
+      const result = await index(root);
+      assert.equal(result.code, EXIT.ok, result.stdout);
+      for (const [word, file] of [
+        ['longlinemark', 'long-line.md'],
+        ['unbrokenmark', 'no-spaces.md'],
+        ['nestwell', 'nested.md'],
+        ['deepquotemark', 'nested.md'],
+        ['gatewarden', 'html.md'],
+        ['beaconward', 'obsidian.md'],
+        ['barrowdeep', 'notes.md'],
+        ['pipemark', 'table.md'],
+      ]) {
+        assert.deepEqual(await found(root, word!), [file], word);
+      }
+      assert.equal((await runCaptured(['context', 'I knock at the gate of the gatewarden', '--campaign', root], '/')).code, EXIT.ok);
+      assert.equal((await runCaptured(['lint', root], '/')).code, EXIT.ok);
+      assert.deepEqual(fetched, [], 'nothing a file names is fetched');
+    } finally {
+      await closeLoopback(server);
+    }
+  });
+
+  it('file and folder names in any script, with spaces and #, and a folder named like a file', async () => {
+    root = makeCampaign({
+      'emoji 🐉 dragon.md': '# 🐉 Dragon 龍\n\nThe wyrmkeep sleeps under 東京.\n',
+      '名前/人物.md': '# 人物\n\n侍 guards the shirokeep.\n',
+      'with space #hash.md': '# Hash\n\nThe hashmoot tavern.\n',
+      'x.md/inner.md': '# Inner\n\nInside the foldermark.\n',
+    });
+    const result = await index(root);
+    assert.equal(result.code, EXIT.ok, result.stdout);
+    assert.match(result.stdout, /4 files — 4 indexed/);
+    assert.deepEqual(await found(root, 'wyrmkeep'), ['emoji 🐉 dragon.md']);
+    assert.deepEqual(await found(root, 'shirokeep'), ['名前/人物.md']);
+    assert.deepEqual(await found(root, 'hashmoot'), ['with space #hash.md']);
+    assert.deepEqual(await found(root, 'foldermark'), ['x.md/inner.md']);
+    const passages = await runCaptured(['passages', 'with space #hash.md', '--campaign', root], '/');
+    assert.equal(passages.code, EXIT.ok, passages.stdout);
+  });
+
+  it('symlinks: one inside is read once, outside and broken ones are named and refused, loops end, a pipe does not hang', async () => {
+    root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n' });
+    const outside = makeCampaign({ 'secret.md': '# Secret\n\nThe outsidemark must not leak.\n' });
+    try {
+      fs.symlinkSync('harbor.md', path.join(root, 'link-to-harbor.md'));
+      fs.symlinkSync(path.join(outside, 'secret.md'), path.join(root, 'leak.md'));
+      fs.symlinkSync(outside, path.join(root, 'shared'));
+      fs.symlinkSync('loop-b.md', path.join(root, 'loop-a.md'));
+      fs.symlinkSync('loop-a.md', path.join(root, 'loop-b.md'));
+      fs.symlinkSync('nowhere.md', path.join(root, 'broken.md'));
+      fs.symlinkSync('.', path.join(root, 'self'));
+      fs.mkdirSync(path.join(root, 'deeper'));
+      fs.symlinkSync('..', path.join(root, 'deeper', 'up'));
+      execFileSync('mkfifo', [path.join(root, 'pipe.md')]);
+      writeFile(root, '.git/notes.md', '# Git\n\nThe gitmark.\n');
+      writeFile(root, 'node_modules/pkg/readme.md', '# Package\n\nThe modulemark.\n');
+      const result = await index(root);
+      assert.equal(result.code, EXIT.findings);
+      assert.match(result.stdout, /warning +link-to-harbor\.md +same content as harbor\.md, which is already indexed; not indexed twice/);
+      assert.match(result.stdout, /error +leak\.md +symlink points outside the campaign \(to .*secret\.md\); refused/);
+      assert.match(result.stdout, /error +shared +symlink points outside the campaign/);
+      assert.match(result.stdout, /error +loop-a\.md +symlink loops back on itself/);
+      assert.match(result.stdout, /error +broken\.md +symlink leads nowhere/);
+      assert.deepEqual(await found(root, 'harbormoot'), ['harbor.md']);
+      assert.deepEqual(await found(root, 'outsidemark'), []);
+      const listed = await sources(root);
+      assert.deepEqual(
+        [...listed.keys()].filter((p) => /pipe|git|node_modules|self|deeper/.test(p)),
+        [],
+        'a pipe, .git, node_modules and looping folders are not sources',
+      );
+    } finally {
+      removeDir(outside);
+    }
+  });
+
+  it('names an unreadable file and an unreadable folder, and indexes everything else', async () => {
+    root = makeCampaign({ 'locked.md': '# Locked\n\nThe lockmark.\n', 'vault/inner.md': '# Vault\n\nThe vaultmark.\n', 'open.md': '# Open\n\nThe openmark.\n' });
+    fs.chmodSync(root, 0o777); // the unprivileged CLI writes the index here
+    fs.chmodSync(path.join(root, 'locked.md'), 0o000);
+    fs.chmodSync(path.join(root, 'vault'), 0o000);
+    try {
+      const result = await runUnprivileged(['index', root, '--workers', '0']);
+      assert.equal(result.code, EXIT.findings, result.stdout);
+      assert.match(result.stdout, /error +locked\.md +file cannot be read: permission to read it was refused/);
+      assert.match(result.stdout, /error +vault +folder cannot be read: permission to read it was refused; none of its files are indexed/);
+      assert.match(result.stdout, /1 indexed/);
+    } finally {
+      fs.chmodSync(path.join(root, 'vault'), 0o755);
+    }
+  });
+});
