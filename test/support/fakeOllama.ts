@@ -1,5 +1,5 @@
-import http from 'node:http';
-import { closeLoopback, listenOnLoopback, readBody } from './loopback';
+import type http from 'node:http';
+import { FakeModelServer, sleep } from './fakeModelServer';
 
 /**
  * A loopback HTTP server that speaks Ollama's documented API (../shared/reference/ollama-api.md) closely
@@ -28,12 +28,6 @@ export interface ChatScript {
   error?: string;
   /** Answers the request itself, as a server that is not (quite) Ollama would. */
   respond?: (res: http.ServerResponse) => void | Promise<void>;
-}
-
-export interface RecordedRequest {
-  method: string;
-  path: string;
-  body: unknown;
 }
 
 export interface EmbedBehaviour {
@@ -108,13 +102,10 @@ export function bagOfWordsEmbedding(text: string, dimensions: number, variant = 
   return scaled.map((v) => v / total);
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export class FakeOllama {
-  readonly requests: RecordedRequest[] = [];
-  /** Replies for /api/chat and /api/generate, used in order; when empty, `defaultReply` answers. */
-  readonly replies: ChatScript[] = [];
+/** Scripts in `replies` answer /api/chat and /api/generate. */
+export class FakeOllama extends FakeModelServer<ChatScript> {
   defaultReply: ChatScript = { chunks: ['The fog ', 'thickens.'] };
+  protected readonly jsonType = 'application/json; charset=utf-8';
   embed: EmbedBehaviour = {};
   pull: PullBehaviour = {};
   /** When set, /api/show is answered by this instead (a server that hangs, or is not Ollama). */
@@ -124,48 +115,26 @@ export class FakeOllama {
   readonly pullable: Map<string, { dimensions?: number }>;
 
   private constructor(
-    private readonly server: http.Server,
+    server: http.Server,
     readonly url: string,
     options: FakeOllamaOptions,
     private readonly contextLength: number,
   ) {
+    super(server);
     this.chatModels = new Set(options.chatModels ?? ['llama3.2']);
     this.embedModels = new Map(Object.entries(options.embedModels ?? { 'nomic-embed-text': 64 }));
     this.pullable = new Map(Object.entries(options.pullable ?? {}));
   }
 
-  static async start(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
-    const { server, port } = await listenOnLoopback();
-    const fake = new FakeOllama(server, `http://127.0.0.1:${port}`, options, options.contextLength ?? 8192);
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void fake.handle(req, res));
-    return fake;
+  static start(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
+    return FakeModelServer.listen((server, origin) => new FakeOllama(server, origin, options, options.contextLength ?? 8192));
   }
 
-  queue(...scripts: ChatScript[]): void {
-    this.replies.push(...scripts);
+  protected badRequest(res: http.ServerResponse, message: string): void {
+    this.fail(res, 400, message);
   }
 
-  requestsTo(path: string): RecordedRequest[] {
-    return this.requests.filter((r) => r.path === path);
-  }
-
-  /** Stops listening: afterwards the URL refuses connections, which is how "server down" looks. */
-  close(): Promise<void> {
-    return closeLoopback(this.server);
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const raw = await readBody(req);
-    let body: Record<string, unknown> = {};
-    if (raw) {
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch (error) {
-        return this.fail(res, 400, String(error));
-      }
-    }
-    const path = (req.url ?? '/').split('?')[0]!;
-    this.requests.push({ method: req.method ?? 'GET', path, body });
+  protected route(_req: http.IncomingMessage, res: http.ServerResponse, path: string, body: Record<string, unknown>): void | Promise<void> {
     const model = typeof body.model === 'string' ? body.model : '';
     switch (path) {
       case '/api/version':
@@ -205,7 +174,7 @@ export class FakeOllama {
   }
 
   private async handleGeneration(res: http.ServerResponse, path: string, model: string, body: Record<string, unknown>): Promise<void> {
-    const script = this.replies.shift() ?? this.defaultReply;
+    const script = this.nextReply();
     if (script.delayMs) await sleep(script.delayMs);
     if (res.destroyed) return;
     if (script.status) return this.fail(res, script.status, script.error ?? 'the model failed to generate a response');
@@ -274,11 +243,6 @@ export class FakeOllama {
     if (target.dimensions === undefined) this.chatModels.add(model);
     else this.embedModels.set(model, target.dimensions);
     res.end(`${JSON.stringify({ status: 'success' })}\n`);
-  }
-
-  private json(res: http.ServerResponse, status: number, data: unknown): void {
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
-    res.end(JSON.stringify(data));
   }
 
   private fail(res: http.ServerResponse, status: number, error: string): void {

@@ -1,6 +1,6 @@
-import http from 'node:http';
-import { closeLoopback, listenOnLoopback, readBody } from './loopback';
+import type http from 'node:http';
 import { bagOfWordsEmbedding } from './fakeOllama';
+import { FakeModelServer, sleep, type RecordedRequest } from './fakeModelServer';
 
 /**
  * A loopback HTTP server that speaks the OpenAI-compatible API as llama.cpp's server, vLLM and hosted
@@ -30,10 +30,7 @@ export interface CompletionScript {
   error?: string;
 }
 
-export interface RecordedOpenAIRequest {
-  method: string;
-  path: string;
-  body: unknown;
+export interface RecordedOpenAIRequest extends RecordedRequest {
   authorization: string | undefined;
 }
 
@@ -46,13 +43,10 @@ export interface FakeOpenAIOptions {
   apiKey?: string;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export class FakeOpenAI {
-  readonly requests: RecordedOpenAIRequest[] = [];
-  /** Replies for /v1/chat/completions, used in order; when empty, `defaultReply` answers. */
-  readonly replies: CompletionScript[] = [];
+/** Scripts in `replies` answer /v1/chat/completions. */
+export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAIRequest> {
   defaultReply: CompletionScript = { chunks: ['The lamps ', 'gutter.'] };
+  protected readonly jsonType = 'application/json';
   /** Fail every embeddings request with this status and message. */
   embedFailure: { status: number; message: string } | undefined;
   /** When set, answers every embeddings request itself, given the texts asked for (a server that is not, quite, what it claims). */
@@ -62,48 +56,30 @@ export class FakeOpenAI {
   apiKey: string | undefined;
 
   private constructor(
-    private readonly server: http.Server,
+    server: http.Server,
     /** The API root as a writer configures it, ending in /v1. */
     readonly baseUrl: string,
     options: FakeOpenAIOptions,
   ) {
+    super(server);
     this.chatModels = new Map(Object.entries(options.chatModels ?? { 'qwen2.5-7b-instruct': 32768 }));
     this.embedModels = new Map(Object.entries(options.embedModels ?? { 'bge-small': 48 }));
     this.apiKey = options.apiKey;
   }
 
-  static async start(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
-    const { server, port } = await listenOnLoopback();
-    const fake = new FakeOpenAI(server, `http://127.0.0.1:${port}/v1`, options);
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void fake.handle(req, res));
-    return fake;
+  static start(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
+    return FakeModelServer.listen((server, origin) => new FakeOpenAI(server, `${origin}/v1`, options));
   }
 
-  queue(...scripts: CompletionScript[]): void {
-    this.replies.push(...scripts);
+  protected override record(req: http.IncomingMessage, path: string, body: Record<string, unknown>): RecordedOpenAIRequest {
+    return { ...super.record(req, path, body), authorization: req.headers.authorization };
   }
 
-  requestsTo(path: string): RecordedOpenAIRequest[] {
-    return this.requests.filter((r) => r.path === path);
+  protected badRequest(res: http.ServerResponse, message: string): void {
+    this.fail(res, 400, message, 'invalid_request_error');
   }
 
-  /** Stops listening: afterwards the URL refuses connections, which is how "server down" looks. */
-  close(): Promise<void> {
-    return closeLoopback(this.server);
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const raw = await readBody(req);
-    let body: Record<string, unknown> = {};
-    if (raw) {
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch (error) {
-        return this.fail(res, 400, String(error), 'invalid_request_error');
-      }
-    }
-    const path = (req.url ?? '/').split('?')[0]!;
-    this.requests.push({ method: req.method ?? 'GET', path, body, authorization: req.headers.authorization });
+  protected route(req: http.IncomingMessage, res: http.ServerResponse, path: string, body: Record<string, unknown>): void | Promise<void> {
     if (this.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.apiKey}`) {
       // As some servers do, the rejected key is echoed back in full.
       const given = req.headers.authorization?.replace(/^Bearer /, '');
@@ -144,7 +120,7 @@ export class FakeOpenAI {
   }
 
   private async handleCompletion(res: http.ServerResponse, model: string, body: Record<string, unknown>): Promise<void> {
-    const script = this.replies.shift() ?? this.defaultReply;
+    const script = this.nextReply();
     if (script.delayMs) await sleep(script.delayMs);
     if (res.destroyed) return;
     if (script.status) return this.fail(res, script.status, script.error ?? 'The server had an error while processing your request.', 'server_error');
@@ -186,11 +162,6 @@ export class FakeOpenAI {
     const options = body.stream_options as { include_usage?: boolean } | undefined;
     if (options?.include_usage) res.write(frame([], { usage }));
     res.end(script.omitDone ? '' : 'data: [DONE]\n\n');
-  }
-
-  private json(res: http.ServerResponse, status: number, data: unknown): void {
-    res.writeHead(status, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(data));
   }
 
   private fail(res: http.ServerResponse, status: number, message: string, type: string, code: string | null = null): void {
