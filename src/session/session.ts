@@ -38,7 +38,7 @@ export interface SessionOptions {
   clock?: Clock;
   log?: SessionLog;
   /** Told when another process holds the index lock and indexing waits for it (the CLI says so). */
-  onLockWait?: (holderPid: number) => void;
+  onLockWait?: (holder: string) => void;
 }
 
 /** The embedder the settings name, or undefined when no embedding model (or no usable server) is set: lexical only. */
@@ -100,7 +100,7 @@ export class CampaignSession {
   private readonly parser: Parser;
   private readonly writer: IndexWriter;
   private readonly log: SessionLog;
-  private readonly onLockWait: ((holderPid: number) => void) | undefined;
+  private readonly onLockWait: ((holder: string) => void) | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(

@@ -43,7 +43,7 @@ export const indexCommand: Command = {
     const session = openSession(campaign.root, {
       parser,
       settings: () => settings,
-      onLockWait: (pid) => io.stderr.write(`storyteller index: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
+      onLockWait: (holder) => io.stderr.write(`storyteller index: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
     });
     try {
       const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();

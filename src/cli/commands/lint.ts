@@ -32,7 +32,7 @@ async function sessionHealth(campaign: Campaign, parser: Parser, health: ReturnT
   const session = openSession(campaign.root, {
     parser,
     settings: () => settings,
-    onLockWait: (pid) => io.stderr.write(`storyteller lint: another index run (process ${pid}) is updating this campaign's index; waiting for it to finish…\n`),
+    onLockWait: (holder) => io.stderr.write(`storyteller lint: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
   });
   try {
     await session.reindex();

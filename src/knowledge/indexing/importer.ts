@@ -53,8 +53,8 @@ export interface ImportOptions {
   onProgress?: (event: ImportProgress) => void;
   /** Semantic state given to a newly indexed source; the embedding indexer moves it on. Default 'off'. */
   initialSemanticState?: SemanticState;
-  /** Called when another index run holds this index, with its process id; this run waits for it. */
-  onLockWait?: (holderPid: number) => void;
+  /** Called when another index run holds this index, with who holds it (`process 4242 on atlas`); this run waits for it. */
+  onLockWait?: (holder: string) => void;
   /**
    * Parses in flight or parsed and not yet written, at most (default 16): deep enough that one large file
    * at the head of the path order does not leave a worker idle while it is parsed.

@@ -33,7 +33,7 @@ async function write(request: Extract<WriterRequest, { type: 'write' }>, control
     parser,
     signal: controller.signal,
     onProgress: (event) => post({ type: 'progress', id, event }),
-    onLockWait: (pid) => post({ type: 'lock-wait', id, pid }),
+    onLockWait: (holder) => post({ type: 'lock-wait', id, holder }),
     ...(request.initialSemanticState ? { initialSemanticState: request.initialSemanticState } : {}),
   };
   try {

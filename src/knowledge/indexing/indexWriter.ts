@@ -35,7 +35,7 @@ export type WriterRequest =
 
 export type WriterResponse =
   | { type: 'progress'; id: number; event: ImportProgress }
-  | { type: 'lock-wait'; id: number; pid: number }
+  | { type: 'lock-wait'; id: number; holder: string }
   | { type: 'done'; id: number; report?: ImportReport }
   | { type: 'failed'; id: number; message: string; cancelled: boolean };
 
@@ -81,7 +81,7 @@ export function workerWriter(options: { workerPath?: string } = {}): IndexWriter
           request.options.onProgress?.(response.event);
           return;
         case 'lock-wait':
-          request.options.onLockWait?.(response.pid);
+          request.options.onLockWait?.(response.holder);
           return;
         case 'done':
           pending.delete(response.id);
