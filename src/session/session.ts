@@ -188,7 +188,7 @@ export class CampaignSession {
       const embedder = embedderFor(this.settings());
       return indexKnowledge(store, embedder ? { embedder } : null, this.canonFacts(store));
     };
-    return { retrieve: (query) => port().retrieve(query), cast: () => port().cast() };
+    return { retrieve: (query) => port().retrieve(query), cast: () => port().cast(), character: (sourceId) => port().character(sourceId) };
   }
 
   /**

@@ -65,22 +65,34 @@ export interface ContextRequest {
   /** Most tokens each knowledge section may take, whatever its share of the context would allow. */
   knowledgeCaps?: KnowledgeBudgets;
   retrieve: (query: RetrievalQuery) => Promise<RetrievalResult>;
+  /** Who `{{char}}` is in a source's text (a character card's character), when its file says. */
+  characterOf?: CharacterOf;
   estimator: TokenEstimator;
 }
 
+export type CharacterOf = (sourceId: string) => string | undefined;
+const NO_CHARACTERS: CharacterOf = () => undefined;
+
 /**
  * Lorebook macros in imported canon, rendered for this adventure (the files keep them, so an export gives
- * SillyTavern its own text back): `{{user}}` is the player character, by the persona's name; `{{char}}`,
- * SillyTavern's AI character, is the narrator here, who voices everyone else.
+ * SillyTavern its own text back): `{{user}}` is the player character, by the persona's name; `{{char}}` is
+ * the character its card named (`character:` in the file), else the narrator, who voices everyone else.
  */
-export function renderLorebookMacros(text: string, personaName: string): string {
-  return text.replace(/\{\{\s*(user|char)\s*\}\}/gi, (_macro, who: string) => (who.toLowerCase() === 'user' ? personaName || 'the player character' : 'the narrator'));
+export function renderLorebookMacros(text: string, personaName: string, character?: string): string {
+  return text.replace(/\{\{\s*(user|char)\s*\}\}/gi, (_macro, who: string) =>
+    who.toLowerCase() === 'user' ? personaName || 'the player character' : character || 'the narrator',
+  );
 }
 
-function renderPassage(p: SelectedPassage, personaName: string): string {
+const CHAR_MACRO = /\{\{\s*char\s*\}\}/i;
+
+function renderPassage(p: SelectedPassage, personaName: string, characterOf: CharacterOf): string {
   const where = promptField([p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · '));
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
-  return `${open}\n${neutralizeMarkers(renderLorebookMacros(p.text.trim(), personaName))}\n⟦end ${p.passageId}⟧`;
+  const text = p.text.trim();
+  // The name is looked up only for the rare passage that uses the macro; it reaches the prompt as one line of data.
+  const character = CHAR_MACRO.test(text) ? promptField(characterOf(p.sourceId) ?? '') : undefined;
+  return `${open}\n${neutralizeMarkers(renderLorebookMacros(text, personaName, character))}\n⟦end ${p.passageId}⟧`;
 }
 
 const KNOWLEDGE_FRAMES = {
@@ -116,9 +128,9 @@ function knowledgeHead(key: KnowledgeSection): string {
  * Knowledge priced as the prompt sends it, by the calibrated estimator: each piece ends in whitespace, so
  * the pieces' counts add up to at least the count of the section's whole text.
  */
-export function knowledgeMeasure(estimator: TokenEstimator, personaName: string): TokenMeasure {
+export function knowledgeMeasure(estimator: TokenEstimator, personaName: string, characterOf: CharacterOf = NO_CHARACTERS): TokenMeasure {
   return {
-    passage: (p) => estimator.count(`${renderPassage(p, personaName)}\n`),
+    passage: (p) => estimator.count(`${renderPassage(p, personaName, characterOf)}\n`),
     section: (key) => estimator.count(knowledgeHead(key)),
   };
 }
@@ -195,7 +207,8 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   const recent = req.history.slice(-3).flatMap((t) => [t.action.text, t.narration]).filter(Boolean);
   const npcNames = Object.values(schema.npcs).map((n) => n.name);
   const textValues = Object.entries(req.state).filter(([, v]) => typeof v === 'string').map(([, v]) => String(v));
-  const measure = knowledgeMeasure(estimator, personaName);
+  const characterOf = req.characterOf ?? NO_CHARACTERS;
+  const measure = knowledgeMeasure(estimator, personaName, characterOf);
   const retrieval = await req.retrieve({
     input: req.action.text,
     recent,
@@ -211,7 +224,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   const knowledge = (key: KnowledgeSection): ContextSection => {
     const frame = KNOWLEDGE_FRAMES[key];
     const passages = retrieval.sections[key];
-    const text = passages.length > 0 ? `${knowledgeHead(key)}${passages.map((p) => renderPassage(p, personaName)).join('\n')}` : '';
+    const text = passages.length > 0 ? `${knowledgeHead(key)}${passages.map((p) => renderPassage(p, personaName, characterOf)).join('\n')}` : '';
     // The same sum retrieval charged against the budget, never a second count of the whole text.
     const tokens = passages.length > 0 ? passages.reduce((n, p) => n + measure.passage(p), measure.section(key)) : 0;
     const s: ContextSection = { id: frame.id, title: frame.title, stable: key === 'alwaysInclude', text, tokens, budget: budgets[key], itemIds: [], leftOut: [] };

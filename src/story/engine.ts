@@ -223,6 +223,7 @@ export class StoryEngine {
       shares: this.settings.shares,
       ...(this.settings.knowledgeCaps ? { knowledgeCaps: this.settings.knowledgeCaps } : {}),
       retrieve: (q) => this.knowledge.retrieve(q),
+      characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
     });
     const used = context.sections.find((s) => s.id === 'memories')?.itemIds ?? [];

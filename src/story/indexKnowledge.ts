@@ -3,6 +3,7 @@ import { supersedeRetrievedCanon } from '../knowledge/conflicts';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
 import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { KnowledgeStore } from '../knowledge/indexing';
+import { splitFrontMatter } from '../knowledge/campaign';
 import { castFromKnowledgeStore } from './cast';
 import type { KnowledgePort } from './ports';
 
@@ -16,5 +17,9 @@ export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOp
   return {
     retrieve: async (query) => supersedeRetrievedCanon(await retrieveKnowledge(index, query, { semantic }), query.currentState ?? [], canon, query.measure),
     cast: () => Promise.resolve(castFromKnowledgeStore(index)),
+    character: (sourceId) => {
+      const content = index.getSourceContent(sourceId);
+      return content === undefined ? undefined : splitFrontMatter(content).meta.character;
+    },
   };
 }

@@ -15,6 +15,8 @@ export interface CastEntry {
 export interface KnowledgePort {
   retrieve(query: RetrievalQuery): Promise<RetrievalResult>;
   cast(): Promise<CastEntry[]>;
+  /** Who `{{char}}` is in a source's text: its front matter's `character:` (a card import writes the card's). */
+  character(sourceId: string): string | undefined;
 }
 
 /**
@@ -40,5 +42,6 @@ export function noKnowledge(campaignId: string, reason = 'no knowledge index for
       });
     },
     cast: () => Promise.resolve([]),
+    character: () => undefined,
   };
 }

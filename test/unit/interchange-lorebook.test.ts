@@ -161,6 +161,7 @@ describe('lorebook formats written to their specs', () => {
     assert.deepEqual([tam!.title, tam!.worldInfo.key], ['Brother Tam', ['Brother Tam']]);
     assert.equal(tam!.worldInfo.content, '## Description\n\nA {{char}} who brews ale.\n\n## Personality\n\nGruff, kind.\n\n## Scenario\n\nThe abbey kitchen.');
     assert.deepEqual(Object.keys(tam!.dropped), ['first_mes', 'mes_example']);
+    assert.equal(book.character, 'Brother Tam');
     const png = parseLorebook('tam.png', withChunkBeforeIend(plainPng(), base64Chunk('chara', v1Card())));
     assert.deepEqual(entriesOf(png), entriesOf(book));
   });
@@ -369,6 +370,7 @@ describe('lorebook import: writing campaign markdown', () => {
       assert.equal(kept.entry.uid, entry.uid);
       assert.deepEqual(kept.book, { name: 'Eldoria', settings: source.settings });
       assert.match(String(meta.notes), /default_Seraphina\.card-v2\.png \(Eldoria\), entry \d/);
+      assert.equal(meta.character, 'Seraphina', "the card's character: who {{char}} is in play");
     }
   });
 

@@ -133,7 +133,7 @@ describe('story context builder', () => {
     assert.ok(context.warnings.some((w) => w.includes(memory.id) && /kept because it is pinned/.test(w)));
   });
 
-  it('renders lorebook macros in imported canon with the persona name, and leaves the file as it was', async () => {
+  it('renders lorebook macros in imported canon with the persona name and the card character, and leaves the file as it was', async () => {
     const entry = '---\ntitle: The glade\nclass: canon\nalways_include: true\n---\n{{user}}: "What is this place?"\n{{char}}: *The guardian smiles at {{User}}.*\n';
     await knowledge.edit('glade.md', entry);
     const context = await engine.previewContext(adventureId, { kind: 'do', text: 'look around' });
@@ -141,6 +141,11 @@ describe('story context builder', () => {
     assert.match(always, /Kaelen: "What is this place\?"\nthe narrator: The guardian smiles at Kaelen\./);
     assert.doesNotMatch(always, /\{\{/);
     assert.equal(fs.readFileSync(path.join(knowledge.campaign.root, 'glade.md'), 'utf8'), entry, 'the campaign file keeps the macros for export');
+
+    // From a character card, the file names the character its {{char}} is.
+    await knowledge.edit('glade.md', entry.replace('always_include: true\n', 'always_include: true\ncharacter: Seraphina\n'));
+    const carded = await engine.previewContext(adventureId, { kind: 'do', text: 'look around' });
+    assert.match(carded.sections.find((s) => s.id === 'always-include')!.text, /Kaelen: "What is this place\?"\nSeraphina: The guardian smiles at Kaelen\./);
 
     const nameless = store.createAdventure({ campaignId: 'westhaven', title: 'Nameless' });
     const plain = await engine.previewContext(nameless.id, { kind: 'do', text: 'look around' });

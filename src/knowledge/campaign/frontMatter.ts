@@ -15,6 +15,8 @@ export interface FrontMatter {
   entities?: string[];
   title?: string;
   notes?: string;
+  /** Who `{{char}}` in this file's text is (a character card's character); the narrator when absent. */
+  character?: string;
   scope?: (typeof SCOPES)[number];
   /** Campaign-relative paths of sources this one wins over wherever they disagree (see conflictsEdit.ts). */
   supersedes?: string[];
@@ -59,6 +61,7 @@ const FIELD_SCHEMAS = {
   entities: stringList,
   title: text,
   notes: text,
+  character: text,
   scope: lowerEnum(SCOPES),
   supersedes: stringList,
   keys: stringList,

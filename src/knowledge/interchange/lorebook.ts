@@ -56,6 +56,8 @@ export interface ParsedLorebook {
   format: LorebookFormat;
   /** The book's name: its own, else the file's name without extension. */
   name: string;
+  /** A character card's character: who `{{char}}` in its entries is. */
+  character?: string;
   /** Book-level fields besides the entries, verbatim (a card book's scan_depth, token_budget, extensions …). */
   settings: Record<string, unknown>;
   /** Book-level fields that are not kept, with why. */
@@ -290,8 +292,9 @@ function parseCard(file: string, data: unknown, formatOverride?: LorebookFormat)
   const character = card.data.name ?? 'this character';
   if (!book) throw new LorebookError(file, `the character card for ${character} has no lorebook (data.character_book is absent)`);
   const format = formatOverride ?? (card.spec === 'chara_card_v3' ? 'character-card-v3' : 'character-card-v2');
-  const notes = [`only the lorebook of ${character}'s card is imported; the character's own fields are not`];
-  return parseCharacterBook(book, format, `${character}'s Lorebook`, notes);
+  const notes = [`only the lorebook of ${character}'s card is imported, with the name as \`character:\` (who {{char}} is in play); the character's other fields are not`];
+  const parsed = parseCharacterBook(book, format, `${character}'s Lorebook`, notes);
+  return card.data.name?.trim() ? { ...parsed, character: card.data.name } : parsed;
 }
 
 /** A V1 card has no lorebook: the character itself becomes one entry, keyed by its name. */
@@ -311,6 +314,7 @@ function parseV1Card(file: string, data: unknown, format: LorebookFormat = 'char
   return {
     format,
     name: card.name,
+    ...(card.name.trim() ? { character: card.name } : {}),
     settings: {},
     droppedSettings: [],
     entries: [loreEntry('0', worldInfo, card, fieldMap)],

@@ -115,6 +115,7 @@ function entryFile(entry: LoreEntry, book: ParsedLorebook, cls: KnowledgeClass, 
     ...(entities.length > 0 ? { entities } : {}),
     ...fields,
     ...(entry.tags.length > 0 ? { tags: entry.tags } : {}),
+    ...(book.character ? { character: book.character } : {}),
     notes: provenance,
     sillytavern,
   };
