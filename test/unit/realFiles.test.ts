@@ -92,6 +92,21 @@ describe('real files a writer has', () => {
     assert.deepEqual(await found(root, 'saltreeve'), ['good.md']);
   });
 
+  it('names the encoding of a campaign.yaml saved as UTF-16 or Windows-1252, and an empty one, instead of misreading it', async () => {
+    root = makeCampaign({ 'good.md': '# Good\n\nThe saltreeve waits.\n' });
+    const yaml = path.join(root, 'campaign.yaml');
+    for (const [content, reason] of [
+      [Buffer.from('\ufeffid: test\ntitle: Test\n', 'utf16le'), /campaign\.yaml:1 +error +file is UTF-16, not UTF-8; re-save it as UTF-8/],
+      [Buffer.from('id: test\ntitle: Caf\xe9 Tales\n', 'latin1'), /campaign\.yaml:2 +error +file is not valid UTF-8 \(first bad byte on line 2\): byte 0xE9 after 'title: Caf'/],
+      [Buffer.alloc(0), /campaign\.yaml +error +title: missing: a campaign\.yaml needs at least a title: line/],
+    ] as const) {
+      fs.writeFileSync(yaml, content);
+      const result = await runCaptured(['lint', root], '/');
+      assert.equal(result.code, EXIT.findings, result.stdout);
+      assert.match(result.stdout, reason);
+    }
+  });
+
   it('front matter as writers write it: none, only front matter, TOML, and --- as a scene break on line 1', async () => {
     root = makeCampaign({
       'empty.md': '',

@@ -3,6 +3,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { ReadRefusedError, readFileBounded } from './boundedRead';
+import { decodeSource } from './decode';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from './types';
 
 /** A folder is a campaign when it holds this file. */
@@ -18,7 +19,7 @@ export const CampaignFileSchema = z
   .object({
     /** Absent: derived from the folder's name. */
     id: z.string().regex(CAMPAIGN_ID, 'id must be lowercase letters, digits, - or _').optional(),
-    title: z.string().min(1),
+    title: z.string({ error: (issue) => (issue.input === undefined ? 'missing: a campaign.yaml needs at least a title: line' : 'must be text') }).min(1, 'is empty'),
     /** Class of a file that neither its front matter nor a folder rule classifies. */
     default_class: z.enum(KNOWLEDGE_CLASSES).default('reference'),
     /** Folder (campaign-relative) → class, e.g. `reference/srd: reference`. The longest match wins. */
@@ -59,14 +60,18 @@ export class CampaignError extends Error {
 
 export function loadCampaign(root: string): Campaign {
   const file = path.join(root, CAMPAIGN_FILE);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileBounded(file, MAX_CAMPAIGN_FILE_BYTES).toString('utf8');
+    bytes = readFileBounded(file, MAX_CAMPAIGN_FILE_BYTES);
   } catch (error) {
     if (!(error instanceof ReadRefusedError)) throw error;
     if (!fs.existsSync(file)) throw new CampaignError(file, `no ${CAMPAIGN_FILE} here: this folder is not a campaign`);
     throw new CampaignError(file, `not read: ${error.message}`);
   }
+  // The encoding rules of every source: a Windows-1252 title is named, never read as replacement characters.
+  const decoded = decodeSource(bytes, MAX_CAMPAIGN_FILE_BYTES);
+  if (!decoded.ok) throw new CampaignError(file, decoded.issue.message, decoded.issue.line);
+  const text = decoded.text;
   const doc = YAML.parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!;
