@@ -53,6 +53,16 @@ async function runUnprivileged(argv: string[]): Promise<{ code: number; stdout: 
   return { code, stdout };
 }
 
+/** The CLI's own entry in a child process, as a shell runs it, with its output read by `reader`. */
+function runEntry(argv: string[], reader: (stdout: NodeJS.ReadableStream) => void): Promise<{ code: number | null; stderr: string }> {
+  const repo = path.resolve(__dirname, '..', '..');
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...argv], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  reader(child.stdout);
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+}
+
 describe('real files a writer has', () => {
   let root: string;
   afterEach(() => removeDir(root));
@@ -248,6 +258,16 @@ describe('real files a writer has', () => {
     } finally {
       removeDir(outside);
     }
+  });
+
+  it('ends quietly when the program reading its output stops early (| head)', async () => {
+    root = makeCampaign(Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`tales/tale-${i}.md`, `# Tale ${i}\n\nThe harbormoot of tale ${i}. ${'More words of the tale. '.repeat(100)}\n`])));
+    assert.equal((await index(root)).code, EXIT.ok);
+    const result = await runEntry(['search', 'harbormoot', '--campaign', root, '--limit', '100', '--json'], (stdout) =>
+      stdout.once('data', () => (stdout as NodeJS.ReadableStream & { destroy(): void }).destroy()),
+    );
+    assert.equal(result.stderr, '', 'no stack trace');
+    assert.equal(result.code, EXIT.ok);
   });
 
   it('names an unreadable file and an unreadable folder, and indexes everything else', async () => {
