@@ -43,6 +43,12 @@ export function openCampaignIndex(args: ParsedArgs, io: CliIo, overrides: Partia
     void session.close();
     throw new IndexMissingError(`${session.campaign.indexPath}: no index yet for campaign '${session.campaign.id}'; run 'storyteller index' first`);
   }
+  // An empty index in place of a damaged one would read as a campaign with nothing relevant in it.
+  const damaged = session.store.damagedIndexMovedTo;
+  if (damaged) {
+    void session.close();
+    throw new IndexMissingError(`${session.campaign.indexPath}: the index was damaged and was moved to ${damaged}; run 'storyteller index' to rebuild it from the campaign's files`);
+  }
   return { campaign: session.campaign, store: session.store, session };
 }
 

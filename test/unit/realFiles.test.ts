@@ -37,30 +37,22 @@ async function sources(root: string): Promise<Map<string, Listed>> {
 }
 
 /**
- * The CLI as an ordinary user: as root (CI containers) permissions never refuse a read, so the real CLI runs
- * in a child process without root's privileges; otherwise in this process.
+ * The CLI's own entry in a child process, as a shell runs it (an error it throws ends it as it would a
+ * writer's), its output read by `reader`. `unprivileged`: as an ordinary user — as root (CI containers)
+ * permissions never refuse a read, so it drops root's privileges.
  */
-async function runUnprivileged(argv: string[]): Promise<{ code: number; stdout: string }> {
-  if (process.getuid?.() !== 0) return runCaptured(argv, '/');
+function runEntry(argv: string[], options: { unprivileged?: boolean; reader?: (stdout: NodeJS.ReadableStream) => void } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const repo = path.resolve(__dirname, '..', '..');
-  const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...argv], {
-    cwd: repo,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const command = [process.execPath, '--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...argv];
+  const asUser = options.unprivileged && process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  const [program, ...args] = [...asUser, ...command];
+  const child = spawn(program!, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
-  return { code, stdout };
-}
-
-/** The CLI's own entry in a child process, as a shell runs it, with its output read by `reader`. */
-function runEntry(argv: string[], reader: (stdout: NodeJS.ReadableStream) => void): Promise<{ code: number | null; stderr: string }> {
-  const repo = path.resolve(__dirname, '..', '..');
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...argv], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  reader(child.stdout);
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+  options.reader?.(child.stdout);
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 describe('real files a writer has', () => {
@@ -260,12 +252,42 @@ describe('real files a writer has', () => {
     }
   });
 
+  it('a damaged index (a half-copied file, a sync conflict) is moved aside, named, and rebuilt from the files', async () => {
+    root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n' });
+    assert.equal((await index(root)).code, EXIT.ok);
+    const indexPath = path.join(root, '.storyteller', 'index.db');
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${indexPath}${suffix}`, { force: true });
+    fs.writeFileSync(indexPath, 'SQLite format 3\0 but not really: the rest of the file never arrived');
+    const search = await runCaptured(['search', 'harbormoot', '--campaign', root], '/');
+    assert.equal(search.code, EXIT.failure);
+    assert.match(search.stderr, /index\.db: the index was damaged and was moved to .*index\.db\.damaged-[\dT-]+Z; run 'storyteller index' to rebuild it/);
+    const moved = fs.readdirSync(path.dirname(indexPath)).filter((f) => f.startsWith('index.db.damaged-'));
+    assert.equal(moved.length, 1, 'the damaged file is kept aside, not deleted');
+    const rebuilt = await index(root);
+    assert.equal(rebuilt.code, EXIT.ok, rebuilt.stdout);
+    assert.deepEqual(await found(root, 'harbormoot'), ['harbor.md']);
+  });
+
+  it('names the index folder a read-only campaign cannot write, instead of SQLite\'s words alone', async () => {
+    root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n' });
+    assert.equal((await index(root)).code, EXIT.ok);
+    fs.chmodSync(root, 0o755);
+    fs.chmodSync(path.join(root, '.storyteller'), 0o555);
+    try {
+      const result = await runEntry(['search', 'harbormoot', '--campaign', root], { unprivileged: true });
+      assert.equal(result.code, EXIT.failure);
+      assert.match(result.stderr, /index\.db: cannot be written \(.*\); the campaign's \.storyteller folder must be writable by you/);
+    } finally {
+      fs.chmodSync(path.join(root, '.storyteller'), 0o755);
+    }
+  });
+
   it('ends quietly when the program reading its output stops early (| head)', async () => {
     root = makeCampaign(Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`tales/tale-${i}.md`, `# Tale ${i}\n\nThe harbormoot of tale ${i}. ${'More words of the tale. '.repeat(100)}\n`])));
     assert.equal((await index(root)).code, EXIT.ok);
-    const result = await runEntry(['search', 'harbormoot', '--campaign', root, '--limit', '100', '--json'], (stdout) =>
-      stdout.once('data', () => (stdout as NodeJS.ReadableStream & { destroy(): void }).destroy()),
-    );
+    const result = await runEntry(['search', 'harbormoot', '--campaign', root, '--limit', '100', '--json'], {
+      reader: (stdout) => stdout.once('data', () => (stdout as NodeJS.ReadableStream & { destroy(): void }).destroy()),
+    });
     assert.equal(result.stderr, '', 'no stack trace');
     assert.equal(result.code, EXIT.ok);
   });
@@ -276,7 +298,7 @@ describe('real files a writer has', () => {
     fs.chmodSync(path.join(root, 'locked.md'), 0o000);
     fs.chmodSync(path.join(root, 'vault'), 0o000);
     try {
-      const result = await runUnprivileged(['index', root, '--workers', '0']);
+      const result = await runEntry(['index', root, '--workers', '0'], { unprivileged: true });
       assert.equal(result.code, EXIT.findings, result.stdout);
       assert.match(result.stdout, /error +locked\.md +file cannot be read: permission to read it was refused/);
       assert.match(result.stdout, /error +vault +folder cannot be read: permission to read it was refused; none of its files are indexed/);

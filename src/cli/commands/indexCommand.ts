@@ -46,6 +46,7 @@ export const indexCommand: Command = {
       onLockWait: (holder) => io.stderr.write(`storyteller index: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
     });
     try {
+      const damaged = session.store.damagedIndexMovedTo;
       const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();
       await session.indexing.idle();
       if (!report) {
@@ -61,10 +62,16 @@ export const indexCommand: Command = {
         args,
         {
           ...report,
+          ...(damaged ? { damagedIndexMovedTo: damaged } : {}),
           semantic,
           sources: sources.map((s) => ({ id: s.id, path: s.path, class: s.class, classOrigin: describeClassOrigin(s.classOrigin), lexicalState: s.lexicalState })),
         },
-        () => [summary(report, `${campaign.title} (${campaign.id})`), ...(semantic ? [describeSemanticIndex(semantic)] : [])].join('\n'),
+        () =>
+          [
+            ...(damaged ? [`The index was damaged; it was moved to ${damaged} and rebuilt from the campaign's files.`] : []),
+            summary(report, `${campaign.title} (${campaign.id})`),
+            ...(semantic ? [describeSemanticIndex(semantic)] : []),
+          ].join('\n'),
       );
       return report.counts.error > 0 ? EXIT.findings : EXIT.ok;
     } finally {

@@ -40,14 +40,48 @@ export type Durability = 'full' | 'normal';
  * mid-upgrade leaves the previous version intact. `user_version` records the schema version.
  */
 export function openDatabase(file: string, migrations: readonly Migration[], durability: Durability = 'full'): Db {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
-  migrate(db, migrations);
-  return db;
+  let db: Db | undefined;
+  try {
+    if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+    db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+    migrate(db, migrations);
+    return db;
+  } catch (error) {
+    db?.close();
+    throw openFailure(file, error);
+  }
+}
+
+/** Codes of a file or folder this process may not write: a read-only share or disc, another user's campaign. */
+const NOT_WRITABLE = /^(EACCES|EPERM|EROFS|SQLITE_READONLY|SQLITE_CANTOPEN|SQLITE_PERM)/;
+
+/** An open that failed, with the file named: SQLite's own words ("attempt to write a readonly database") name none. */
+function openFailure(file: string, error: unknown): Error {
+  const code = (error as { code?: unknown }).code;
+  const reason = error instanceof Error ? error.message : String(error);
+  if (typeof code === 'string' && NOT_WRITABLE.test(code)) {
+    return new DatabaseOpenError(`${file}: cannot be written (${reason}); the campaign's ${path.basename(path.dirname(file))} folder must be writable by you — a read-only copy cannot hold the index or play data`, code);
+  }
+  return new DatabaseOpenError(`${file}: ${reason}`, typeof code === 'string' ? code : undefined);
+}
+
+export class DatabaseOpenError extends Error {
+  constructor(
+    message: string,
+    /** SQLite's or the system's code (`SQLITE_NOTADB`, `EACCES` …). */
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** The file is damaged or not SQLite at all (a half-copied file, a sync conflict's copy, a disk error). */
+export function isDamagedDatabase(error: unknown): boolean {
+  return error instanceof DatabaseOpenError && /^SQLITE_(NOTADB|CORRUPT)/.test(error.code ?? '');
 }
 
 export function migrate(db: Db, migrations: readonly Migration[]): void {

@@ -1,7 +1,8 @@
+import fs from 'node:fs';
 import type { Campaign } from '../campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
-import { assertFts5, openDatabase, type Db } from './sqlite';
+import { assertFts5, isDamagedDatabase, openDatabase, type Db } from './sqlite';
 import { ftsText } from './indexText';
 import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord, SourceTriggers } from '../campaign';
 
@@ -132,13 +133,32 @@ export class KnowledgeStore {
     return compiled;
   }
 
+  /** Where a damaged index file was moved when this store replaced it with a new, empty one. */
+  damagedIndexMovedTo: string | undefined;
+
+  /**
+   * Opens (or creates) the index. A damaged index file is moved aside, named in `damagedIndexMovedTo`, and
+   * a new one started: the index is derived from the campaign's files, so the next import rebuilds all of it.
+   */
   static open(campaign: Pick<Campaign, 'id' | 'indexPath'>): KnowledgeStore {
-    const db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS, 'normal');
+    let db: Db;
+    let movedTo: string | undefined;
+    try {
+      db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS, 'normal');
+    } catch (error) {
+      if (!isDamagedDatabase(error)) throw error;
+      movedTo = `${campaign.indexPath}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      fs.renameSync(campaign.indexPath, movedTo);
+      for (const suffix of ['-wal', '-shm']) fs.rmSync(`${campaign.indexPath}${suffix}`, { force: true });
+      db = openDatabase(campaign.indexPath, INDEX_MIGRATIONS, 'normal');
+    }
     // The SRD ×10 index is ~90 MB; SQLite's default 2 MB page cache would reread it on every search.
     db.pragma(`cache_size = -${INDEX_CACHE_KIB}`);
     db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
     assertFts5(db);
-    return new KnowledgeStore(campaign.id, db);
+    const store = new KnowledgeStore(campaign.id, db);
+    store.damagedIndexMovedTo = movedTo;
+    return store;
   }
 
   /** For tests and throwaway previews. */
