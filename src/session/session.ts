@@ -135,7 +135,11 @@ export class CampaignSession {
   /** The index store, opened (and created) on first use. */
   get store(): KnowledgeStore {
     this.assertOpen();
-    this.knowledgeStore ??= KnowledgeStore.open(this.current);
+    if (!this.knowledgeStore) {
+      this.knowledgeStore = KnowledgeStore.open(this.current);
+      const moved = this.knowledgeStore.damagedIndexMovedTo;
+      if (moved) this.log.warn(`${this.current.id}: the index was damaged; it was moved to ${moved} and is rebuilt from the campaign's files`);
+    }
     return this.knowledgeStore;
   }
 
