@@ -18,6 +18,11 @@ export const KNOWLEDGE_READ_OPTIONS = {
 
 export class IndexMissingError extends Error {}
 
+/** What `index` and `lint` say after a damaged index was moved aside and built again. */
+export function rebuiltDamagedIndex(movedTo: string): string {
+  return `the index was damaged; it was moved to ${movedTo} and rebuilt from the campaign's files`;
+}
+
 /**
  * The campaign's session for one command: the shared defaults with the command's flags over them. A
  * CampaignError (no or a wrong campaign.yaml) becomes a usage error naming the file.

@@ -256,15 +256,19 @@ describe('real files a writer has', () => {
     root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n' });
     assert.equal((await index(root)).code, EXIT.ok);
     const indexPath = path.join(root, '.storyteller', 'index.db');
-    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${indexPath}${suffix}`, { force: true });
-    fs.writeFileSync(indexPath, 'SQLite format 3\0 but not really: the rest of the file never arrived');
+    const damage = (text: string) => {
+      for (const suffix of ['-wal', '-shm']) fs.rmSync(`${indexPath}${suffix}`, { force: true });
+      fs.writeFileSync(indexPath, text);
+    };
+    damage('SQLite format 3\0 but not really: the rest of the file never arrived');
     const search = await runCaptured(['search', 'harbormoot', '--campaign', root], '/');
     assert.equal(search.code, EXIT.failure);
     assert.match(search.stderr, /index\.db: the index was damaged and was moved to .*index\.db\.damaged-[\dT-]+Z; run 'storyteller index' to rebuild it/);
-    const moved = fs.readdirSync(path.dirname(indexPath)).filter((f) => f.startsWith('index.db.damaged-'));
-    assert.equal(moved.length, 1, 'the damaged file is kept aside, not deleted');
+    assert.equal(fs.readdirSync(path.dirname(indexPath)).filter((f) => f.startsWith('index.db.damaged-')).length, 1, 'the damaged file is kept aside, not deleted');
+    damage('damaged again');
     const rebuilt = await index(root);
     assert.equal(rebuilt.code, EXIT.ok, rebuilt.stdout);
+    assert.match(rebuilt.stderr, /storyteller index: the index was damaged; it was moved to .*index\.db\.damaged-.* and rebuilt from the campaign's files/);
     assert.deepEqual(await found(root, 'harbormoot'), ['harbor.md']);
   });
 

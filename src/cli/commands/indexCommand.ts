@@ -5,6 +5,7 @@ import { defaultSettings, openSession } from '../../session';
 import { EXIT, emit, stringOption, type Command } from '../command';
 import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
+import { rebuiltDamagedIndex } from '../knowledgeAccess';
 
 function summary(report: ImportReport, title: string): string {
   const c = report.counts;
@@ -47,6 +48,7 @@ export const indexCommand: Command = {
     });
     try {
       const damaged = session.store.damagedIndexMovedTo;
+      if (damaged) io.stderr.write(`storyteller index: ${rebuiltDamagedIndex(damaged)}\n`);
       const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();
       await session.indexing.idle();
       if (!report) {
@@ -66,12 +68,7 @@ export const indexCommand: Command = {
           semantic,
           sources: sources.map((s) => ({ id: s.id, path: s.path, class: s.class, classOrigin: describeClassOrigin(s.classOrigin), lexicalState: s.lexicalState })),
         },
-        () =>
-          [
-            ...(damaged ? [`The index was damaged; it was moved to ${damaged} and rebuilt from the campaign's files.`] : []),
-            summary(report, `${campaign.title} (${campaign.id})`),
-            ...(semantic ? [describeSemanticIndex(semantic)] : []),
-          ].join('\n'),
+        () => [summary(report, `${campaign.title} (${campaign.id})`), ...(semantic ? [describeSemanticIndex(semantic)] : [])].join('\n'),
       );
       return report.counts.error > 0 ? EXIT.findings : EXIT.ok;
     } finally {

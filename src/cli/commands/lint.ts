@@ -8,6 +8,7 @@ import { campaignFileFinding, summarizeFindings, type LintReport } from '../../k
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
+import { rebuiltDamagedIndex } from '../knowledgeAccess';
 
 function human(report: LintReport, title: string): string {
   const lines = report.findings
@@ -35,6 +36,8 @@ async function sessionHealth(campaign: Campaign, parser: Parser, health: ReturnT
     onLockWait: (holder) => io.stderr.write(`storyteller lint: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
   });
   try {
+    const damaged = session.store.damagedIndexMovedTo;
+    if (damaged) io.stderr.write(`storyteller lint: ${rebuiltDamagedIndex(damaged)}\n`);
     await session.reindex();
     await session.indexing.idle();
     const state = session.indexing.state;
