@@ -198,7 +198,7 @@ describe('real files a writer has', () => {
     }
   });
 
-  it('file and folder names in any script, with spaces and #, and a folder named like a file', async () => {
+  it('file and folder names in any script, with spaces and #, a folder named like a file, and a name that is not UTF-8', async () => {
     root = makeCampaign({
       'emoji 🐉 dragon.md': '# 🐉 Dragon 龍\n\nThe wyrmkeep sleeps under 東京.\n',
       '名前/人物.md': '# 人物\n\n侍 guards the shirokeep.\n',
@@ -214,6 +214,12 @@ describe('real files a writer has', () => {
     assert.deepEqual(await found(root, 'foldermark'), ['x.md/inner.md']);
     const passages = await runCaptured(['passages', 'with space #hash.md', '--campaign', root], '/');
     assert.equal(passages.code, EXIT.ok, passages.stdout);
+    // A name in Latin-1 bytes, as an old zip unpacks it: no UTF-8 name can open it.
+    fs.writeFileSync(Buffer.from(path.join(root, 'caf\xe9.md'), 'latin1'), '# Cafe\n\nThe latinname file.\n');
+    const latin = await index(root);
+    assert.equal(latin.code, EXIT.findings);
+    assert.match(latin.stdout, /error +caf\uFFFD\.md +its name is not valid UTF-8 \(saved by a system using another encoding\), so it cannot be opened by that name; rename it/);
+    assert.deepEqual(await found(root, 'wyrmkeep'), ['emoji 🐉 dragon.md'], 'the other files stay indexed');
   });
 
   it('symlinks: one inside is read once, outside and broken ones are named and refused, loops end, a pipe does not hang', async () => {

@@ -149,6 +149,12 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
       const absPath = path.join(absDir, entry.name);
       if (entry.name.startsWith('.') || SKIPPED_FOLDERS.has(entry.name)) continue;
       if (campaign.ignore.some((prefix) => isUnder(relPath, prefix))) continue;
+      // A name whose bytes are not UTF-8 (written by an older system, unpacked from an old zip) comes back with
+      // replacement characters and names no file: said so, instead of "disappeared".
+      if (entry.name.includes('\uFFFD') && !fs.existsSync(absPath)) {
+        if (entry.isDirectory() || documentKind(relPath)) found.push({ relPath, absPath, refused: { severity: 'error', code: 'name-encoding', message: NAME_ENCODING_MESSAGE } });
+        continue;
+      }
       if (entry.isSymbolicLink()) {
         let target: string;
         let stat: fs.Stats;
@@ -208,6 +214,8 @@ async function scanOne(campaign: Campaign, relPath: string, absPath: string): Pr
   if (pathInside(realRoot, target) !== undefined) return { relPath, absPath };
   return { relPath, absPath, refused: symlinkOutsideIssue(target) };
 }
+
+const NAME_ENCODING_MESSAGE = 'its name is not valid UTF-8 (saved by a system using another encoding), so it cannot be opened by that name; rename it';
 
 function symlinkOutsideIssue(target: string): SourceIssue {
   return {
