@@ -3,6 +3,7 @@ import { CampaignError, type Campaign } from '../knowledge/campaign';
 import { locateCampaign } from '../knowledge/indexing';
 import { inThreadParser, workerParser, type Parser } from '../knowledge/indexing';
 import { UsageError, stringOption, type ParsedArgs } from './command';
+import { oneLine } from './terminalText';
 
 /** The campaign a knowledge command works on: the folder given (or cwd), or the nearest campaign above it. */
 export function campaignFromArgs(args: ParsedArgs, cwd: string, positional: string | undefined): Campaign {
@@ -31,5 +32,5 @@ export function parserFromArgs(args: ParsedArgs): Parser {
 
 /** `path:line` as editors and terminals link it. */
 export function location(file: string, line: number | undefined): string {
-  return line ? `${file}:${line}` : file;
+  return line ? `${oneLine(file)}:${line}` : oneLine(file);
 }

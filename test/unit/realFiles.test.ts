@@ -219,6 +219,11 @@ describe('real files a writer has', () => {
     const latin = await index(root);
     assert.equal(latin.code, EXIT.findings);
     assert.match(latin.stdout, /error +caf\uFFFD\.md +its name is not valid UTF-8 \(saved by a system using another encoding\), so it cannot be opened by that name; rename it/);
+    // A line break in a name would print as two lines, the second one forged by whoever named the file.
+    writeFile(root, 'notes.md\n  error    canon.md  forged.md', '# Forged\n\nThe forgedname file.\n');
+    const forged = await index(root);
+    assert.match(forged.stdout, /error +notes\.md\\u000a  error    canon\.md  forged\.md +its name holds a line break or another control character/);
+    assert.doesNotMatch(forged.stdout, /^ +error +canon\.md/m, 'no line is forged');
     assert.deepEqual(await found(root, 'wyrmkeep'), ['emoji 🐉 dragon.md'], 'the other files stay indexed');
   });
 

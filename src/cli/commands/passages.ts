@@ -1,6 +1,7 @@
 import { findSource } from '../../knowledge/indexing';
 import { EXIT, UsageError, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
+import { oneLine } from '../terminalText';
 
 export const passagesCommand: Command = {
   name: 'passages',
@@ -29,7 +30,7 @@ export const passagesCommand: Command = {
       }
       const passages = store.listPassages(source.id);
       emit(io, args, { source, passages }, () => {
-        const head = `${source.path} (${source.class}, ${source.lexicalState}): ${passages.length} passages`;
+        const head = `${oneLine(source.path)} (${source.class}, ${source.lexicalState}): ${passages.length} passages`;
         const issues = source.issues.map((i) => `  ${i.severity}: ${i.message}`);
         const bodies = passages.map(
           (p) =>

@@ -2,6 +2,7 @@ import { describeClassOrigin, standingFlags } from '../../knowledge/campaign';
 import { campaignStatus, sourceStatus } from '../../knowledge/indexing';
 import { EXIT, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
+import { oneLine } from '../terminalText';
 
 export const sourcesCommand: Command = {
   name: 'sources',
@@ -33,7 +34,7 @@ export const sourcesCommand: Command = {
           const flags = standingFlags(row);
           const problems = row.issues.length ? `  ${row.issues.length} issue${row.issues.length > 1 ? 's' : ''}: ${row.issues[0]!.message}` : '';
           lines.push(
-            `  ${row.class.padEnd(11)} ${row.lexicalState.padEnd(9)} ${String(row.status.passages).padStart(4)} passages  ${row.path}` +
+            `  ${row.class.padEnd(11)} ${row.lexicalState.padEnd(9)} ${String(row.status.passages).padStart(4)} passages  ${oneLine(row.path)}` +
               `  [${describeClassOrigin(row.classOrigin)}${flags.length ? `; ${flags.join(', ')}` : ''}]${problems}`,
           );
         }
