@@ -198,7 +198,7 @@ describe('real files a writer has', () => {
     }
   });
 
-  it('file and folder names in any script, with spaces and #, a folder named like a file, and a name that is not UTF-8', async () => {
+  it('file and folder names in any script, with spaces and #, a folder named like a file, a name that is not UTF-8, one with a line break', async () => {
     root = makeCampaign({
       'emoji 🐉 dragon.md': '# 🐉 Dragon 龍\n\nThe wyrmkeep sleeps under 東京.\n',
       '名前/人物.md': '# 人物\n\n侍 guards the shirokeep.\n',
@@ -220,10 +220,12 @@ describe('real files a writer has', () => {
     assert.equal(latin.code, EXIT.findings);
     assert.match(latin.stdout, /error +caf\uFFFD\.md +its name is not valid UTF-8 \(saved by a system using another encoding\), so it cannot be opened by that name; rename it/);
     // A line break in a name would print as two lines, the second one forged by whoever named the file.
-    writeFile(root, 'notes.md\n  error    canon.md  forged.md', '# Forged\n\nThe forgedname file.\n');
+    writeFile(root, 'notes.md\n  error    canon.md  forged.md', '---\nclass: lore\n---\nThe forgedname file.\n');
     const forged = await index(root);
-    assert.match(forged.stdout, /error +notes\.md\\u000a {2}error {4}canon\.md {2}forged\.md +its name holds a line break or another control character/);
+    assert.match(forged.stdout, /error +notes\.md\\u000a {2}error {4}canon\.md {2}forged\.md:2 +front matter 'class' is 'lore'/);
     assert.doesNotMatch(forged.stdout, /^ +error +canon\.md/m, 'no line is forged');
+    const listed = await runCaptured(['sources', root], '/');
+    assert.match(listed.stdout, /notes\.md\\u000a {2}error {4}canon\.md/);
     assert.deepEqual(await found(root, 'wyrmkeep'), ['emoji 🐉 dragon.md'], 'the other files stay indexed');
   });
 

@@ -151,9 +151,8 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
       if (campaign.ignore.some((prefix) => isUnder(relPath, prefix))) continue;
       // A name whose bytes are not UTF-8 (written by an older system, unpacked from an old zip) comes back with
       // replacement characters and names no file: said so, instead of "disappeared".
-      const nameProblem = entry.name.includes('\uFFFD') && !fs.existsSync(absPath) ? NAME_ENCODING_MESSAGE : CONTROL_CHARACTER.test(entry.name) ? NAME_CONTROL_MESSAGE : undefined;
-      if (nameProblem) {
-        if (entry.isDirectory() || documentKind(relPath)) found.push({ relPath, absPath, refused: { severity: 'error', code: 'name', message: nameProblem } });
+      if (entry.name.includes('\uFFFD') && !fs.existsSync(absPath)) {
+        if (entry.isDirectory() || documentKind(relPath)) found.push({ relPath, absPath, refused: { severity: 'error', code: 'name-encoding', message: NAME_ENCODING_MESSAGE } });
         continue;
       }
       if (entry.isSymbolicLink()) {
@@ -217,10 +216,6 @@ async function scanOne(campaign: Campaign, relPath: string, absPath: string): Pr
 }
 
 const NAME_ENCODING_MESSAGE = 'its name is not valid UTF-8 (saved by a system using another encoding), so it cannot be opened by that name; rename it';
-/** A line break or terminal control in a name would split or forge the lines every report prints it on. */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-const NAME_CONTROL_MESSAGE = 'its name holds a line break or another control character, which no report can show on one line; rename it';
 
 function symlinkOutsideIssue(target: string): SourceIssue {
   return {
