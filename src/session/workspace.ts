@@ -66,13 +66,24 @@ export class DiskWorkspace implements Workspace {
     this.changes.fire(change);
   }
 
+  /**
+   * Folder by folder: one that cannot be read (no permission) is passed over, not the whole listing lost
+   * with it (a recursive readdir fails entirely); the next full index run names it.
+   */
   async listFiles(folder: string): Promise<string[]> {
+    let entries: fs.Dirent[];
     try {
-      const entries = await fs.promises.readdir(folder, { recursive: true, withFileTypes: true });
-      return entries.filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+      entries = await fs.promises.readdir(folder, { withFileTypes: true });
     } catch {
       return [];
     }
+    const files: string[] = [];
+    for (const entry of entries) {
+      const full = path.join(folder, entry.name);
+      if (entry.isDirectory()) files.push(...(await this.listFiles(full)));
+      else if (entry.isFile()) files.push(full);
+    }
+    return files;
   }
 
   readFile(file: string): Promise<Uint8Array> {

@@ -36,17 +36,16 @@ async function sources(root: string): Promise<Map<string, Listed>> {
   return new Map((JSON.parse(result.stdout) as { sources: Listed[] }).sources.map((s) => [s.path, s]));
 }
 
+const REPO = path.resolve(__dirname, '..', '..');
+
 /**
- * The CLI's own entry in a child process, as a shell runs it (an error it throws ends it as it would a
- * writer's), its output read by `reader`. `unprivileged`: as an ordinary user — as root (CI containers)
- * permissions never refuse a read, so it drops root's privileges.
+ * Node (with tsx) in a child process, its output read by `reader`. `unprivileged`: as an ordinary user — as
+ * root (CI containers) permissions never refuse a read, so it drops root's privileges.
  */
-function runEntry(argv: string[], options: { unprivileged?: boolean; reader?: (stdout: NodeJS.ReadableStream) => void } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const repo = path.resolve(__dirname, '..', '..');
-  const command = [process.execPath, '--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...argv];
+function runNode(args: string[], options: { unprivileged?: boolean; reader?: (stdout: NodeJS.ReadableStream) => void } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const asUser = options.unprivileged && process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
-  const [program, ...args] = [...asUser, ...command];
-  const child = spawn(program!, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [program, ...rest] = [...asUser, process.execPath, '--import', 'tsx', ...args];
+  const child = spawn(program!, rest, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -54,6 +53,9 @@ function runEntry(argv: string[], options: { unprivileged?: boolean; reader?: (s
   options.reader?.(child.stdout);
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
+
+/** The CLI's own entry, as a shell runs it: an error it throws ends it as it would a writer's. */
+const runEntry = (argv: string[], options: Parameters<typeof runNode>[1] = {}) => runNode([path.join(REPO, 'src/cli/main.ts'), ...argv], options);
 
 describe('real files a writer has', () => {
   let root: string;
@@ -320,6 +322,12 @@ describe('real files a writer has', () => {
       assert.match(result.stdout, /error +locked\.md +file cannot be read: permission to read it was refused/);
       assert.match(result.stdout, /error +vault +folder cannot be read: permission to read it was refused; none of its files are indexed/);
       assert.match(result.stdout, /1 indexed/);
+      // The editor lists a folder moved into the campaign the same way: the readable files despite the locked one.
+      const workspace = JSON.stringify(path.join(REPO, 'src/session/workspace.ts'));
+      const list = `const { DiskWorkspace } = require(${workspace}); new DiskWorkspace().listFiles(process.argv[1]).then((f) => process.stdout.write(JSON.stringify(f)));`;
+      const listed = await runNode(['-e', list, root], { unprivileged: true });
+      const names = (JSON.parse(listed.stdout) as string[]).map((f) => path.relative(root, f));
+      assert.ok(names.includes('open.md') && names.includes('locked.md'), names.join(', '));
     } finally {
       fs.chmodSync(path.join(root, 'vault'), 0o755);
     }
