@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, onlyEverydayWords, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignStatistics, judge, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -260,7 +260,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const placedPins: Working[] = [];
   const best = [...byId.values()]
     .filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null)
-    .reduce<LexicalJudgement | undefined>((b, w) => (!b || w.lexical!.coverage > b.coverage ? w.lexical! : b), undefined);
+    .reduce<LexicalJudgement | undefined>((b, w) => (!b || answerStrength(weights, w.lexical!) > answerStrength(weights, b) ? w.lexical! : b), undefined);
   const answered = answers(weights, best);
 
   for (const w of new Set([...byId.values(), ...alwaysInclude])) {
@@ -293,7 +293,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       admitted.push(w);
       continue;
     }
-    const lexicalVerdict = admitLexically(w.lexical, weights, answered);
+    const lexicalVerdict = admitLexically(w.lexical, weights, answered, w.lexical === best);
     const semanticVerdict =
       similarity === undefined || floor === null
         ? null
@@ -319,7 +319,7 @@ function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest
   if (terms.length === 0) return 'the query has no words to search for (only short or common words)';
   const parts: string[] = [];
   if (weights.unseen.length > 0) parts.push(`this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}`);
-  if (onlyEverydayWords(weights)) parts.push(everydayWords(weights));
+  if (weights.ordinary.length > 0) parts.push(everydayWords(weights));
   if (nearest?.lexical) {
     const where = [nearest.row.path, ...nearest.headingPath].join(' › ');
     parts.push(`the closest passage (${where}) shares only ${quoteList(nearest.lexical.matched.map((t) => t.text))} with it`);
@@ -339,12 +339,11 @@ function round(n: number): number {
 }
 
 /**
- * Admission by evidence: the campaign must answer the query at all (its best passage holds enough of
- * the query's information, and the query's words are words this campaign uses), and the passage must
- * hold a fair part of it. A name this turn mentions is evidence enough; a name merely standing in the
+ * Admission by evidence: the campaign must answer the query at all (its best passage explains the turn's
+ * words better than everyday English does), and the passage must be that one or hold a fair part of the query. A name this turn mentions is evidence enough; a name merely standing in the
  * state never is.
  */
-function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights, answered: boolean): { admitted: boolean; reason: string } {
+function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights, answered: boolean, strongest: boolean): { admitted: boolean; reason: string } {
   if (!lexical || lexical.matched.length === 0) return { admitted: false, reason: '' };
   const matched = lexical.matched;
   const list = quoteList(matched.map((t) => t.text));
@@ -357,14 +356,16 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     return { admitted: false, reason: `matched only ${list}, ${matched.length === 1 ? 'a name' : 'names'} standing in the current state, which alone says nothing about this turn` };
   }
   if (!answered) {
-    if (weights.unseenShare >= MAX_UNSEEN_SHARE) {
-      return { admitted: false, reason: `matched ${list}, but this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}: the question is not about it` };
-    }
-    return onlyEverydayWords(weights)
-      ? { admitted: false, reason: `matched ${list}, but ${everydayWords(weights)}: the question is not about it` }
+    const lacks = [
+      weights.unseen.length > 0 ? `this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}` : '',
+      weights.ordinary.length > 0 ? everydayWords(weights) : '',
+    ].filter(Boolean);
+    return lacks.length > 0
+      ? { admitted: false, reason: `matched ${list}, but ${lacks.join(' and ')}: the question is not about it` }
       : { admitted: false, reason: `matched only ${list}; no passage holds enough of the query to answer it` };
   }
-  return passageHolds(weights, lexical)
+  // The passage that showed the campaign answers is the answer's first evidence, whatever share it holds.
+  return strongest || passageHolds(weights, lexical)
     ? { admitted: true, reason: `matched ${list}` }
     : { admitted: false, reason: `matched only ${list}, words too common here to say what the query is about` };
 }
