@@ -29,6 +29,11 @@ export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.free
 
 /** Class orders what relevance admitted; multiplying means it can never rescue what was not admitted. */
 export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1, reference: 0.85, inspiration: 0.7 };
+/**
+ * A search shows a passage only when its relevance is at least this share of the best result's (tuned on
+ * FairytaleQA train: fewer tokens, the same recall). A prompt keeps them all: its budgets decide there.
+ */
+const SEARCH_RELATIVE_RELEVANCE = 0.2;
 /** How much the weaker path adds to the stronger one in hybrid relevance. */
 export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
 /** FTS5's bm25 (stems, heading weighted) picks this many passages; only they are joined and judged. */
@@ -60,6 +65,8 @@ interface Working {
   /** The key or name of its source this turn mentioned: eligible by that alone. */
   trigger: Trigger | null;
   shingles: Set<string>;
+  /** Relevance among the admitted (1 for the best), before class and boosts order it. */
+  relevance: number;
 }
 
 function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): CandidateDecision['outcome'] | null {
@@ -119,6 +126,7 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
     lexical,
     trigger,
     shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
+    relevance: 0,
     decision: {
       passageId: row.id,
       sourceId: row.source_id,
@@ -410,6 +418,7 @@ function scoreSurvivors(
     const lexical = bestLexical > 0 && w.lexical ? (w.lexical.score / bestLexical) * Math.sqrt(bySource.get(w.row.source_id) ?? 1) : 0;
     const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
+    w.relevance = relevance;
     const boosts: CandidateDecision['boosts'] = [];
     if (w.row.priority !== 'normal') boosts.push({ name: `priority ${w.row.priority}`, factor: PRIORITY_BOOST[w.row.priority] });
     const linked = (JSON.parse(w.row.entities) as string[]).map((e) => tokenize(e).join(' '));
@@ -623,7 +632,8 @@ export interface SearchResult {
 
 /**
  * What a writer's search finds: the same eligibility, admission and ranking as a prompt, without budgets
- * or pins — the best `limit` admitted passages, each with its reason. It may find nothing.
+ * or pins — the best `limit` admitted passages that stand near the best one, each with its reason. It may
+ * find nothing.
  */
 export async function searchKnowledge(
   store: KnowledgeStore,
@@ -634,8 +644,15 @@ export async function searchKnowledge(
   const limit = options.limit ?? 10;
   const ranked = await rankCandidates(store, { input: text, stage, placePins: false }, options);
   const hits: SearchHit[] = [];
+  // The most relevant, class aside: class orders results, it never decides which are shown.
+  const best = ranked.admitted.reduce<Working | undefined>((b, w) => (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state' || (b && b.relevance >= w.relevance) ? b : w), undefined);
   for (const w of ranked.admitted) {
     if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
+    // Only repeats a word or two of the query beside the best result; a mention or a name it holds is reason enough.
+    if (w.relevance < SEARCH_RELATIVE_RELEVANCE * best!.relevance && !w.trigger && !w.lexical?.matched.some((t) => t.name && !t.standing)) {
+      leaveOut(w, `under ${Math.round(SEARCH_RELATIVE_RELEVANCE * 100)}% of the relevance of the best result (${[best!.row.path, ...best!.headingPath].join(' › ')})`);
+      continue;
+    }
     if (hits.length < limit) {
       select(w, sectionOf(w.row.class));
       hits.push({ ...toSelected(w, w.decision.reason), rank: hits.length + 1 });
