@@ -124,6 +124,13 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.equal(hits[0]?.sourcePath, 'secret-church.md', hits.map((h) => h.sourcePath).join(', '));
   });
 
+  it("shows a question's story, not every tale that shares one of its words, and says why the others are left out", async () => {
+    const { hits, record } = await searchKnowledge(book.store, 'Why couldn\'t the dog say "bow wow" properly?', { limit: 5 });
+    assert.ok(hits.length > 0 && hits.every((h) => h.sourcePath === 'Snow-man.md'), hits.map((h) => h.sourcePath).join(', '));
+    const faint = record.candidates.filter((c) => /under 20% of the relevance of the best result \(Snow-man\.md › Section \d+\)/.test(c.reason));
+    assert.ok(faint.some((c) => c.sourcePath !== 'Snow-man.md'), 'tales sharing only a word are named as left out');
+  });
+
   it('still answers a real question made of everyday words, from the story it is about', async () => {
     const { hits } = await searchKnowledge(book.store, 'What did the people not do because they were afraid?');
     assert.ok(hits.some((h) => h.sourcePath === 'story-of-prince-yamato-take.md'), hits.map((h) => h.sourcePath).join(', '));
