@@ -339,23 +339,29 @@ function plainTextBlocks(text: string): Block[] {
 
 const SENTENCE_END = /(?<=[.!?…]["'”’)\]]*)\s+(?=\S)/g;
 
-/** Splits an oversize unit into pieces under the ceiling: at sentences, then words, then characters. */
+/**
+ * Splits an oversize unit into pieces under the ceiling: at sentences, then words, then characters. Linear
+ * in the unit's length (a 5 MB single-line file is one unit): words and lines are counted as it goes.
+ */
 function splitUnit(big: Unit): Unit[] {
   const pieces: Unit[] = [];
-  const lineAt = (offset: number): number => big.startLine + countNewlines(big.text, offset);
+  const lineAt = lineCounter(big.text, big.startLine);
   let pieceStart = 0;
   let pieceEnd = 0;
+  let pieceWords = 0;
   const emit = (): void => {
-    const raw = big.text.slice(pieceStart, pieceEnd);
-    const text = raw.trim();
+    const text = big.text.slice(pieceStart, pieceEnd).trim();
     if (text) pieces.push(unit(text, lineAt(pieceStart), Math.min(big.endLine, lineAt(pieceEnd))));
     pieceStart = pieceEnd;
+    pieceWords = 0;
   };
+  // As estimateTokens counts them: a sentence ends in whitespace, so the words of sentences add up.
+  const tokensOf = (words: number, chars: number): number => Math.max(words, Math.ceil(chars / 4));
   for (const [start, end] of boundaries(big.text)) {
-    if (end - pieceStart > 0 && estimateTokens(big.text.slice(pieceStart, end)) > MAX_PASSAGE_TOKENS && pieceEnd > pieceStart) emit();
-    if (estimateTokens(big.text.slice(start, end)) > MAX_PASSAGE_TOKENS) {
+    const words = countWords(big.text, start, end);
+    if (pieceEnd > pieceStart && tokensOf(pieceWords + words, end - pieceStart) > MAX_PASSAGE_TOKENS) emit();
+    if (tokensOf(words, end - start) > MAX_PASSAGE_TOKENS) {
       // A single sentence over the ceiling: cut it by words, or by characters when it has no spaces.
-      pieceStart = start;
       for (const cut of hardCuts(big.text, start, end)) {
         pieceEnd = cut;
         emit();
@@ -363,6 +369,7 @@ function splitUnit(big: Unit): Unit[] {
       continue;
     }
     pieceEnd = end;
+    pieceWords += words;
   }
   if (pieceEnd > pieceStart) emit();
   return pieces;
@@ -379,6 +386,17 @@ function* boundaries(text: string): Generator<[number, number]> {
   if (start < text.length) yield [start, text.length];
 }
 
+const WORD = /\S+/g;
+
+/** Runs of non-whitespace starting in [start, end), as estimateTokens counts words. */
+function countWords(text: string, start: number, end: number): number {
+  let words = 0;
+  WORD.lastIndex = start;
+  for (let match = WORD.exec(text); match && match.index < end; match = WORD.exec(text)) words++;
+  return words;
+}
+
+/** Cuts of one long sentence, each piece under the ceiling: at a space, before the word past the ceiling, else by length. */
 function* hardCuts(text: string, start: number, end: number): Generator<number> {
   const maxChars = MAX_PASSAGE_TOKENS * 4;
   let position = start;
@@ -389,19 +407,30 @@ function* hardCuts(text: string, start: number, end: number): Generator<number> 
       if (space > position) cut = space + 1;
     }
     // Words may be short enough that the word count, not the length, passes the ceiling.
-    while (cut - position > 1 && estimateTokens(text.slice(position, cut)) > MAX_PASSAGE_TOKENS) {
-      const space = text.lastIndexOf(' ', cut - 2);
-      cut = space > position ? space + 1 : position + Math.floor((cut - position) / 2);
+    let words = 0;
+    WORD.lastIndex = position;
+    for (let match = WORD.exec(text); match && match.index < cut; match = WORD.exec(text)) {
+      if (++words > MAX_PASSAGE_TOKENS) {
+        cut = match.index;
+        break;
+      }
     }
     yield cut;
     position = cut;
   }
 }
 
-function countNewlines(text: string, until: number): number {
-  let n = 0;
-  for (let i = text.indexOf('\n'); i !== -1 && i < until; i = text.indexOf('\n', i + 1)) n++;
-  return n;
+/** The line of an offset into `text`, whose first line is `firstLine`; offsets must come in order. */
+function lineCounter(text: string, firstLine: number): (offset: number) => number {
+  let line = firstLine;
+  let next = text.indexOf('\n');
+  return (offset) => {
+    while (next !== -1 && next < offset) {
+      line++;
+      next = text.indexOf('\n', next + 1);
+    }
+    return line;
+  };
 }
 
 /**
