@@ -177,6 +177,17 @@ describe('knowledge: markdown to passages', () => {
       assert.equal(passages[0]!.text, `${words(70, 'm')}\n\n${html.join('\n')}`);
     });
 
+    it('keeps every word of containers nested past what markdown-it reads, at their lines', () => {
+      const deep = `${'>'.repeat(1500)} the deepest vault`;
+      const text = ['---', 'class: canon', '---', '# Vaults', '', deep, '', words(70, 'after'), ''].join('\n');
+      const { passages } = parseDocument(text, 'markdown');
+      const vault = passages.find((p) => p.text.includes('the deepest vault'));
+      assert.ok(vault, 'the nested text is indexed');
+      const after = passages.find((p) => p.text.includes('after0'))!;
+      assert.ok(vault.startLine <= 6 && vault.endLine >= 6 && after.startLine <= 8 && after.endLine === 8, 'at the lines of the file');
+      assert.ok(!passages.some((p) => p.text.includes('class: canon')), 'front matter stays out');
+    });
+
     it('splits a 5 MB single-line file into passages under the ceiling, all on line 1, losing no word', () => {
       const sentence = (i: number): string => `The river road number ${i} runs past the ${i % 10 ? 'abbey' : '**abbey**'} gate.`;
       const parts: string[] = [];

@@ -30,11 +30,20 @@ interface Unit {
 type Block = { kind: 'heading'; depth: number; text: string; line: number } | { kind: 'unit'; unit: Unit };
 
 /**
+ * Containers (quotes, lists) nested this deep are far past anything written by hand, and still far from
+ * the stack's limit. markdown-it drops whatever lies deeper, so a file that reaches it is indexed as
+ * plain paragraphs instead: every word kept.
+ */
+const MAX_NESTING = 1000;
+
+/**
  * CommonMark with GFM tables and strikethrough. HTML is recognised only so that its blocks end where
  * CommonMark says; the chunker keeps it as inert text and nothing is ever rendered. No linkify, no
  * typographer: the text stays as written.
  */
 const markdownIt = new MarkdownIt('default', { html: true });
+// A preset option markdown-it reads (`options.maxNesting`) that its type declarations leave out.
+Object.assign(markdownIt.options, { maxNesting: MAX_NESTING });
 markdownIt.block.ruler.before('reference', 'footnote_definition', footnoteDefinition);
 
 /**
@@ -163,7 +172,10 @@ function markdownBlocks(text: string): Block[] {
     }
   }
   const body = front ? text.slice(front.bodyStart) : text;
-  const reader = new TokenReader(body, markdownIt.parse(body, {}), front ? front.bodyStartLine - 1 : 0);
+  const lineOffset = front ? front.bodyStartLine - 1 : 0;
+  const tokens = markdownIt.parse(body, {});
+  if (tokens.some((t) => t.nesting === 1 && t.level >= MAX_NESTING - 1)) return [...blocks, ...plainTextBlocks(body, lineOffset + 1)];
+  const reader = new TokenReader(body, tokens, lineOffset);
   while (reader.next) topLevelBlock(reader, blocks);
   return blocks;
 }
@@ -314,26 +326,27 @@ function pushJoined(blocks: Block[], parts: Unit[]): void {
   }
 }
 
-/** A .txt source: paragraphs separated by blank lines, no markup interpreted. */
-function plainTextBlocks(text: string): Block[] {
+/** A .txt source: paragraphs separated by blank lines, no markup interpreted. `firstLine` is the file line `text` starts on. */
+function plainTextBlocks(text: string, firstLine = 1): Block[] {
   const blocks: Block[] = [];
   const all = text.split(/\r?\n/);
   let paragraph: string[] = [];
-  let startLine = 1;
+  let startLine = firstLine;
   const flush = (endLine: number): void => {
     const joined = paragraph.join('\n').trim();
     if (joined) blocks.push({ kind: 'unit', unit: unit(joined, startLine, endLine) });
     paragraph = [];
   };
+  const offset = firstLine - 1;
   all.forEach((line, i) => {
     if (line.trim() === '') {
-      flush(i);
-      startLine = i + 2;
+      flush(offset + i);
+      startLine = offset + i + 2;
     } else {
       paragraph.push(line);
     }
   });
-  flush(all.length);
+  flush(offset + all.length);
   return blocks;
 }
 
