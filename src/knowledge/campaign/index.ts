@@ -14,7 +14,7 @@ export type { EligibilityFields, ReadingStage, SourceExclusion } from './sourceR
 export { pathInside, unsafeRelativePath } from './paths';
 export { applyTextEdit, changeBetween } from './textEdit';
 export type { TextEdit } from './textEdit';
-export { estimateTokens } from './tokens';
+export { countWords, estimateTokens, tokensFor } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, VISIBILITIES } from './types';
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SemanticState, SourceIssue, SourceRecord } from './types';
 export { SELECTIVE_LOGIC, isRegexKey, triggersOf } from './triggers';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import MarkdownIt, { type StateBlock, type Token } from 'markdown-it';
 import { normalizeForIndex } from './indexText';
 import { frontMatterText } from './frontMatterText';
-import { estimateTokens, frontMatterBlock } from '../campaign';
+import { countWords, frontMatterBlock, tokensFor } from '../campaign';
 import type { DraftPassage } from '../campaign';
 
 /** A heading boundary closes a passage only once it holds this many tokens. */
@@ -24,6 +24,7 @@ interface Unit {
   text: string;
   startLine: number;
   endLine: number;
+  words: number;
   tokens: number;
 }
 
@@ -80,7 +81,8 @@ export function parseDocument(text: string, kind: DocumentKind): ParsedDocument 
 }
 
 function unit(text: string, startLine: number, endLine: number): Unit {
-  return { text, startLine, endLine, tokens: estimateTokens(text) };
+  const words = countWords(text);
+  return { text, startLine, endLine, words, tokens: tokensFor(words, text.length) };
 }
 
 /** Inline content as plain text: links keep their words (the URL stays behind), images become inert placeholders. */
@@ -368,12 +370,11 @@ function splitUnit(big: Unit): Unit[] {
     pieceStart = pieceEnd;
     pieceWords = 0;
   };
-  // As estimateTokens counts them: a sentence ends in whitespace, so the words of sentences add up.
-  const tokensOf = (words: number, chars: number): number => Math.max(words, Math.ceil(chars / 4));
+  // A sentence ends in whitespace, so the words of sentences add up.
   for (const [start, end] of boundaries(big.text)) {
-    const words = countWords(big.text, start, end);
-    if (pieceEnd > pieceStart && tokensOf(pieceWords + words, end - pieceStart) > MAX_PASSAGE_TOKENS) emit();
-    if (tokensOf(words, end - start) > MAX_PASSAGE_TOKENS) {
+    const words = wordsBetween(big.text, start, end);
+    if (pieceEnd > pieceStart && tokensFor(pieceWords + words, end - pieceStart) > MAX_PASSAGE_TOKENS) emit();
+    if (tokensFor(words, end - start) > MAX_PASSAGE_TOKENS) {
       // A single sentence over the ceiling: cut it by words, or by characters when it has no spaces.
       for (const cut of hardCuts(big.text, start, end)) {
         pieceEnd = cut;
@@ -401,8 +402,8 @@ function* boundaries(text: string): Generator<[number, number]> {
 
 const WORD = /\S+/g;
 
-/** Runs of non-whitespace starting in [start, end), as estimateTokens counts words. */
-function countWords(text: string, start: number, end: number): number {
+/** Runs of non-whitespace starting in [start, end), counted as countWords counts them. */
+function wordsBetween(text: string, start: number, end: number): number {
   let words = 0;
   WORD.lastIndex = start;
   for (let match = WORD.exec(text); match && match.index < end; match = WORD.exec(text)) words++;
@@ -455,12 +456,16 @@ function pack(blocks: Block[]): DraftPassage[] {
   const passages: DraftPassage[] = [];
   const trail: { depth: number; text: string }[] = [];
   let parts: string[] = [];
+  // Words and characters of the parts, so the joined text is measured without joining it at every block.
+  let partsWords = 0;
+  let partsChars = 0;
   let startLine = 0;
   let endLine = 0;
   let passageTrail: string[] = [];
   const hasContent = (): boolean => parts.length > 0;
-  // Measured on the joined text, exactly as the passage's token count will be.
-  const joinedTokens = (extra?: string): number => estimateTokens(extra === undefined ? parts.join('\n\n') : `${parts.join('\n\n')}\n\n${extra}`);
+  // As the passage's token count will be: the parts joined by blank lines, then `extra` after one more.
+  const joinedTokens = (extra?: { words: number; chars: number }): number =>
+    tokensFor(partsWords + (extra?.words ?? 0), partsChars + 2 * (parts.length - 1) + (extra ? 2 + extra.chars : 0));
 
   const close = (): void => {
     if (!hasContent()) return;
@@ -468,20 +473,24 @@ function pack(blocks: Block[]): DraftPassage[] {
     passages.push({
       headingPath: passageTrail,
       text,
-      tokenCount: estimateTokens(text),
+      tokenCount: joinedTokens(),
       contentHash: createHash('sha256').update(normalizeForIndex(text)).digest('hex'),
       startLine,
       endLine,
     });
     parts = [];
+    partsWords = 0;
+    partsChars = 0;
   };
-  const add = (text: string, from: number, to: number): void => {
+  const add = (text: string, words: number, from: number, to: number): void => {
     if (!hasContent()) {
       passageTrail = trail.map((h) => h.text);
       startLine = from;
       endLine = to;
     }
     parts.push(text);
+    partsWords += words;
+    partsChars += text.length;
     endLine = Math.max(endLine, to);
   };
 
@@ -494,15 +503,16 @@ function pack(blocks: Block[]): DraftPassage[] {
       trail.push({ depth: block.depth, text: block.text });
       if (hasContent()) {
         const written = `${'#'.repeat(block.depth)} ${block.text}`;
-        if (joinedTokens(written) > MAX_PASSAGE_TOKENS) close();
-        else add(written, block.line, block.line);
+        const words = countWords(written);
+        if (joinedTokens({ words, chars: written.length }) > MAX_PASSAGE_TOKENS) close();
+        else add(written, words, block.line, block.line);
       }
       continue;
     }
     for (const piece of block.unit.tokens > MAX_PASSAGE_TOKENS ? splitUnit(block.unit) : [block.unit]) {
       // Joining adds separators, so check the joined text, not the sum, against the ceiling.
-      if (hasContent() && joinedTokens(piece.text) > MAX_PASSAGE_TOKENS) close();
-      add(piece.text, piece.startLine, piece.endLine);
+      if (hasContent() && joinedTokens({ words: piece.words, chars: piece.text.length }) > MAX_PASSAGE_TOKENS) close();
+      add(piece.text, piece.words, piece.startLine, piece.endLine);
     }
   }
   close();
