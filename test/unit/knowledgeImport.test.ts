@@ -329,6 +329,31 @@ describe('knowledge: importing a campaign', () => {
     assert.equal(store.listPassages(alt.id).length, 2, 'the text is indexed once, never zero times');
   });
 
+  it('a run that finds every file unchanged still gives back text whose holder lost it in an interrupted run', async () => {
+    const shared = `## Aboleth\n\n${prose('tentacle')}`;
+    const whole = `# Same\n\n${prose('same')}`;
+    open({
+      'a/one.md': whole,
+      'b/two.md': whole,
+      'monsters/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`,
+      'monsters-alt/a.md': `# Monsters A\n\n${prose('intro')}\n\n${shared}`,
+    });
+    await importCampaign(campaign, store);
+    assert.equal(source('b/two.md')?.lexicalState, 'duplicate');
+    assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 1);
+    // As a run killed after changing the holders and before their dependents took the text back leaves them:
+    // one holder without the passage it held, the other removed with its file.
+    const aboleth = source('monsters/aboleth.md')!;
+    store.writeSource(aboleth, store.getSourceContent(aboleth.id)!, []);
+    fs.rmSync(path.join(root, 'a', 'one.md'));
+    store.deleteSource(source('a/one.md')!.id);
+    const report = await importCampaign(campaign, store);
+    assert.equal(report.files.find((f) => f.path === 'monsters-alt/a.md')?.outcome, 'indexed');
+    assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 2, 'the text is indexed once, never zero times');
+    assert.equal(source('b/two.md')?.lexicalState, 'ready');
+    assert.ok(store.listPassages(source('b/two.md')!.id).length > 0);
+  });
+
   it('a save of the holder alone (indexFile) leaves the index as a clean import of the same files would', async () => {
     const shared = `## Aboleth\n\n${prose('tentacle')}`;
     open({

@@ -106,6 +106,8 @@ const SOURCE_COLUMNS = `id, campaign_id, path, title, class, class_origin, enabl
 const INDEX_CACHE_KIB = 64 * 1024;
 const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
 
+export type SourceStat = Pick<SourceRecord, 'id' | 'path' | 'class' | 'classOrigin' | 'sha256' | 'size' | 'mtimeMs' | 'parserVersion' | 'chunkingVersion' | 'lexicalState' | 'issues'>;
+
 /**
  * The derived knowledge index of one campaign. Every write of a source — its row, its passages and their
  * FTS rows — is one transaction, so a failure leaves the previous state, never half a source.
@@ -165,11 +167,11 @@ export class KnowledgeStore {
           `INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility,
              always_include, priority, scope, tags, entities, notes, sha256, size, mtime_ms, imported_at,
              updated_at, parser_version, chunking_version, lexical_state, semantic_state, duplicate_of,
-             issues, content)
+             issues)
            VALUES (@id, @campaign_id, @path, @title, @class, @class_origin, @enabled, @visibility,
              @always_include, @priority, @scope, @tags, @entities, @notes, @sha256, @size, @mtime_ms,
              @imported_at, @updated_at, @parser_version, @chunking_version, @lexical_state,
-             @semantic_state, @duplicate_of, @issues, @content)
+             @semantic_state, @duplicate_of, @issues)
            ON CONFLICT (id) DO UPDATE SET
              path = excluded.path, title = excluded.title, class = excluded.class,
              class_origin = excluded.class_origin, enabled = excluded.enabled,
@@ -179,7 +181,7 @@ export class KnowledgeStore {
              size = excluded.size, mtime_ms = excluded.mtime_ms, updated_at = excluded.updated_at,
              parser_version = excluded.parser_version, chunking_version = excluded.chunking_version,
              lexical_state = excluded.lexical_state, semantic_state = excluded.semantic_state,
-             duplicate_of = excluded.duplicate_of, issues = excluded.issues, content = excluded.content`,
+             duplicate_of = excluded.duplicate_of, issues = excluded.issues`,
         )
         .run({
           id: source.id,
@@ -207,8 +209,10 @@ export class KnowledgeStore {
           semantic_state: source.semanticState,
           duplicate_of: source.duplicateOf,
           issues: JSON.stringify(source.issues),
-          content,
         });
+      this
+        .statement('INSERT INTO source_contents (source_id, content) VALUES (?, ?) ON CONFLICT (source_id) DO UPDATE SET content = excluded.content')
+        .run(source.id, content);
       const insertPassage = this.statement(
         `INSERT INTO passages (id, source_id, campaign_id, idx, class, heading_path, text, token_count,
            content_hash, start_line, end_line)
@@ -260,6 +264,26 @@ export class KnowledgeStore {
     this.statement('DELETE FROM passages WHERE source_id = ?').run(sourceId);
   }
 
+  /** What a run needs to tell an unchanged file by its stat, for every source: a fraction of `listSources`. */
+  listSourceStats(): SourceStat[] {
+    const rows = this.statement(
+      `SELECT id, path, class, class_origin, sha256, size, mtime_ms, parser_version, chunking_version, lexical_state, issues FROM sources WHERE campaign_id = ?`,
+    ).all(this.campaignId) as Pick<SourceRow, 'id' | 'path' | 'class' | 'class_origin' | 'sha256' | 'size' | 'mtime_ms' | 'parser_version' | 'chunking_version' | 'lexical_state' | 'issues'>[];
+    return rows.map((row) => ({
+      id: row.id,
+      path: row.path,
+      class: row.class,
+      classOrigin: JSON.parse(row.class_origin) as ClassOrigin,
+      sha256: row.sha256,
+      size: row.size,
+      mtimeMs: row.mtime_ms,
+      parserVersion: row.parser_version,
+      chunkingVersion: row.chunking_version,
+      lexicalState: row.lexical_state,
+      issues: JSON.parse(row.issues) as SourceIssue[],
+    }));
+  }
+
   listSources(): SourceRecord[] {
     return (this.statement(`SELECT ${SOURCE_COLUMNS} FROM sources WHERE campaign_id = ? ORDER BY path`).all(this.campaignId) as SourceRow[]).map(
       toSource,
@@ -281,7 +305,7 @@ export class KnowledgeStore {
   }
 
   getSourceContent(sourceId: string): string | undefined {
-    const row = this.statement('SELECT content FROM sources WHERE id = ?').get(sourceId) as { content: string } | undefined;
+    const row = this.statement('SELECT content FROM source_contents WHERE source_id = ?').get(sourceId) as { content: string } | undefined;
     return row?.content;
   }
 
@@ -322,7 +346,7 @@ export class KnowledgeStore {
   /** Empties the derived index (sources, passages, FTS) while keeping the embedding cache, which is keyed by content. */
   clear(): void {
     this.db.transaction(() => {
-      this.db.exec('DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM source_triggers; DELETE FROM sources;');
+      this.db.exec('DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM source_triggers; DELETE FROM source_contents; DELETE FROM sources;');
     })();
   }
 }
