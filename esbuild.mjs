@@ -37,6 +37,15 @@ const everydayWordsOnly = {
   },
 };
 
+// The CLI's entry (dist/cli.js) checks the Node version and turns on the compile cache before it loads
+// the commands, which are their own bundle (dist/cli-run.js) so that the cache covers them.
+const commandsInTheirOwnBundle = {
+  name: 'commands-in-their-own-bundle',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/run$/ }, (args) => (args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: './cli-run.js', external: true } : undefined));
+  },
+};
+
 const node = {
   bundle: true,
   platform: 'node',
@@ -52,7 +61,8 @@ const node = {
 
 const builds = [
   { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, plugins: [...node.plugins, commandsInTheirOwnBundle] },
+  { ...node, entryPoints: { 'cli-run': 'src/cli/run.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { 'parse-worker': 'src/knowledge/indexing/parseWorker.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { 'index-worker': 'src/knowledge/indexing/indexWorker.ts' }, outdir: 'dist' },
   {
