@@ -161,7 +161,6 @@ export class KnowledgeStore {
       throw new Error(`source ${source.path} belongs to campaign ${source.campaignId}, not ${this.campaignId}`);
     }
     this.db.transaction(() => {
-      this.deletePassages(source.id);
       this
         .statement(
           `INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility,
@@ -213,28 +212,7 @@ export class KnowledgeStore {
       this
         .statement('INSERT INTO source_contents (source_id, content) VALUES (?, ?) ON CONFLICT (source_id) DO UPDATE SET content = excluded.content')
         .run(source.id, content);
-      const insertPassage = this.statement(
-        `INSERT INTO passages (id, source_id, campaign_id, idx, class, heading_path, text, token_count,
-           content_hash, start_line, end_line)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      );
-      const insertFts = this.statement('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
-      for (const p of passages) {
-        const { lastInsertRowid } = insertPassage.run(
-          p.id,
-          source.id,
-          source.campaignId,
-          p.index,
-          source.class,
-          JSON.stringify(p.headingPath),
-          p.text,
-          p.tokenCount,
-          p.contentHash,
-          p.startLine,
-          p.endLine,
-        );
-        insertFts.run(lastInsertRowid, ftsText(p.headingPath.join(' › ')), ftsText(p.text));
-      }
+      this.replacePassages(source, passages);
       if (triggers !== undefined) {
         this.statement('DELETE FROM source_triggers WHERE source_id = ?').run(source.id);
         if (triggers) {
@@ -255,6 +233,47 @@ export class KnowledgeStore {
       this.deletePassages(sourceId);
       return this.statement('DELETE FROM sources WHERE id = ?').run(sourceId).changes > 0;
     })();
+  }
+
+  /**
+   * Makes the source's passages these: a passage whose heading trail and text are what its place already
+   * holds stays where it is (its line range, class and count updated in place), and only the others are
+   * deleted and written again with their full-text rows. An edit to one paragraph of a long file rewrites
+   * that passage, not the file's: a save writes a few pages, not every passage and its index entries.
+   */
+  private replacePassages(source: SourceRecord, passages: readonly PassageRecord[]): void {
+    const rows = this.statement(
+      'SELECT rowid, id, idx, class, heading_path, text, token_count, content_hash, start_line, end_line FROM passages WHERE source_id = ?',
+    ).all(source.id) as Omit<PassageRow, 'source_id' | 'campaign_id'>[];
+    const stored = new Map(rows.map((row) => [row.idx, row]));
+    // Only what can differ for the same text under the same heading (and only when it does): an UPDATE
+    // naming an indexed column rewrites that index's entry even when the value is the same.
+    const update = this.statement('UPDATE passages SET class = ?, token_count = ?, content_hash = ?, start_line = ?, end_line = ? WHERE rowid = ?');
+    const insertPassage = this.statement(
+      `INSERT INTO passages (id, source_id, campaign_id, idx, class, heading_path, text, token_count,
+         content_hash, start_line, end_line)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const insertFts = this.statement('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+    const deleteRow = (rowid: number): void => {
+      this.statement('DELETE FROM passages_fts WHERE rowid = ?').run(rowid);
+      this.statement('DELETE FROM passages WHERE rowid = ?').run(rowid);
+    };
+    for (const p of passages) {
+      const headingPath = JSON.stringify(p.headingPath);
+      const held = stored.get(p.index);
+      stored.delete(p.index);
+      if (held && held.id === p.id && held.heading_path === headingPath && held.text === p.text) {
+        const moved =
+          held.class !== source.class || held.token_count !== p.tokenCount || held.content_hash !== p.contentHash || held.start_line !== p.startLine || held.end_line !== p.endLine;
+        if (moved) update.run(source.class, p.tokenCount, p.contentHash, p.startLine, p.endLine, held.rowid);
+        continue;
+      }
+      if (held) deleteRow(held.rowid);
+      const { lastInsertRowid } = insertPassage.run(p.id, source.id, source.campaignId, p.index, source.class, headingPath, p.text, p.tokenCount, p.contentHash, p.startLine, p.endLine);
+      insertFts.run(lastInsertRowid, ftsText(p.headingPath.join(' › ')), ftsText(p.text));
+    }
+    for (const gone of stored.values()) deleteRow(gone.rowid);
   }
 
   private deletePassages(sourceId: string): void {
