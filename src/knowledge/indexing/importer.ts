@@ -192,11 +192,13 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
 }
 
 /** One file as the scan would have found it: refused when it (or a folder above it) leads outside the campaign. */
-async function scanOne(campaign: Campaign, relPath: string, absPath: string): Promise<ScannedFile> {
+function scanOne(campaign: Campaign, relPath: string, absPath: string): ScannedFile {
   let realRoot: string;
   let target: string;
   try {
-    [realRoot, target] = await Promise.all([fs.promises.realpath(campaign.root), fs.promises.realpath(absPath)]);
+    // Synchronous, like the stats of a run: a save waits on no thread pool round trip (writes never run on the UI's thread).
+    realRoot = fs.realpathSync(campaign.root);
+    target = fs.realpathSync(absPath);
   } catch {
     return { relPath, absPath }; // gone or broken: reading it reports that
   }
@@ -487,13 +489,8 @@ class ImportRun {
       return this.writeError(relPath, [...prepared.issues, issue], { ...prepared, content: prepared.text, meta: prepared.meta });
     }
     this.parsedBytes += prepared.size;
-    let after: fs.Stats;
-    try {
-      after = await fs.promises.stat(prepared.file.absPath);
-    } catch (error) {
-      if (isMissing(error)) return this.vanished(relPath);
-      throw error;
-    }
+    const after = fs.statSync(prepared.file.absPath, { throwIfNoEntry: false });
+    if (!after) return this.vanished(relPath);
     if (after.mtimeMs !== prepared.readMtimeMs || after.size !== prepared.size) return 'changed';
 
     const base = this.baseRecord(relPath, prepared.meta, prepared.classification);
@@ -802,7 +799,7 @@ async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, posi
     const id = sourceIdFor(campaign.id, posix);
     if (store.deleteSource(id)) outcomes.push({ path: posix, sourceId: id, outcome: 'removed', issues: [] });
   } else {
-    outcomes.push(await run.processOne(await scanOne(campaign, posix, absPath), new Map()));
+    outcomes.push(await run.processOne(scanOne(campaign, posix, absPath), new Map()));
   }
   const changed = outcomes.filter((o) => o.outcome !== 'unchanged').map((o) => o.sourceId);
   if (changed.length > 0 || run.displaced.size > 0) {
