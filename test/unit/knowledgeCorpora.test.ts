@@ -24,6 +24,24 @@ async function importCorpus(corpus: string): Promise<{ root: string; store: Know
   }
 }
 
+/**
+ * Passages whose start line does not hold their first word: the line a writer is sent to must show the
+ * text. A passage opening with code starts at its fence, whose next line holds the word.
+ */
+function passagesOffTheirLine(store: KnowledgeStore): string[] {
+  const off: string[] = [];
+  for (const source of store.listSources()) {
+    const lines = (store.getSourceContent(source.id) ?? '').split(/\r\n?|\n/);
+    for (const p of store.listPassages(source.id)) {
+      const word = /[\p{L}\p{N}]{2,}/u.exec(p.text.replace(/^\[image: /, ''))?.[0];
+      const at = lines[p.startLine - 1] ?? '';
+      const shown = /^\s*(```|~~~)/.test(at) ? lines[p.startLine] ?? '' : at;
+      if (word && !shown.includes(word)) off.push(`${source.path}:${p.startLine} does not hold '${word}'`);
+    }
+  }
+  return off;
+}
+
 describe('knowledge: real corpora', function () {
   this.timeout(300_000);
 
@@ -108,6 +126,11 @@ describe('knowledge: real corpora', function () {
       assert.ok(!rows.some((r) => /\]\(https?:/.test(r.text)), 'no markdown link survives as a URL');
     });
 
+    it('points every passage at the line its text starts on, as hovers, Problems and file:line results show it', () => {
+      const misplaced = passagesOffTheirLine(imported.store);
+      assert.deepEqual(misplaced, []);
+    });
+
     it('keeps a heading that sits inside a blockquote in the trail', () => {
       const candidates = imported.store.listSources().filter((s) => /^>\s*#{1,6}\s/m.test(imported.store.getSourceContent(s.id) ?? '') && s.lexicalState === 'ready');
       assert.ok(candidates.length > 0, 'the SRD has headings in blockquotes');
@@ -136,6 +159,8 @@ describe('knowledge: real corpora', function () {
         // Front matter is YAML, taken as written; the markdown body's entities are decoded by the parser.
         assert.equal(source.title, 'Players &amp; Gamemasters');
         assert.ok(store.listPassages(source.id).some((p) => p.headingPath.includes('Players & Gamemasters')));
+        // Every file opens with front matter: the lines after it are still the file's.
+        assert.deepEqual(passagesOffTheirLine(store), []);
       } finally {
         store.close();
         removeDir(root);

