@@ -110,7 +110,9 @@ describe('knowledge: real corpora', function () {
 
     it('keeps every passage within the ceiling, with a heading trail and a line range inside its file', () => {
       const rows = imported.store.db
-        .prepare('SELECT s.path, s.content, p.token_count, p.heading_path, p.start_line, p.end_line, p.text FROM passages p JOIN sources s ON s.id = p.source_id')
+        .prepare(
+          'SELECT s.path, c.content, p.token_count, p.heading_path, p.start_line, p.end_line, p.text FROM passages p JOIN sources s ON s.id = p.source_id JOIN source_contents c ON c.source_id = s.id',
+        )
         .all() as { path: string; content: string; token_count: number; heading_path: string; start_line: number; end_line: number; text: string }[];
       assert.ok(rows.length > 1500);
       const lineCounts = new Map<string, number>();

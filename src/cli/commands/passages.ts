@@ -3,8 +3,6 @@ import { EXIT, UsageError, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 
 export const passagesCommand: Command = {
-  name: 'passages',
-  summary: 'Show the passages one source was cut into: heading trail, lines, tokens, text',
   usage: 'storyteller passages <source path or id> [--campaign dir] [--json]',
   options: { campaign: { type: 'string' } },
   async run(args, io) {

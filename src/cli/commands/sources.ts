@@ -4,8 +4,6 @@ import { EXIT, emit, type Command } from '../command';
 import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 
 export const sourcesCommand: Command = {
-  name: 'sources',
-  summary: "List a campaign's indexed sources: class and where it came from, state, passages, problems",
   usage: 'storyteller sources [campaign-dir] [--json]',
   options: { campaign: { type: 'string' } },
   async run(args, io) {
