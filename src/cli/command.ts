@@ -19,9 +19,15 @@ export interface CliIo {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface Command {
+/** What `storyteller --help` lists about a command, and how to load the rest of it. */
+export interface CommandEntry {
   name: string;
   summary: string;
+  load(): Promise<Command>;
+}
+
+/** A command's options and work, loaded when it runs (or shows its own help). */
+export interface Command {
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
   run(args: ParsedArgs, io: CliIo): Promise<number>;
@@ -41,7 +47,7 @@ export const COMMON_OPTIONS = {
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
-export function parseCommandArgs(command: Command, argv: string[]): ParsedArgs {
+export function parseCommandArgs(command: Pick<Command, 'options'>, argv: string[]): ParsedArgs {
   try {
     const { values, positionals } = parseArgs({
       args: argv,

@@ -1,3 +1,6 @@
+import { enableCompileCache } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
 import { unsupportedNode } from './runtime';
 
 // Checked before the commands are loaded: on an older Node.js the database library crashes the process
@@ -16,6 +19,9 @@ if (runtimeProblem) {
   process.stderr.write(`storyteller: ${runtimeProblem}\n`);
   process.exitCode = 3;
 } else {
+  // The commands' bundle (dist/cli-run.js, megabytes of code) is compiled once and reused from a cache
+  // that belongs to this user, never inside a campaign; Node's own NODE_COMPILE_CACHE names another place.
+  enableCompileCache(process.env.NODE_COMPILE_CACHE ?? path.join(os.homedir(), '.cache', 'storyteller', 'compile-cache'));
   void import('./run').then(({ runCli, terminalSafe }) =>
     runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), stdin: process.stdin }).then(
       (code) => {

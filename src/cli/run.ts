@@ -1,4 +1,4 @@
-import { EXIT, UsageError, parseCommandArgs, type CliIo, type Command } from './command';
+import { EXIT, UsageError, parseCommandArgs, type CliIo } from './command';
 import { COMMANDS } from './commands';
 import { terminalSafeStream } from './terminalText';
 
@@ -25,21 +25,22 @@ export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
     io.stdout.write(`${help()}\n`);
     return name ? EXIT.ok : EXIT.usage;
   }
-  const command: Command | undefined = COMMANDS.find((c) => c.name === name);
-  if (!command) {
+  const entry = COMMANDS.find((c) => c.name === name);
+  if (!entry) {
     io.stderr.write(`storyteller: unknown command '${name}'\n\n${help()}\n`);
     return EXIT.usage;
   }
+  const command = await entry.load();
   try {
     const args = parseCommandArgs(command, rest);
     if (args.values.help === true) {
-      io.stdout.write(`usage: ${command.usage}\n\n${command.summary}\n`);
+      io.stdout.write(`usage: ${command.usage}\n\n${entry.summary}\n`);
       return EXIT.ok;
     }
     return await command.run(args, io);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(`storyteller ${command.name}: ${error.message}\nusage: ${command.usage}\n`);
+      io.stderr.write(`storyteller ${entry.name}: ${error.message}\nusage: ${command.usage}\n`);
       return EXIT.usage;
     }
     throw error;

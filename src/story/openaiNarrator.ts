@@ -55,7 +55,8 @@ export class OpenAICompatibleNarrator implements Narrator {
     let finishReason: string | null = null;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
     try {
-      const stream = await openAIClient(this.options.backend, this.idleTimeoutMs, this.options.maxReplyBytes ?? MAX_REPLY_BYTES).chat.completions.create(
+      const client = await openAIClient(this.options.backend, this.idleTimeoutMs, this.options.maxReplyBytes ?? MAX_REPLY_BYTES);
+      const stream = await client.chat.completions.create(
         {
           model: request.model,
           messages: request.messages,

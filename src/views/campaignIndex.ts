@@ -4,6 +4,7 @@ import type { KnowledgeStore, ImportReport } from '../knowledge/indexing';
 import type { SemanticIndexReport } from '../knowledge/retrieval';
 import { DiskWorkspace, FILE_DEBOUNCE_MS, type CampaignSession, type IndexState } from '../session';
 import { Disposable } from './disposable';
+import { INDEX_CHANGE_REDRAW_MS } from './throttle';
 
 export { FILE_DEBOUNCE_MS, type IndexState };
 
@@ -15,6 +16,7 @@ export interface IndexChange {
 
 type Progress = vscode.Progress<{ message?: string; increment?: number }>;
 
+
 /**
  * A campaign session as VS Code sees it: the editor's watcher and saves are forwarded into the session's
  * workspace (the debounce, queue and cancellation are the session's), its events become VS Code events,
@@ -25,6 +27,8 @@ export class CampaignIndex extends Disposable {
   readonly onDidChange = this._onDidChange.event;
   private readonly _onDidChangeState = this._register(new vscode.EventEmitter<IndexState>());
   readonly onDidChangeState = this._onDidChangeState.event;
+  /** The state last passed on to the views; `state` is always the session's current one. */
+  private shownState: IndexState | undefined;
 
   constructor(
     readonly session: CampaignSession,
@@ -39,7 +43,17 @@ export class CampaignIndex extends Disposable {
     // Saves normally reach the watcher too; a save of an unchanged-on-disk buffer (e.g. a remote FS) may not.
     this._register(vscode.workspace.onDidSaveTextDocument((doc) => doc.uri.scheme === 'file' && workspace.fire({ kind: 'changed', path: doc.uri.fsPath })));
     const changes = session.indexing.onDidChange((change) => this._onDidChange.fire({ campaign: session.campaign, paths: change.paths }));
-    const states = session.indexing.onDidChangeState((state) => this._onDidChangeState.fire(state));
+    // An import reports progress per file, hundreds of times a second, and each report redraws the Sources
+    // tree, the status bar and the progress notification (a query and a message to the window each): the
+    // views hear of progress at most every INDEX_CHANGE_REDRAW_MS, and at once of any other change of state.
+    let progressShownAt = 0;
+    const states = session.indexing.onDidChangeState((state) => {
+      const now = Date.now();
+      if (state.kind === 'indexing' && this.shownState?.kind === 'indexing' && now - progressShownAt < INDEX_CHANGE_REDRAW_MS) return;
+      progressShownAt = now;
+      this.shownState = state;
+      this._onDidChangeState.fire(state);
+    });
     this._register({
       dispose: () => {
         changes.dispose();
@@ -101,7 +115,7 @@ export class CampaignIndex extends Disposable {
 
   private async withProgress(progress: Progress | undefined, run: () => Promise<ImportReport | undefined>): Promise<ImportReport | undefined> {
     let reported = 0;
-    const subscription = this.session.indexing.onDidChangeState((state) => {
+    const subscription = this.onDidChangeState((state) => {
       if (state.kind !== 'indexing') return;
       const percent = state.total === 0 ? 100 : (state.done / state.total) * 100;
       progress?.report({ message: `${state.done}/${state.total} ${state.path ?? ''}`, increment: percent - reported });

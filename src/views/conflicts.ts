@@ -15,6 +15,7 @@ import type { Db } from '../knowledge/indexing';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import { currentAdventureStates } from '../story/playStore';
 import { stateWorldFacts } from '../story/worldState';
+import { INDEX_CHANGE_REDRAW_MS, throttled } from './throttle';
 
 /**
  * Canon conflicts in the editor: Problems entries on both statements (each pointing at the other), a hover
@@ -101,10 +102,13 @@ export class ConflictFeatures implements vscode.Disposable {
 
   constructor(private readonly deps: ConflictFeatureDeps) {
     const selector: vscode.DocumentSelector = [{ scheme: 'file', language: 'markdown' }, { scheme: 'file', language: 'plaintext' }];
+    const refreshOnIndexChange = throttled(() => this.refresh(), INDEX_CHANGE_REDRAW_MS);
     this.disposables.push(
       this.diagnostics,
       this._onDidRefresh,
-      deps.onDidChangeIndex(() => this.refresh()),
+      // Once per burst of index changes (a library copied in is indexed file by file), not per file.
+      refreshOnIndexChange,
+      deps.onDidChangeIndex(refreshOnIndexChange),
       vscode.languages.registerHoverProvider(selector, { provideHover: (doc, pos) => this.hover(doc, pos) }),
       vscode.languages.registerCodeActionsProvider(selector, { provideCodeActions: (doc, range) => this.codeActions(doc, range) }, {
         providedCodeActionKinds: [vscode.CodeActionKind.QuickFix],

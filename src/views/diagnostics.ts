@@ -4,6 +4,7 @@ import { groupRepeats, repeatGroupMessage, type RepeatGroup } from '../knowledge
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import { sourceUri } from './sourcesTree';
+import { INDEX_CHANGE_REDRAW_MS, throttled } from './throttle';
 
 const lineRange = (issue: SourceIssue): vscode.Range => {
   const line = Math.max(0, (issue.line ?? 1) - 1);
@@ -43,7 +44,7 @@ export class SourceDiagnostics extends Disposable {
 
   constructor(private readonly knowledge: KnowledgeService) {
     super();
-    this._register(knowledge.onDidChange(() => this.refresh()));
+    this._register(knowledge.onDidChange(this._register(throttled(() => this.refresh(), INDEX_CHANGE_REDRAW_MS))));
   }
 
   private refresh(): void {

@@ -106,4 +106,109 @@ describe('knowledge: markdown to passages', () => {
     assert.deepEqual(parseDocument(text, 'markdown'), parseDocument(text, 'markdown'));
     assert.match(parseDocument(text, 'markdown').passages[0]!.contentHash, /^[0-9a-f]{64}$/);
   });
+
+  describe('what a writer sees: passages point at the lines they came from', () => {
+    /** The file's line `n` (1-based), as an editor numbers it. */
+    const lineOf = (text: string, n: number): string => text.split(/\r\n?|\n/)[n - 1] ?? '';
+
+    it('points each passage of a long table at the row it starts with and the row it ends with', () => {
+      const rows = Array.from({ length: 120 }, (_, i) => `| Goblin ${i} | ${words(12, `g${i}x`)} |`);
+      const text = ['---', 'class: reference', '---', '# Bestiary', '', '| Name | Notes |', '|---|---|', ...rows, ''].join('\n');
+      const { passages } = parseDocument(text, 'markdown');
+      assert.ok(passages.length > 2, `${passages.length} passages`);
+      for (const p of passages) {
+        const first = /^\| ([^|]+?) \|/.exec(p.text)![1]!;
+        const last = /\| ([^|]+?) \|[^\n]*$/.exec(p.text)![1]!;
+        assert.ok(lineOf(text, p.startLine).includes(`| ${first} |`), `line ${p.startLine} is not the row of ${first}`);
+        assert.ok(lineOf(text, p.endLine).includes(`| ${last} |`), `line ${p.endLine} is not the row of ${last}`);
+        assert.deepEqual(p.headingPath, ['Bestiary']);
+      }
+    });
+
+    it('points each passage of a long list at the item it starts with, nested items and continuations included', () => {
+      const items = Array.from({ length: 40 }, (_, i) => `- Rumour ${i}: ${words(30, `r${i}x`)}\n\n  More on rumour ${i}.\n  - aside ${i}`);
+      const text = `# Rumours\n\n${items.join('\n')}\n`;
+      const { passages } = parseDocument(text, 'markdown');
+      assert.ok(passages.length > 1);
+      for (const p of passages) {
+        const first = /^- (Rumour \d+):/.exec(p.text)![1]!;
+        assert.ok(lineOf(text, p.startLine).startsWith(`- ${first}:`), `line ${p.startLine}: ${lineOf(text, p.startLine)}`);
+        const lastAside = [...p.text.matchAll(/- aside \d+/g)].at(-1)![0];
+        assert.equal(lineOf(text, p.endLine).trim(), lastAside);
+      }
+    });
+
+    it('numbers lines after front matter as the file does, front matter text at its own lines', () => {
+      const text = ['---', 'title: The Abbey', 'description: |', `  ${words(20, 'bell')}`, '', `  ${words(20, 'crypt')}`, 'class: canon', '---', '', '# The Abbey', '', words(70, 'gate'), ''].join('\n');
+      const { passages } = parseDocument(text, 'markdown');
+      const at = (word: string) => passages.find((p) => p.text.includes(word))!;
+      assert.deepEqual([at('bell0').startLine, at('bell0').endLine], [4, 6], 'the description, from its first to its last line');
+      assert.deepEqual([at('gate0').startLine, at('gate0').endLine, at('gate0').headingPath], [12, 12, ['The Abbey']]);
+    });
+
+    it('is not fooled by a # inside a code fence: no heading, and the lines after it stay right', () => {
+      const text = ['# Spells', '', '```sh', '# not a heading', 'cast --fire', '```', '', words(70, 'spark'), '', '## Aid', '', words(70, 'aid'), ''].join('\n');
+      const { passages } = parseDocument(text, 'markdown');
+      assert.ok(!passages.some((p) => p.headingPath.includes('not a heading')));
+      assert.deepEqual(passages.map((p) => [p.headingPath, p.startLine, p.endLine]), [[['Spells'], 3, 8], [['Spells', 'Aid'], 12, 12]]);
+      assert.match(passages[0]!.text, /^# not a heading\ncast --fire\n\nspark0/);
+    });
+
+    it('reads a CRLF file exactly as the same file with LF, and keeps no CR in the text', () => {
+      const lf = ['---', 'class: canon', '---', '# Town', '', `${words(40, 'a')}`, `${words(40, 'b')}`, '', '| x | y |', '|---|---|', '| 1 | 2 |', '', '- one', '- two', '', '## Watch', '', words(80, 'w'), ''].join('\n');
+      const crlf = lf.replace(/\n/g, '\r\n');
+      const fromCrlf = parseDocument(crlf, 'markdown');
+      assert.deepEqual(fromCrlf, parseDocument(lf, 'markdown'));
+      assert.ok(!fromCrlf.passages.some((p) => p.text.includes('\r')));
+    });
+
+    it('takes headings as the trail whatever level they start at, setext headings included', () => {
+      const text = ['### Deep', '', words(70, 'd'), '', '## Middle', '', words(70, 'm'), '', 'Top', '===', '', words(70, 't'), '', 'Under', '-----', '', words(70, 'u'), ''].join('\n');
+      const { passages, firstHeading } = parseDocument(text, 'markdown');
+      assert.equal(firstHeading, 'Top');
+      assert.deepEqual(passages.map((p) => [p.headingPath, p.startLine]), [[['Deep'], 3], [['Middle'], 7], [['Top'], 12], [['Top', 'Under'], 17]]);
+    });
+
+    it('keeps HTML blocks as inert text as written: markup inside them is not structure, and headings after them are', () => {
+      const html = ['<div class="map">', '# not a heading', '<img src="http://tracker.example/p.png" onerror="alert(1)">', '</div>'];
+      const text = ['# Map', '', words(70, 'm'), '', ...html, '', '# Real', '', words(70, 'r'), ''].join('\n');
+      const { passages } = parseDocument(text, 'markdown');
+      assert.deepEqual(passages.map((p) => [p.headingPath, p.startLine, p.endLine]), [[['Map'], 3, 8], [['Real'], 12, 12]]);
+      assert.equal(passages[0]!.text, `${words(70, 'm')}\n\n${html.join('\n')}`);
+    });
+
+    it('keeps every word of containers nested past what markdown-it reads, at their lines', () => {
+      const deep = `${'>'.repeat(1500)} the deepest vault`;
+      const text = ['---', 'class: canon', '---', '# Vaults', '', deep, '', words(70, 'after'), ''].join('\n');
+      const { passages } = parseDocument(text, 'markdown');
+      const vault = passages.find((p) => p.text.includes('the deepest vault'));
+      assert.ok(vault, 'the nested text is indexed');
+      const after = passages.find((p) => p.text.includes('after0'))!;
+      assert.ok(vault.startLine <= 6 && vault.endLine >= 6 && after.startLine <= 8 && after.endLine === 8, 'at the lines of the file');
+      assert.ok(!passages.some((p) => p.text.includes('class: canon')), 'front matter stays out');
+    });
+
+    it('splits a 5 MB single-line file into passages under the ceiling, all on line 1, losing no word', () => {
+      const sentence = (i: number): string => `The river road number ${i} runs past the ${i % 10 ? 'abbey' : '**abbey**'} gate.`;
+      const parts: string[] = [];
+      for (let size = 0, i = 0; size < 5 * 1024 * 1024; i++) size += parts[parts.push(sentence(i)) - 1]!.length + 1;
+      const text = parts.join(' ');
+      const { passages } = parseDocument(text, 'markdown');
+      assert.ok(passages.length > 1000);
+      for (const p of passages) {
+        assert.ok(p.tokenCount <= MAX_PASSAGE_TOKENS);
+        assert.deepEqual([p.startLine, p.endLine], [1, 1]);
+      }
+      assert.equal(passages.map((p) => p.text).join(' '), text.replace(/\*\*/g, ''));
+    });
+
+    it('keeps table rows with the cells they were written with, and footnotes and task boxes as written', () => {
+      const text = ['| Name | Armor |', '|---|---|', '| Orc | 13 | hide, shield |', '| Bandit |', '', '- [x] rescued the miller', '- [ ] found the bell', '', 'Only in the old deck.[^1]', '', '[^1]: Ibid.', ''].join('\n');
+      const [passage] = parseDocument(text, 'markdown').passages;
+      assert.equal(
+        passage?.text,
+        '| Name | Armor |\n| Orc | 13 | hide, shield |\n| Bandit |\n\n- [x] rescued the miller\n- [ ] found the bell\n\nOnly in the old deck.[^1]\n\n[^1]: Ibid.',
+      );
+    });
+  });
 });

@@ -24,6 +24,24 @@ async function importCorpus(corpus: string): Promise<{ root: string; store: Know
   }
 }
 
+/**
+ * Passages whose start line does not hold their first word: the line a writer is sent to must show the
+ * text. A passage opening with code starts at its fence, whose next line holds the word.
+ */
+function passagesOffTheirLine(store: KnowledgeStore): string[] {
+  const off: string[] = [];
+  for (const source of store.listSources()) {
+    const lines = (store.getSourceContent(source.id) ?? '').split(/\r\n?|\n/);
+    for (const p of store.listPassages(source.id)) {
+      const word = /[\p{L}\p{N}]{2,}/u.exec(p.text.replace(/^\[image: /, ''))?.[0];
+      const at = lines[p.startLine - 1] ?? '';
+      const shown = /^\s*(```|~~~)/.test(at) ? lines[p.startLine] ?? '' : at;
+      if (word && !shown.includes(word)) off.push(`${source.path}:${p.startLine} does not hold '${word}'`);
+    }
+  }
+  return off;
+}
+
 describe('knowledge: real corpora', function () {
   this.timeout(300_000);
 
@@ -92,7 +110,9 @@ describe('knowledge: real corpora', function () {
 
     it('keeps every passage within the ceiling, with a heading trail and a line range inside its file', () => {
       const rows = imported.store.db
-        .prepare('SELECT s.path, s.content, p.token_count, p.heading_path, p.start_line, p.end_line, p.text FROM passages p JOIN sources s ON s.id = p.source_id')
+        .prepare(
+          'SELECT s.path, c.content, p.token_count, p.heading_path, p.start_line, p.end_line, p.text FROM passages p JOIN sources s ON s.id = p.source_id JOIN source_contents c ON c.source_id = s.id',
+        )
         .all() as { path: string; content: string; token_count: number; heading_path: string; start_line: number; end_line: number; text: string }[];
       assert.ok(rows.length > 1500);
       const lineCounts = new Map<string, number>();
@@ -104,6 +124,11 @@ describe('knowledge: real corpora', function () {
       const withTrail = rows.filter((r) => JSON.parse(r.heading_path).length > 0).length;
       assert.ok(withTrail / rows.length > 0.95);
       assert.ok(!rows.some((r) => /\]\(https?:/.test(r.text)), 'no markdown link survives as a URL');
+    });
+
+    it('points every passage at the line its text starts on, as hovers, Problems and file:line results show it', () => {
+      const misplaced = passagesOffTheirLine(imported.store);
+      assert.deepEqual(misplaced, []);
     });
 
     it('keeps a heading that sits inside a blockquote in the trail', () => {
@@ -134,6 +159,8 @@ describe('knowledge: real corpora', function () {
         // Front matter is YAML, taken as written; the markdown body's entities are decoded by the parser.
         assert.equal(source.title, 'Players &amp; Gamemasters');
         assert.ok(store.listPassages(source.id).some((p) => p.headingPath.includes('Players & Gamemasters')));
+        // Every file opens with front matter: the lines after it are still the file's.
+        assert.deepEqual(passagesOffTheirLine(store), []);
       } finally {
         store.close();
         removeDir(root);

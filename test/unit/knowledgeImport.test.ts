@@ -329,6 +329,67 @@ describe('knowledge: importing a campaign', () => {
     assert.equal(store.listPassages(alt.id).length, 2, 'the text is indexed once, never zero times');
   });
 
+  it('a save that changes one section of a long file: search finds the new words and not the old, every line range follows the edit', async () => {
+    const section = (name: string) => `## ${name}\n\n${prose(name.toLowerCase(), 40)}\n`;
+    const names = ['Bell', 'Crypt', 'Ferry', 'Lantern', 'Orchard'];
+    open({ 'gazetteer.md': `# Gazetteer\n\n${names.map(section).join('\n')}` });
+    await importCampaign(campaign, store);
+    const id = source('gazetteer.md')!.id;
+    const before = store.listPassages(id);
+    assert.equal(before.length, names.length);
+    // The second section rewritten, a paragraph longer: the sections after it move down.
+    const edited = `# Gazetteer\n\n${section('Bell')}\n## Crypt\n\nThe crypt door is bronze now.\n\n${prose('vault', 40)}\n\n${names.slice(2).map(section).join('\n')}`;
+    writeFile(root, 'gazetteer.md', edited);
+    await indexFile(campaign, store, 'gazetteer.md');
+    const after = store.listPassages(id);
+    const matches = (query: string) =>
+      (store.db.prepare('SELECT p.heading_path FROM passages_fts f JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ?').all(query) as { heading_path: string }[]).map((r) =>
+        JSON.parse(r.heading_path).at(-1),
+      );
+    assert.deepEqual(matches('bronze'), ['Crypt']);
+    assert.deepEqual(matches('crypt0'), [], 'the replaced text is no longer found');
+    assert.deepEqual(matches('orchard3'), ['Orchard'], 'the untouched sections are still found');
+    const orchard = (of: typeof before) => of.find((p) => p.headingPath.at(-1) === 'Orchard')!;
+    assert.equal(orchard(after).startLine, orchard(before).startLine + 2, 'a section below the edit moved down with it');
+    const fresh = KnowledgeStore.inMemory(campaign.id);
+    try {
+      await importCampaign(campaign, fresh);
+      const clean = fresh.listPassages(id).map(({ id: passageId, headingPath, text, startLine, endLine, contentHash, tokenCount }) => ({ passageId, headingPath, text, startLine, endLine, contentHash, tokenCount }));
+      assert.deepEqual(
+        after.map(({ id: passageId, headingPath, text, startLine, endLine, contentHash, tokenCount }) => ({ passageId, headingPath, text, startLine, endLine, contentHash, tokenCount })),
+        clean,
+        'the same passages as a clean import of the edited file',
+      );
+    } finally {
+      fresh.close();
+    }
+  });
+
+  it('a run that finds every file unchanged still gives back text whose holder lost it in an interrupted run', async () => {
+    const shared = `## Aboleth\n\n${prose('tentacle')}`;
+    const whole = `# Same\n\n${prose('same')}`;
+    open({
+      'a/one.md': whole,
+      'b/two.md': whole,
+      'monsters/aboleth.md': `# Aboleth\n\n${prose('tentacle')}`,
+      'monsters-alt/a.md': `# Monsters A\n\n${prose('intro')}\n\n${shared}`,
+    });
+    await importCampaign(campaign, store);
+    assert.equal(source('b/two.md')?.lexicalState, 'duplicate');
+    assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 1);
+    // As a run killed after changing the holders and before their dependents took the text back leaves them:
+    // one holder without the passage it held, the other removed with its file.
+    const aboleth = source('monsters/aboleth.md')!;
+    store.writeSource(aboleth, store.getSourceContent(aboleth.id)!, []);
+    fs.rmSync(path.join(root, 'a', 'one.md'));
+    store.deleteSource(source('a/one.md')!.id);
+    const report = await importCampaign(campaign, store);
+    assert.equal(report.files.find((f) => f.path === 'monsters-alt/a.md')?.outcome, 'indexed');
+    assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 2, 'the text is indexed once, never zero times');
+    assert.equal(source('b/two.md')?.lexicalState, 'ready');
+    assert.ok(store.listPassages(source('b/two.md')!.id).length > 0);
+  });
+
   it('a save of the holder alone (indexFile) leaves the index as a clean import of the same files would', async () => {
     const shared = `## Aboleth\n\n${prose('tentacle')}`;
     open({
@@ -461,5 +522,16 @@ describe('knowledge: importing a campaign', () => {
     const viaWorkers = store.listSources().map((s) => store.listPassages(s.id));
     await rebuildIndex(campaign, store);
     assert.deepEqual(store.listSources().map((s) => store.listPassages(s.id)), viaWorkers);
+  });
+
+  it('reads a Windows file (byte-order mark, CRLF) as its writer sees it: its front matter, its lines, no stray marks', async () => {
+    const text = ['---', 'class: canon', 'title: Harbour', '---', '# Harbour', '', prose('dock'), '', '## Night', '', prose('lantern'), ''].join('\r\n');
+    open({ 'harbour.md': Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text, 'utf8')]) });
+    await importCampaign(campaign, store);
+    const harbour = source('harbour.md')!;
+    assert.deepEqual([harbour.class, harbour.classOrigin, harbour.title, harbour.issues], ['canon', { kind: 'front-matter' }, 'Harbour', []]);
+    const passages = store.listPassages(harbour.id);
+    assert.deepEqual(passages.map((p) => [p.headingPath, p.startLine, p.endLine]), [[['Harbour'], 7, 7], [['Harbour', 'Night'], 11, 11]]);
+    assert.ok(!passages.some((p) => /[\uFEFF\r]/.test(p.text)));
   });
 });

@@ -107,6 +107,30 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     }
   });
 
+  it('says nothing to rules questions met only on a word or two used in passing, and names what is missing', async () => {
+    // Each shares a word with some tale ('protection', 'blows', 'fighting', 'death'): no passage explains
+    // the question better than everyday English does.
+    for (const question of ['How does Aura of Protection work?', 'How does Flurry of Blows work?', 'How does Great Weapon Fighting work?', 'death saving throws at zero hit points']) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.ok(record.candidates.some((c) => c.matchedTerms.length > 0), `${question}: some passage shared a word`);
+      assert.match(record.abstention ?? '', /never mentions|far less often than everyday English|closest passage/, question);
+    }
+  });
+
+  it('answers a real question whose other words no tale uses, from the story its rare words are about', async () => {
+    // 'declined' and 'become' are nearly absent from the tales; 'schoolmaster' and 'pastor' are this story's.
+    const { hits } = await searchKnowledge(book.store, 'What happened when the schoolmaster declined to become the pastor?');
+    assert.equal(hits[0]?.sourcePath, 'secret-church.md', hits.map((h) => h.sourcePath).join(', '));
+  });
+
+  it("shows a question's story, not every tale that shares one of its words, and says why the others are left out", async () => {
+    const { hits, record } = await searchKnowledge(book.store, 'Why couldn\'t the dog say "bow wow" properly?', { limit: 5 });
+    assert.ok(hits.length > 0 && hits.every((h) => h.sourcePath === 'Snow-man.md'), hits.map((h) => h.sourcePath).join(', '));
+    const faint = record.candidates.filter((c) => /under 20% of the relevance of the best result \(Snow-man\.md › Section \d+\)/.test(c.reason));
+    assert.ok(faint.some((c) => c.sourcePath !== 'Snow-man.md'), 'tales sharing only a word are named as left out');
+  });
+
   it('still answers a real question made of everyday words, from the story it is about', async () => {
     const { hits } = await searchKnowledge(book.store, 'What did the people not do because they were afraid?');
     assert.ok(hits.some((h) => h.sourcePath === 'story-of-prince-yamato-take.md'), hits.map((h) => h.sourcePath).join(', '));

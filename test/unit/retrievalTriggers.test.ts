@@ -125,6 +125,32 @@ describe('triggers: a mentioned key or name makes its entry eligible', () => {
   });
 });
 
+describe('[[wiki link]] targets as triggers, on Torys pages', () => {
+  let vault: Campaign;
+  before(async () => {
+    // Firecomb's page as Torys wrote it, and the page it links as [[Sibal]] kept as an Obsidian vault keeps
+    // it: named by its file, without front matter, so no title or alias of its own names it.
+    const sibal = fs.readFileSync(corpusPath('torys', 'world', 'tumulted-sea', 'sibal', 'index.md'), 'utf8').replace(/^---\n[\s\S]*?\n---\n/, '');
+    vault = await campaignWith({
+      'places/firecomb.md': fs.readFileSync(corpusPath('torys', 'world', 'tumulted-sea', 'leuber', 'firecomb.md'), 'utf8'),
+      'places/Sibal.md': sibal,
+    });
+  });
+  after(() => vault.dispose());
+
+  it('fires the page other files link to when the turn mentions its link target, and says so', async () => {
+    const { sections } = await retrieveKnowledge(vault.store, { input: 'We take a ship to Sibal to sell the furs', stage: 'narrator', budgets: { alwaysInclude: 600, canon: 1500, reference: 900, inspiration: 300 } });
+    const sibal = sections.canon.find((p) => p.sourcePath === 'places/Sibal.md');
+    assert.ok(sibal, JSON.stringify(sections.canon.map((p) => p.sourcePath)));
+    assert.match(sibal.reason, /^'Sibal' mentioned, which other files link to as \[\[Sibal\]\]/);
+  });
+
+  it('fires nothing on a link whose target the turn does not mention', async () => {
+    const { hits } = await searchKnowledge(vault.store, 'the rain over the harbour');
+    assert.ok(!hits.some((h) => h.reason.includes('link to')), hits.map((h) => h.reason).join('\n'));
+  });
+});
+
 describe('text kept in front matter', () => {
   let torys: Campaign;
   before(async () => {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { assertFts5, migrate, openDatabase, type Migration } from '../../src/knowledge/indexing/sqlite';
 import { INDEX_MIGRATIONS } from '../../src/knowledge/indexing/indexSchema';
+import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
 
 describe('database migrations', () => {
@@ -40,6 +41,32 @@ describe('database migrations', () => {
     assert.equal(found('"hunted"'), 1, 'stems: hunted finds a-hunting');
     assert.equal(found('"宗门"'), 1, 'CJK pairs');
     index.close();
+  });
+
+  it("keeps every source's text when the text moves out of the source rows, and a deleted source takes its text along", () => {
+    const file = path.join(dir, 'index.db');
+    const old = openDatabase(file, INDEX_MIGRATIONS.filter((m) => m.version <= 8));
+    const insert = old.prepare(`INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility, always_include, priority,
+        tags, entities, sha256, size, mtime_ms, imported_at, updated_at, parser_version, chunking_version, lexical_state,
+        semantic_state, issues, content)
+      VALUES (?, 'c', ?, 'A', 'canon', '{}', 1, 'normal', 0, 'normal', '[]', '[]', 'h', 1, 0, 'x', 'x', 1, 1, 'ready', 'off', '[]', ?)`);
+    insert.run('a', 'a.md', '# Abbey\nThe abbot keeps the crypt key.');
+    insert.run('b', 'b.md', 'The ferryman asks for two coins.');
+    old.close();
+    const store = KnowledgeStore.open({ id: 'c', indexPath: file });
+    try {
+      assert.equal(store.getSourceContent('a'), '# Abbey\nThe abbot keeps the crypt key.');
+      assert.equal(store.getSourceContent('b'), 'The ferryman asks for two coins.');
+      assert.deepEqual(
+        store.listSources().map((s) => s.path),
+        ['a.md', 'b.md'],
+      );
+      store.deleteSource('a');
+      assert.equal(store.getSourceContent('a'), undefined);
+      assert.equal((store.db.prepare('SELECT count(*) n FROM source_contents').get() as { n: number }).n, 1);
+    } finally {
+      store.close();
+    }
   });
 
   it('keeps the previous version intact when a migration fails', () => {

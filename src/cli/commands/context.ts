@@ -33,8 +33,6 @@ function budgetsFrom(args: ParsedArgs): KnowledgeBudgets {
 }
 
 export const contextCommand: Command = {
-  name: 'context',
-  summary: 'show the knowledge sections a prompt would get for this input, and every decision behind them (no model call)',
   usage:
     'storyteller context --input "<text>" [--scene S] [--entity NAME]... [--recent LINE]... [--state-fact F]... [--stage narrator|player] ' +
     '[--budget-always N] [--budget-canon N] [--budget-reference N] [--budget-inspiration N] [--budget-total N] [--campaign <dir>] ' +

@@ -28,8 +28,6 @@ async function withExportSession<T>(root: string, run: (session: CampaignSession
 }
 
 export const exportCommand: Command = {
-  name: 'export',
-  summary: 'write the whole campaign (files, source metadata, adventures) to one bundle file',
   usage: `storyteller export [campaign-dir] --out <file${BUNDLE_EXTENSION}> [--embeddings] [--force] [--json]`,
   options: {
     out: { type: 'string' },
@@ -64,8 +62,6 @@ export const exportCommand: Command = {
 };
 
 export const exportLorebookCommand: Command = {
-  name: 'export-lorebook',
-  summary: "write the campaign's canon as a SillyTavern World Info file",
   usage: 'storyteller export-lorebook [campaign-dir] --out <world.json> [--force] [--json]',
   options: { out: { type: 'string' }, force: { type: 'boolean', default: false } },
   async run(args, io) {

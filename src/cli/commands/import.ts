@@ -45,8 +45,6 @@ function describeLorebookImport(result: LorebookImportResult, cwd: string, index
 }
 
 export const importLorebookCommand: Command = {
-  name: 'import-lorebook',
-  summary: 'import a lorebook (SillyTavern World Info, Character Card V1/V2/V3 as JSON, PNG or CharX, NovelAI, Agnai, RisuAI) as campaign markdown',
   usage: `storyteller import-lorebook <file> --class canon|reference|inspiration [--campaign <dir>] [--folder ${DEFAULT_LORE_FOLDER}] [--json]`,
   options: {
     campaign: { type: 'string' },
@@ -81,8 +79,6 @@ export const importLorebookCommand: Command = {
 };
 
 export const importCommand: Command = {
-  name: 'import',
-  summary: 'restore a campaign bundle into a new folder (files, adventures; the index is rebuilt)',
   usage: 'storyteller import <bundle> --into <new-dir> [--json]',
   options: { into: { type: 'string' } },
   async run(args, io) {

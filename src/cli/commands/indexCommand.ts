@@ -24,8 +24,6 @@ function summary(report: ImportReport, title: string): string {
 }
 
 export const indexCommand: Command = {
-  name: 'index',
-  summary: "Import a campaign's files into its search index (only new and changed files are parsed)",
   usage: `storyteller index [campaign-dir] [--rebuild] [--workers 0|1|2] [--embed-model M ${MODEL_SERVER_USAGE}] [--json]`,
   options: { rebuild: { type: 'boolean', default: false }, 'embed-model': { type: 'string' }, ...MODEL_SERVER_OPTIONS, ...WORKERS_OPTION },
   async run(args, io) {

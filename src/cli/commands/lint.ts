@@ -54,9 +54,6 @@ async function sessionHealth(campaign: Campaign, parser: Parser, health: ReturnT
 }
 
 export const lintCommand: Command = {
-  name: 'lint',
-  summary:
-    'Check a campaign: front matter, encoding, binary and oversize files, duplicates, unclassified files, canon conflicts, always-include budget, stale embeddings, unused sources (exit 1 on errors)',
   usage: 'storyteller lint [campaign-dir] [--workers 0|1|2] [--embed-model M] [--model NARRATOR] [--always-include-budget N] [--json]',
   options: { ...WORKERS_OPTION, 'embed-model': { type: 'string' }, model: { type: 'string' }, 'always-include-budget': { type: 'string' } },
   async run(args, io) {

@@ -4,8 +4,6 @@ import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 import { oneLine } from '../terminalText';
 
 export const passagesCommand: Command = {
-  name: 'passages',
-  summary: 'Show the passages one source was cut into: heading trail, lines, tokens, text',
   usage: 'storyteller passages <source path or id> [--campaign dir] [--json]',
   options: { campaign: { type: 'string' } },
   async run(args, io) {

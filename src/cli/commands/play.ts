@@ -63,8 +63,6 @@ function parseAction(line: string): PlayerAction | null {
 }
 
 export const playCommand: Command = {
-  name: 'play',
-  summary: 'play an adventure in the terminal: streamed narration, retry, undo, fork, context preview',
   usage: `storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] ${MODEL_SERVER_USAGE} (API key: $STORYTELLER_API_KEY)`,
   options: {
     adventure: { type: 'string' },

@@ -12,8 +12,6 @@ export function stageOption(value: string | undefined): RetrievalStage {
 }
 
 export const searchCommand: Command = {
-  name: 'search',
-  summary: 'search the campaign knowledge: relevant passages only, ranked, each with why it matched',
   usage:
     'storyteller search "<query>" | --stdin [--campaign <dir>] [--limit N] [--stage narrator|player] [--embed-model M] ' +
     `${MODEL_SERVER_USAGE} [--lexical-only] [--json]\n` +

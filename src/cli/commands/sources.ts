@@ -5,8 +5,6 @@ import { IndexMissingError, openCampaignIndex } from '../knowledgeAccess';
 import { oneLine } from '../terminalText';
 
 export const sourcesCommand: Command = {
-  name: 'sources',
-  summary: "List a campaign's indexed sources: class and where it came from, state, passages, problems",
   usage: 'storyteller sources [campaign-dir] [--json]',
   options: { campaign: { type: 'string' } },
   async run(args, io) {

@@ -178,6 +178,25 @@ function nearestKey(key: string): string | undefined {
   return FRONT_MATTER_KEYS.find((known) => known !== lower && distance(lower, known) <= (known.length > 5 ? 2 : 1));
 }
 
+/** A source's front-matter block as written, for readers that take its YAML and its body apart. */
+export interface FrontMatterBlock {
+  /** The YAML between the fences; empty for TOML front matter. */
+  yamlText: string;
+  /** Offset where the body starts, after the closing fence line. */
+  bodyStart: number;
+  /** 1-based line where the body starts. */
+  bodyStartLine: number;
+}
+
+/** The front-matter block a source opens with, or undefined when it has none or never closes it. */
+export function frontMatterBlock(text: string): FrontMatterBlock | undefined {
+  const fences = locateFences(text);
+  if (fences === undefined || fences === 'unclosed') return undefined;
+  // TOML's fields are read by splitFrontMatter; its text is no YAML whose prose could be indexed.
+  const yamlText = fences.syntax === 'yaml' ? text.slice(fences.yamlStart, fences.yamlEnd) : '';
+  return { yamlText, bodyStart: fences.bodyStart, bodyStartLine: fences.linesBeforeBody + 1 };
+}
+
 /**
  * Splits a source into front matter and body, and validates the front matter field by field so that every
  * problem is reported with the line it is on. Never throws: problems come back as `issues`.

@@ -4,7 +4,15 @@
  * prompt_eval_count, so budgets converge on the real tokenizer without shipping one.
  */
 export function estimateTokens(text: string): number {
-  if (text.length === 0) return 0;
-  const words = text.split(/\s+/).filter(Boolean).length;
-  return Math.max(words, Math.ceil(text.length / 4));
+  return tokensFor(countWords(text), text.length);
+}
+
+/** Words as the estimate counts them: runs of non-whitespace. Texts joined by whitespace add their words up. */
+export function countWords(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
+}
+
+/** The estimate for a text of `words` words and `chars` characters, for callers that keep both as text grows. */
+export function tokensFor(words: number, chars: number): number {
+  return chars <= 0 ? 0 : Math.max(words, Math.ceil(chars / 4));
 }

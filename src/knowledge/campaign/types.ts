@@ -79,5 +79,10 @@ export interface PassageRecord extends DraftPassage {
   class: KnowledgeClass;
 }
 
-export const PARSER_VERSION = 1;
+/**
+ * A source indexed by another parser or chunking is parsed again. 2: markdown-it replaced remark (CRLF
+ * paragraphs, task-list boxes, footnote labels, table rows as written). The parser, not the chunking, so
+ * the vectors of passages whose text did not change stay current.
+ */
+export const PARSER_VERSION = 2;
 export const CHUNKING_VERSION = 3;

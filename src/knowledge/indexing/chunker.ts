@@ -1,12 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Nodes, Parent, PhrasingContent, Root, RootContent } from 'mdast';
-import remarkFrontmatter from 'remark-frontmatter';
-import remarkGfm from 'remark-gfm';
-import remarkParse from 'remark-parse';
-import { unified } from 'unified';
+import MarkdownIt, { type StateBlock, type Token } from 'markdown-it';
 import { normalizeForIndex } from './indexText';
 import { frontMatterText } from './frontMatterText';
-import { estimateTokens } from '../campaign';
+import { countWords, frontMatterBlock, tokensFor } from '../campaign';
 import type { DraftPassage } from '../campaign';
 
 /** A heading boundary closes a passage only once it holds this many tokens. */
@@ -28,19 +24,55 @@ interface Unit {
   text: string;
   startLine: number;
   endLine: number;
+  words: number;
   tokens: number;
 }
 
 type Block = { kind: 'heading'; depth: number; text: string; line: number } | { kind: 'unit'; unit: Unit };
 
-const markdown = unified().use(remarkParse).use(remarkFrontmatter, ['yaml', 'toml']).use(remarkGfm);
+/**
+ * Containers (quotes, lists) nested this deep are far past anything written by hand, and still far from
+ * the stack's limit. markdown-it drops whatever lies deeper, so a file that reaches it is indexed as
+ * plain paragraphs instead: every word kept.
+ */
+const MAX_NESTING = 1000;
+
+/**
+ * CommonMark with GFM tables and strikethrough. HTML is recognised only so that its blocks end where
+ * CommonMark says; the chunker keeps it as inert text and nothing is ever rendered. No linkify, no
+ * typographer: the text stays as written.
+ */
+const markdownIt = new MarkdownIt('default', { html: true });
+// A preset option markdown-it reads (`options.maxNesting`) that its type declarations leave out.
+Object.assign(markdownIt.options, { maxNesting: MAX_NESTING });
+markdownIt.block.ruler.before('reference', 'footnote_definition', footnoteDefinition);
+
+/**
+ * `[^1]: Ibid.` is a footnote, which CommonMark alone would take for a link definition and drop: it is
+ * kept as a paragraph (up to the next blank line), label included, so its words are indexed.
+ */
+function footnoteDefinition(state: StateBlock, startLine: number, endLine: number, silent: boolean): boolean {
+  const start = state.bMarks[startLine]! + state.tShift[startLine]!;
+  if (state.sCount[startLine]! - state.blkIndent >= 4 || !/^\[\^[^\]\s]+\]:/.test(state.src.slice(start, state.eMarks[startLine]))) return false;
+  if (silent) return true;
+  let next = startLine + 1;
+  while (next < endLine && !state.isEmpty(next) && state.sCount[next]! >= state.blkIndent) next++;
+  state.push('paragraph_open', 'p', 1).map = [startLine, next];
+  const inline = state.push('inline', '', 0);
+  inline.content = state.getLines(startLine, next, state.blkIndent, false).trim();
+  inline.map = [startLine, next];
+  inline.children = [];
+  state.push('paragraph_close', 'p', -1);
+  state.line = next;
+  return true;
+}
 
 /**
  * Turns a whole source text (front matter included, byte-order mark removed) into passages whose line
  * ranges are lines of that text. Deterministic: the same text always gives the same passages.
  */
 export function parseDocument(text: string, kind: DocumentKind): ParsedDocument {
-  const blocks = kind === 'markdown' ? markdownBlocks(markdown.parse(text)) : plainTextBlocks(text);
+  const blocks = kind === 'markdown' ? markdownBlocks(text) : plainTextBlocks(text);
   const firstHeading = blocks.find((b) => b.kind === 'heading' && b.depth === 1);
   return {
     passages: pack(blocks),
@@ -49,180 +81,301 @@ export function parseDocument(text: string, kind: DocumentKind): ParsedDocument 
 }
 
 function unit(text: string, startLine: number, endLine: number): Unit {
-  return { text, startLine, endLine, tokens: estimateTokens(text) };
-}
-
-function lines(node: Nodes): { start: number; end: number } {
-  return { start: node.position?.start.line ?? 1, end: node.position?.end.line ?? node.position?.start.line ?? 1 };
+  const words = countWords(text);
+  return { text, startLine, endLine, words, tokens: tokensFor(words, text.length) };
 }
 
 /** Inline content as plain text: links keep their words (the URL stays behind), images become inert placeholders. */
-function inlineText(nodes: readonly PhrasingContent[] | readonly Nodes[]): string {
+function inlineText(tokens: readonly Token[] | null): string {
   let out = '';
-  for (const node of nodes) {
-    switch (node.type) {
+  for (const token of tokens ?? []) {
+    switch (token.type) {
       case 'text':
-      case 'inlineCode':
-      case 'html':
-        out += node.value;
+      case 'code_inline':
+      case 'html_inline':
+        out += token.content;
         break;
-      case 'break':
+      case 'softbreak':
+      case 'hardbreak':
         out += '\n';
         break;
-      case 'image':
-      case 'imageReference':
-        out += node.alt ? `[image: ${node.alt}]` : '[image]';
+      case 'image': {
+        const alt = inlineText(token.children);
+        out += alt ? `[image: ${alt}]` : '[image]';
         break;
-      case 'footnoteReference':
-        out += `[^${node.label ?? node.identifier}]`;
-        break;
-      default:
-        if ('children' in node) out += inlineText(node.children as Nodes[]);
+      }
+      // Emphasis, strikethrough and link markers carry no words.
     }
   }
   return out;
 }
 
-function markdownBlocks(root: Root): Block[] {
-  const blocks: Block[] = [];
-  const visit = (node: RootContent, prefix: string): void => {
-    const { start, end } = lines(node);
-    switch (node.type) {
-      case 'yaml': {
-        // The block's text starts on the line after its opening fence; paragraphs under one heading pack together.
-        let heading: string | undefined;
-        for (const part of frontMatterText(node.value, start + 1)) {
-          if (part.heading !== heading) blocks.push({ kind: 'heading', depth: 1, text: (heading = part.heading), line: part.startLine });
-          blocks.push({ kind: 'unit', unit: unit(part.text, part.startLine, part.endLine) });
-        }
-        return;
-      }
-      case 'toml' as string:
-      case 'definition':
-      case 'thematicBreak':
-        return;
-      case 'heading': {
-        const text = inlineText(node.children).replace(/\s+/g, ' ').trim();
-        if (text) blocks.push({ kind: 'heading', depth: node.depth, text, line: start });
-        return;
-      }
-      case 'paragraph': {
-        const text = inlineText(node.children).trim();
-        if (text) blocks.push({ kind: 'unit', unit: unit(prefix + text, start, end) });
-        return;
-      }
-      case 'code':
-      case 'html': {
-        if (node.value.trim()) blocks.push({ kind: 'unit', unit: unit(prefix + node.value, start, end) });
-        return;
-      }
-      case 'blockquote':
-      case 'footnoteDefinition':
-        // Headings inside a quote still structure the document (the SRD's stat blocks), so recurse.
-        for (const child of node.children) visit(child, prefix);
-        return;
-      case 'list': {
-        // One list is one unit when it fits; a long list is split between its items.
-        const items = node.children.map((item, i) => {
-          const marker = node.ordered ? `${(node.start ?? 1) + i}. ` : '- ';
-          const itemText = item.children.map((c) => blockText(c)).filter(Boolean).join('\n');
-          return unit(prefix + marker + itemText, lines(item).start, lines(item).end);
-        });
-        pushJoined(blocks, items, start, end);
-        return;
-      }
-      case 'table': {
-        const rows = node.children.map((row) =>
-          unit(prefix + `| ${row.children.map((cell) => inlineText(cell.children).trim()).join(' | ')} |`, lines(row).start, lines(row).end),
-        );
-        pushJoined(blocks, rows, start, end);
-        return;
-      }
-      default: {
-        const text = blockText(node);
-        if (text) blocks.push({ kind: 'unit', unit: unit(prefix + text, start, end) });
-      }
-    }
-  };
-  for (const child of root.children) visit(child, '');
-  return blocks;
+/** Code and HTML as written, without the line break markdown-it ends them with. */
+function literal(token: Token): string {
+  return token.content.endsWith('\n') ? token.content.slice(0, -1) : token.content;
 }
 
-/** Plain text of a nested block (inside a list item): structure flattened, headings kept as words. */
-function blockText(node: Nodes): string {
-  switch (node.type) {
-    case 'code':
-    case 'html':
-    case 'text':
-    case 'inlineCode':
-      return node.value;
-    case 'list':
-      return node.children.map((item, i) => `${node.ordered ? `${(node.start ?? 1) + i}.` : '-'} ${blockText(item)}`).join('\n');
-    case 'paragraph':
-    case 'heading':
-    case 'tableCell':
-      return inlineText(node.children).trim();
-    case 'image':
-    case 'imageReference':
-    case 'link':
-    case 'linkReference':
-      return inlineText([node]);
-    default:
-      return 'children' in node ? (node as Parent).children.map((c) => blockText(c as Nodes)).filter(Boolean).join('\n') : '';
+/**
+ * A parsed token stream read front to back: `at` is the next token. Line numbers are the file's: the body
+ * starts `lineOffset` lines into it (after the front matter).
+ */
+class TokenReader {
+  at = 0;
+  /** Offsets where each line of the body starts, counted once a table asks for a line's text. */
+  private lineStarts: number[] | undefined;
+
+  constructor(
+    readonly body: string,
+    readonly tokens: readonly Token[],
+    readonly lineOffset: number,
+  ) {}
+
+  /** The text of a body line as written (0-based, as in `map`), for the rare reader that needs the source. */
+  bodyLine(index: number): string {
+    if (!this.lineStarts) {
+      this.lineStarts = [0];
+      // markdown-it counts a bare CR as a line break too.
+      for (const match of this.body.matchAll(/\r\n?|\n/g)) this.lineStarts.push(match.index + match[0].length);
+    }
+    const start = this.lineStarts[index] ?? this.body.length;
+    const end = this.lineStarts[index + 1] ?? this.body.length;
+    return this.body.slice(start, end).replace(/[\r\n]+$/, '');
+  }
+
+  get next(): Token | undefined {
+    return this.tokens[this.at];
+  }
+
+  /** The file line a block token starts on. */
+  startLine(token: Token): number {
+    return (token.map?.[0] ?? 0) + 1 + this.lineOffset;
+  }
+
+  /** The last file line of a leaf block (paragraph, heading, code, HTML, table row). */
+  lastLine(token: Token): number {
+    return Math.max(this.startLine(token), (token.map?.[1] ?? 0) + this.lineOffset);
+  }
+
+  /** Skips past the close of the container whose open token was just taken. */
+  skipContainer(): void {
+    for (let depth = 1; depth > 0; this.at++) depth += this.tokens[this.at]!.nesting;
   }
 }
 
-function pushJoined(blocks: Block[], parts: Unit[], start: number, end: number): void {
+function markdownBlocks(text: string): Block[] {
+  const blocks: Block[] = [];
+  const front = frontMatterBlock(text);
+  if (front) {
+    // The YAML starts on line 2, after the opening fence; paragraphs under one heading pack together.
+    let heading: string | undefined;
+    for (const part of frontMatterText(front.yamlText, 2)) {
+      if (part.heading !== heading) blocks.push({ kind: 'heading', depth: 1, text: (heading = part.heading), line: part.startLine });
+      blocks.push({ kind: 'unit', unit: unit(part.text, part.startLine, part.endLine) });
+    }
+  }
+  const body = front ? text.slice(front.bodyStart) : text;
+  const lineOffset = front ? front.bodyStartLine - 1 : 0;
+  const tokens = markdownIt.parse(body, {});
+  if (tokens.some((t) => t.nesting === 1 && t.level >= MAX_NESTING - 1)) return [...blocks, ...plainTextBlocks(body, lineOffset + 1)];
+  const reader = new TokenReader(body, tokens, lineOffset);
+  while (reader.next) topLevelBlock(reader, blocks);
+  return blocks;
+}
+
+/** One block of the document (or of a blockquote, whose headings still structure it: the SRD's stat blocks). */
+function topLevelBlock(reader: TokenReader, blocks: Block[]): void {
+  const token = reader.tokens[reader.at++]!;
+  switch (token.type) {
+    case 'heading_open': {
+      const text = inlineText(reader.tokens[reader.at]!.children).replace(/\s+/g, ' ').trim();
+      if (text) blocks.push({ kind: 'heading', depth: Number(token.tag.slice(1)), text, line: reader.startLine(token) });
+      reader.skipContainer();
+      return;
+    }
+    case 'paragraph_open': {
+      const text = inlineText(reader.tokens[reader.at]!.children).trim();
+      if (text) blocks.push({ kind: 'unit', unit: unit(text, reader.startLine(token), reader.lastLine(token)) });
+      reader.skipContainer();
+      return;
+    }
+    case 'fence':
+    case 'code_block':
+    case 'html_block': {
+      const value = literal(token);
+      if (value.trim()) blocks.push({ kind: 'unit', unit: unit(value, reader.startLine(token), reader.lastLine(token)) });
+      return;
+    }
+    case 'blockquote_open':
+      while (reader.next!.type !== 'blockquote_close') topLevelBlock(reader, blocks);
+      reader.at++;
+      return;
+    case 'bullet_list_open':
+    case 'ordered_list_open': {
+      // One list is one unit when it fits; a long list is split between its items.
+      const items = listItems(reader, token).map((item) => unit(item.text, item.startLine, item.endLine));
+      pushJoined(blocks, items);
+      return;
+    }
+    case 'table_open': {
+      const rows = tableRows(reader).map((row) => unit(`| ${row.cells.join(' | ')} |`, row.line, row.line));
+      pushJoined(blocks, rows);
+      return;
+    }
+    default:
+      // A thematic break, or a container this chunker does not read: nothing to index in it.
+      if (token.nesting === 1) reader.skipContainer();
+  }
+}
+
+interface FlatBlock {
+  text: string;
+  startLine: number;
+  endLine: number;
+}
+
+/** The items of the list whose open token was just taken, each as `- text` / `3. text`, nested blocks flattened. */
+function listItems(reader: TokenReader, list: Token): FlatBlock[] {
+  const ordered = list.type === 'ordered_list_open';
+  let number = Number(list.attrGet('start') ?? 1);
+  const items: FlatBlock[] = [];
+  for (let token = reader.tokens[reader.at++]!; token.nesting !== -1; token = reader.tokens[reader.at++]!) {
+    const startLine = reader.startLine(token);
+    const parts = flatContents(reader, 'list_item_close');
+    const text = parts.map((p) => p.text).filter(Boolean).join('\n');
+    items.push({ text: `${ordered ? `${number++}.` : '-'} ${text}`, startLine, endLine: parts.at(-1)?.endLine ?? startLine });
+  }
+  return items;
+}
+
+/**
+ * The rows of the table whose open token was just taken: each row's cells as text, with its line. A row
+ * keeps the cells it was written with: markdown-it pads a short row to the header's width (those cells
+ * are dropped again) and leaves out cells past it (those are kept, as written).
+ */
+function tableRows(reader: TokenReader): { cells: string[]; line: number }[] {
+  const rows: { cells: string[]; line: number }[] = [];
+  const finishRow = (): void => {
+    const row = rows.at(-1);
+    if (!row) return;
+    const written = writtenCells(reader.bodyLine(row.line - 1 - reader.lineOffset));
+    if (written.length < row.cells.length) row.cells.length = written.length;
+    else for (const extra of written.slice(row.cells.length)) row.cells.push(extra.trim().replace(/\\\|/g, '|'));
+  };
+  for (let token = reader.tokens[reader.at++]!; token.type !== 'table_close'; token = reader.tokens[reader.at++]!) {
+    if (token.type === 'tr_open') rows.push({ cells: [], line: reader.startLine(token) });
+    else if (token.type === 'inline') rows.at(-1)!.cells.push(inlineText(token.children).trim());
+    else if (token.type === 'tr_close') finishRow();
+  }
+  return rows;
+}
+
+/** A table line's cells as written: split at pipes that are not escaped, the outer pipes optional. */
+function writtenCells(line: string): string[] {
+  const cells = line.replace(/^[\s>]*/, '').trimEnd().split(/(?<!\\)\|/);
+  if (cells[0]?.trim() === '') cells.shift();
+  if (cells.at(-1)?.trim() === '') cells.pop();
+  return cells;
+}
+
+/**
+ * The blocks inside a list item (or a blockquote or table within one) as lines of plain text, structure
+ * flattened and headings kept as words, up to the token `closeType`, which is taken too.
+ */
+function flatContents(reader: TokenReader, closeType: string): FlatBlock[] {
+  const parts: FlatBlock[] = [];
+  for (let token = reader.tokens[reader.at++]!; token.type !== closeType; token = reader.tokens[reader.at++]!) {
+    const startLine = reader.startLine(token);
+    switch (token.type) {
+      case 'heading_open':
+      case 'paragraph_open':
+        parts.push({ text: inlineText(reader.tokens[reader.at]!.children).trim(), startLine, endLine: reader.lastLine(token) });
+        reader.skipContainer();
+        break;
+      case 'fence':
+      case 'code_block':
+      case 'html_block':
+        parts.push({ text: literal(token), startLine, endLine: reader.lastLine(token) });
+        break;
+      case 'bullet_list_open':
+      case 'ordered_list_open': {
+        const items = listItems(reader, token);
+        parts.push({ text: items.map((i) => i.text).join('\n'), startLine, endLine: items.at(-1)?.endLine ?? startLine });
+        break;
+      }
+      case 'blockquote_open': {
+        const inner = flatContents(reader, 'blockquote_close');
+        parts.push({ text: inner.map((p) => p.text).filter(Boolean).join('\n'), startLine, endLine: inner.at(-1)?.endLine ?? startLine });
+        break;
+      }
+      case 'table_open': {
+        const rows = tableRows(reader);
+        parts.push({ text: rows.flatMap((r) => r.cells).filter(Boolean).join('\n'), startLine, endLine: rows.at(-1)?.line ?? startLine });
+        break;
+      }
+      default:
+        if (token.nesting === 1) reader.skipContainer();
+    }
+  }
+  return parts;
+}
+
+function pushJoined(blocks: Block[], parts: Unit[]): void {
   const tokens = parts.reduce((sum, p) => sum + p.tokens, 0);
   if (tokens <= MAX_PASSAGE_TOKENS) {
-    if (parts.length > 0) blocks.push({ kind: 'unit', unit: unit(parts.map((p) => p.text).join('\n'), start, end) });
+    if (parts.length > 0) blocks.push({ kind: 'unit', unit: unit(parts.map((p) => p.text).join('\n'), parts[0]!.startLine, parts.at(-1)!.endLine) });
   } else {
     for (const part of parts) blocks.push({ kind: 'unit', unit: part });
   }
 }
 
-/** A .txt source: paragraphs separated by blank lines, no markup interpreted. */
-function plainTextBlocks(text: string): Block[] {
+/** A .txt source: paragraphs separated by blank lines, no markup interpreted. `firstLine` is the file line `text` starts on. */
+function plainTextBlocks(text: string, firstLine = 1): Block[] {
   const blocks: Block[] = [];
   const all = text.split(/\r?\n/);
   let paragraph: string[] = [];
-  let startLine = 1;
+  let startLine = firstLine;
   const flush = (endLine: number): void => {
     const joined = paragraph.join('\n').trim();
     if (joined) blocks.push({ kind: 'unit', unit: unit(joined, startLine, endLine) });
     paragraph = [];
   };
+  const offset = firstLine - 1;
   all.forEach((line, i) => {
     if (line.trim() === '') {
-      flush(i);
-      startLine = i + 2;
+      flush(offset + i);
+      startLine = offset + i + 2;
     } else {
       paragraph.push(line);
     }
   });
-  flush(all.length);
+  flush(offset + all.length);
   return blocks;
 }
 
 const SENTENCE_END = /(?<=[.!?…]["'”’)\]]*)\s+(?=\S)/g;
 
-/** Splits an oversize unit into pieces under the ceiling: at sentences, then words, then characters. */
+/**
+ * Splits an oversize unit into pieces under the ceiling: at sentences, then words, then characters. Linear
+ * in the unit's length (a 5 MB single-line file is one unit): words and lines are counted as it goes.
+ */
 function splitUnit(big: Unit): Unit[] {
   const pieces: Unit[] = [];
-  const lineAt = (offset: number): number => big.startLine + countNewlines(big.text, offset);
+  const lineAt = lineCounter(big.text, big.startLine);
   let pieceStart = 0;
   let pieceEnd = 0;
+  let pieceWords = 0;
   const emit = (): void => {
-    const raw = big.text.slice(pieceStart, pieceEnd);
-    const text = raw.trim();
+    const text = big.text.slice(pieceStart, pieceEnd).trim();
     if (text) pieces.push(unit(text, lineAt(pieceStart), Math.min(big.endLine, lineAt(pieceEnd))));
     pieceStart = pieceEnd;
+    pieceWords = 0;
   };
+  // A sentence ends in whitespace, so the words of sentences add up.
   for (const [start, end] of boundaries(big.text)) {
-    if (end - pieceStart > 0 && estimateTokens(big.text.slice(pieceStart, end)) > MAX_PASSAGE_TOKENS && pieceEnd > pieceStart) emit();
-    if (estimateTokens(big.text.slice(start, end)) > MAX_PASSAGE_TOKENS) {
+    const words = wordsBetween(big.text, start, end);
+    if (pieceEnd > pieceStart && tokensFor(pieceWords + words, end - pieceStart) > MAX_PASSAGE_TOKENS) emit();
+    if (tokensFor(words, end - start) > MAX_PASSAGE_TOKENS) {
       // A single sentence over the ceiling: cut it by words, or by characters when it has no spaces.
-      pieceStart = start;
       for (const cut of hardCuts(big.text, start, end)) {
         pieceEnd = cut;
         emit();
@@ -230,6 +383,7 @@ function splitUnit(big: Unit): Unit[] {
       continue;
     }
     pieceEnd = end;
+    pieceWords += words;
   }
   if (pieceEnd > pieceStart) emit();
   return pieces;
@@ -246,6 +400,17 @@ function* boundaries(text: string): Generator<[number, number]> {
   if (start < text.length) yield [start, text.length];
 }
 
+const WORD = /\S+/g;
+
+/** Runs of non-whitespace starting in [start, end), counted as countWords counts them. */
+function wordsBetween(text: string, start: number, end: number): number {
+  let words = 0;
+  WORD.lastIndex = start;
+  for (let match = WORD.exec(text); match && match.index < end; match = WORD.exec(text)) words++;
+  return words;
+}
+
+/** Cuts of one long sentence, each piece under the ceiling: at a space, before the word past the ceiling, else by length. */
 function* hardCuts(text: string, start: number, end: number): Generator<number> {
   const maxChars = MAX_PASSAGE_TOKENS * 4;
   let position = start;
@@ -256,19 +421,30 @@ function* hardCuts(text: string, start: number, end: number): Generator<number> 
       if (space > position) cut = space + 1;
     }
     // Words may be short enough that the word count, not the length, passes the ceiling.
-    while (cut - position > 1 && estimateTokens(text.slice(position, cut)) > MAX_PASSAGE_TOKENS) {
-      const space = text.lastIndexOf(' ', cut - 2);
-      cut = space > position ? space + 1 : position + Math.floor((cut - position) / 2);
+    let words = 0;
+    WORD.lastIndex = position;
+    for (let match = WORD.exec(text); match && match.index < cut; match = WORD.exec(text)) {
+      if (++words > MAX_PASSAGE_TOKENS) {
+        cut = match.index;
+        break;
+      }
     }
     yield cut;
     position = cut;
   }
 }
 
-function countNewlines(text: string, until: number): number {
-  let n = 0;
-  for (let i = text.indexOf('\n'); i !== -1 && i < until; i = text.indexOf('\n', i + 1)) n++;
-  return n;
+/** The line of an offset into `text`, whose first line is `firstLine`; offsets must come in order. */
+function lineCounter(text: string, firstLine: number): (offset: number) => number {
+  let line = firstLine;
+  let next = text.indexOf('\n');
+  return (offset) => {
+    while (next !== -1 && next < offset) {
+      line++;
+      next = text.indexOf('\n', next + 1);
+    }
+    return line;
+  };
 }
 
 /**
@@ -280,12 +456,16 @@ function pack(blocks: Block[]): DraftPassage[] {
   const passages: DraftPassage[] = [];
   const trail: { depth: number; text: string }[] = [];
   let parts: string[] = [];
+  // Words and characters of the parts, so the joined text is measured without joining it at every block.
+  let partsWords = 0;
+  let partsChars = 0;
   let startLine = 0;
   let endLine = 0;
   let passageTrail: string[] = [];
   const hasContent = (): boolean => parts.length > 0;
-  // Measured on the joined text, exactly as the passage's token count will be.
-  const joinedTokens = (extra?: string): number => estimateTokens(extra === undefined ? parts.join('\n\n') : `${parts.join('\n\n')}\n\n${extra}`);
+  // As the passage's token count will be: the parts joined by blank lines, then `extra` after one more.
+  const joinedTokens = (extra?: { words: number; chars: number }): number =>
+    tokensFor(partsWords + (extra?.words ?? 0), partsChars + 2 * (parts.length - 1) + (extra ? 2 + extra.chars : 0));
 
   const close = (): void => {
     if (!hasContent()) return;
@@ -293,20 +473,24 @@ function pack(blocks: Block[]): DraftPassage[] {
     passages.push({
       headingPath: passageTrail,
       text,
-      tokenCount: estimateTokens(text),
+      tokenCount: joinedTokens(),
       contentHash: createHash('sha256').update(normalizeForIndex(text)).digest('hex'),
       startLine,
       endLine,
     });
     parts = [];
+    partsWords = 0;
+    partsChars = 0;
   };
-  const add = (text: string, from: number, to: number): void => {
+  const add = (text: string, words: number, from: number, to: number): void => {
     if (!hasContent()) {
       passageTrail = trail.map((h) => h.text);
       startLine = from;
       endLine = to;
     }
     parts.push(text);
+    partsWords += words;
+    partsChars += text.length;
     endLine = Math.max(endLine, to);
   };
 
@@ -319,15 +503,16 @@ function pack(blocks: Block[]): DraftPassage[] {
       trail.push({ depth: block.depth, text: block.text });
       if (hasContent()) {
         const written = `${'#'.repeat(block.depth)} ${block.text}`;
-        if (joinedTokens(written) > MAX_PASSAGE_TOKENS) close();
-        else add(written, block.line, block.line);
+        const words = countWords(written);
+        if (joinedTokens({ words, chars: written.length }) > MAX_PASSAGE_TOKENS) close();
+        else add(written, words, block.line, block.line);
       }
       continue;
     }
     for (const piece of block.unit.tokens > MAX_PASSAGE_TOKENS ? splitUnit(block.unit) : [block.unit]) {
       // Joining adds separators, so check the joined text, not the sum, against the ceiling.
-      if (hasContent() && joinedTokens(piece.text) > MAX_PASSAGE_TOKENS) close();
-      add(piece.text, piece.startLine, piece.endLine);
+      if (hasContent() && joinedTokens({ words: piece.words, chars: piece.text.length }) > MAX_PASSAGE_TOKENS) close();
+      add(piece.text, piece.words, piece.startLine, piece.endLine);
     }
   }
   close();

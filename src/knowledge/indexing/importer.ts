@@ -9,7 +9,7 @@ import { splitFrontMatter, triggersOf, type FrontMatter } from '../campaign';
 import { withIndexLock } from './indexLock';
 import { inThreadParser, type Parser } from './parsePool';
 import { normalizeForIndex } from './indexText';
-import type { KnowledgeStore } from './store';
+import type { KnowledgeStore, SourceStat } from './store';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from '../campaign';
 
 const SOURCE_EXTENSIONS: Record<string, DocumentKind> = { '.md': 'markdown', '.markdown': 'markdown', '.txt': 'text' };
@@ -203,11 +203,13 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
 }
 
 /** One file as the scan would have found it: refused when it (or a folder above it) leads outside the campaign. */
-async function scanOne(campaign: Campaign, relPath: string, absPath: string): Promise<ScannedFile> {
+function scanOne(campaign: Campaign, relPath: string, absPath: string): ScannedFile {
   let realRoot: string;
   let target: string;
   try {
-    [realRoot, target] = await Promise.all([fs.promises.realpath(campaign.root), fs.promises.realpath(absPath)]);
+    // Synchronous, like the stats of a run: a save waits on no thread pool round trip (writes never run on the UI's thread).
+    realRoot = fs.realpathSync(campaign.root);
+    target = fs.realpathSync(absPath);
   } catch {
     return { relPath, absPath }; // gone or broken: reading it reports that
   }
@@ -250,7 +252,7 @@ type Loaded =
   | { kind: 'oversize'; stat: fs.Stats }
   | { kind: 'missing' }
   | { kind: 'unreadable'; error: NodeJS.ErrnoException }
-  | { kind: 'unchanged-stat'; existing: SourceRecord }
+  | { kind: 'unchanged-stat'; existing: SourceStat }
   | { kind: 'read'; bytes: Uint8Array; mtimeMs: number; settled: boolean };
 
 /** Content already claimed in this run, by hash, so a run sees its own earlier files as holders. */
@@ -358,18 +360,18 @@ class ImportRun {
   }
 
   /**
-   * Sources as the index held them when a full run began, each taken once by `unchangedByStat`: one query
-   * for the library instead of one per file.
+   * Sources as the index held them when a full run began, by path, each taken once by `unchangedByStat`:
+   * one query for the library instead of one per file.
    */
-  indexedAtStart: Map<string, SourceRecord> | undefined;
+  indexedAtStart: Map<string, SourceStat> | undefined;
 
   /** The indexed source when it has this file's size and settled mtime and nothing else could have moved it. */
-  unchangedByStat(relPath: string, stat: fs.Stats): SourceRecord | undefined {
+  unchangedByStat(relPath: string, stat: fs.Stats): SourceStat | undefined {
     if (stat.size > this.sizeCap) return undefined;
-    const id = sourceIdFor(this.campaign.id, relPath);
-    const listed = this.indexedAtStart?.get(id);
-    this.indexedAtStart?.delete(id);
-    const existing = listed ?? this.store.getSource(id);
+    // Found by path, not by id: an unchanged file costs no hashing of its path.
+    const listed = this.indexedAtStart?.get(relPath);
+    this.indexedAtStart?.delete(relPath);
+    const existing = listed ?? this.store.getSourceByPath(relPath);
     if (!existing || (existing.lexicalState !== 'ready' && existing.lexicalState !== 'duplicate')) return undefined;
     if (existing.parserVersion !== PARSER_VERSION || existing.chunkingVersion !== CHUNKING_VERSION) return undefined;
     if (existing.mtimeMs === UNSETTLED_MTIME || existing.mtimeMs !== Math.trunc(stat.mtimeMs) || existing.size !== stat.size) return undefined;
@@ -383,7 +385,6 @@ class ImportRun {
   /** Everything up to parsing: cheap, and run in path order so duplicate detection is deterministic. */
   prepare(file: ScannedFile, loaded: Loaded, claims: Claims, force = false): Prepared {
     const relPath = file.relPath;
-    const id = sourceIdFor(this.campaign.id, relPath);
     switch (loaded.kind) {
       case 'refused':
         return { kind: 'done', outcome: this.writeError(relPath, [loaded.issue], { sha256: '', size: 0, mtimeMs: 0, content: '' }) };
@@ -401,8 +402,8 @@ class ImportRun {
       case 'unchanged-stat': {
         const existing = loaded.existing;
         // Holders that changed this run are dealt with by restoreOrphanedDuplicates afterwards.
-        if (existing.lexicalState === 'ready') claims.set(existing.sha256, { id, path: relPath });
-        return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'unchanged', issues: existing.issues } };
+        if (existing.lexicalState === 'ready') claims.set(existing.sha256, { id: existing.id, path: relPath });
+        return { kind: 'done', outcome: { path: relPath, sourceId: existing.id, outcome: 'unchanged', issues: existing.issues } };
       }
       case 'read':
         return this.prepareRead(file, loaded, claims, force);
@@ -501,13 +502,8 @@ class ImportRun {
       return this.writeError(relPath, [...prepared.issues, issue], { ...prepared, content: prepared.text, meta: prepared.meta });
     }
     this.parsedBytes += prepared.size;
-    let after: fs.Stats;
-    try {
-      after = await fs.promises.stat(prepared.file.absPath);
-    } catch (error) {
-      if (isMissing(error)) return this.vanished(relPath);
-      throw error;
-    }
+    const after = fs.statSync(prepared.file.absPath, { throwIfNoEntry: false });
+    if (!after) return this.vanished(relPath);
     if (after.mtimeMs !== prepared.readMtimeMs || after.size !== prepared.size) return 'changed';
 
     const base = this.baseRecord(relPath, prepared.meta, prepared.classification);
@@ -627,57 +623,35 @@ class ImportRun {
         if (source) await reprocess(source);
       }
     }
-    const orphaned = new Set<string>();
-    const candidates = changedIds ? this.dependentsOf(changedIds) : this.withDuplicates();
-    for (const source of candidates) {
-      if (source.lexicalState !== 'duplicate' || !source.duplicateOf) {
-        if (this.hasOrphanedPassages(source.id)) orphaned.add(source.id);
-        continue;
-      }
-      const holder = this.store.getSource(source.duplicateOf);
-      if (holder?.lexicalState === 'ready') {
-        // A whole-file duplicate (same hash) is fine while its holder still has that hash; one whose every
-        // passage repeats others' is fine while those still hold them.
-        if (holder.sha256 === source.sha256) continue;
-        if (this.leftPassagesOut(source.id) && !this.hasOrphanedPassages(source.id)) continue;
-      }
-      orphaned.add(source.id);
-    }
-    for (const source of candidates.filter((s) => orphaned.has(s.id)).sort((a, b) => comparePaths(a.path, b.path))) await reprocess(source);
+    for (const source of this.orphanedSources(changedIds)) await reprocess(source);
     return outcomes;
   }
 
-  /** Whole duplicates and sources that left passages out: the only ones a holder's change can orphan. */
-  private withDuplicates(): SourceRecord[] {
+  /**
+   * Sources, in path order, that left out text their holder no longer holds: a passage left out for a holder
+   * that lost it, or a whole duplicate whose holder is gone, not ready, or holds other text now (unless every
+   * passage it left out is still held). One query, so a run that changed nothing pays milliseconds for it,
+   * not one lookup per duplicate in the library. With `changedIds`, only the sources that left text to those.
+   */
+  private orphanedSources(changedIds?: readonly string[]): SourceRecord[] {
+    const leftOut = 'EXISTS (SELECT 1 FROM duplicate_passages d WHERE d.source_id = s.id)';
+    const lostHolder = `EXISTS (SELECT 1 FROM duplicate_passages d WHERE d.source_id = s.id
+      AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.content_hash = d.content_hash AND p.source_id = d.holder_id))`;
+    const changed = changedIds ? ' IN (SELECT value FROM json_each(@changed))' : undefined;
+    // Only whole duplicates and sources that left passages out can be orphaned.
+    const candidates = `SELECT id FROM sources WHERE ${changed ? `duplicate_of${changed}` : `campaign_id = @campaign AND lexical_state = 'duplicate'`}
+      UNION SELECT source_id FROM duplicate_passages${changed ? ` WHERE holder_id${changed}` : ''}`;
     const rows = this.store
-      .statement(`SELECT id FROM sources WHERE campaign_id = ? AND lexical_state = 'duplicate' UNION SELECT DISTINCT source_id FROM duplicate_passages`)
-      .all(this.campaign.id) as { id: string }[];
-    return rows.flatMap((row) => this.store.getSource(row.id) ?? []);
-  }
-
-  /** Sources that are duplicates of, or left passages out for, any of these sources. */
-  private dependentsOf(ids: readonly string[]): SourceRecord[] {
-    const dependents = new Set<string>();
-    const byHolder = this.store.statement(
-      `SELECT id FROM sources WHERE duplicate_of = @holder UNION SELECT source_id id FROM duplicate_passages WHERE holder_id = @holder`,
-    );
-    for (const id of ids) for (const row of byHolder.all({ holder: id }) as { id: string }[]) dependents.add(row.id);
-    return [...dependents].flatMap((id) => this.store.getSource(id) ?? []);
-  }
-
-  private leftPassagesOut(sourceId: string): boolean {
-    return this.store.statement('SELECT 1 FROM duplicate_passages WHERE source_id = ? LIMIT 1').get(sourceId) !== undefined;
-  }
-
-  private hasOrphanedPassages(sourceId: string): boolean {
-    return (
-      this.store
-        .statement(
-          `SELECT 1 FROM duplicate_passages d WHERE d.source_id = ?
-           AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.source_id = d.holder_id AND p.content_hash = d.content_hash) LIMIT 1`,
-        )
-        .get(sourceId) !== undefined
-    );
+      .statement(
+        `SELECT s.id FROM (${candidates}) c CROSS JOIN sources s ON s.id = c.id
+         LEFT JOIN sources h ON h.id = s.duplicate_of AND h.lexical_state = 'ready'
+         WHERE s.campaign_id = @campaign AND CASE
+           WHEN s.lexical_state = 'duplicate' AND s.duplicate_of IS NOT NULL
+             THEN h.id IS NULL OR (h.sha256 <> s.sha256 AND NOT (${leftOut} AND NOT ${lostHolder}))
+           ELSE ${lostHolder} END`,
+      )
+      .all({ campaign: this.campaign.id, ...(changedIds ? { changed: JSON.stringify(changedIds) } : {}) }) as { id: string }[];
+    return rows.flatMap((row) => this.store.getSource(row.id) ?? []).sort((a, b) => comparePaths(a.path, b.path));
   }
 }
 
@@ -709,7 +683,11 @@ export function importCampaign(campaign: Campaign, store: KnowledgeStore, option
 }
 
 /** `importCampaign` for a caller that already holds the index lock. */
-export async function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+export function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
+  return store.bulkWriting(() => importAll(campaign, store, options));
+}
+
+async function importAll(campaign: Campaign, store: KnowledgeStore, options: ImportOptions): Promise<ImportReport> {
   const startedAt = performance.now();
   const run = new ImportRun(campaign, store, options);
   options.onProgress?.({ phase: 'scan', done: 0, total: 0 });
@@ -745,7 +723,7 @@ export async function importCampaignUnlocked(campaign: Campaign, store: Knowledg
   const headReady = (): boolean => queue.length > 0 && (queue[0]!.prepared.kind === 'done' || queue[0]!.parsed);
   const batch = new CommitBatch(store);
   try {
-    run.indexedAtStart = new Map(store.listSources().map((source) => [source.id, source]));
+    run.indexedAtStart = new Map(store.listSourceStats().map((source) => [source.path, source]));
     // Removed files go first, so nothing found later is counted a duplicate of a file that no longer exists.
     for (const source of run.indexedAtStart.values()) {
       if (!byPath.has(source.path)) {
@@ -838,7 +816,7 @@ async function indexFileUnlocked(campaign: Campaign, store: KnowledgeStore, posi
     const id = sourceIdFor(campaign.id, posix);
     if (store.deleteSource(id)) outcomes.push({ path: posix, sourceId: id, outcome: 'removed', issues: [] });
   } else {
-    outcomes.push(await run.processOne(await scanOne(campaign, posix, absPath), new Map()));
+    outcomes.push(await run.processOne(scanOne(campaign, posix, absPath), new Map()));
   }
   const changed = outcomes.filter((o) => o.outcome !== 'unchanged').map((o) => o.sourceId);
   if (changed.length > 0 || run.displaced.size > 0) {

@@ -48,7 +48,7 @@ interface PoolWorker {
 
 /**
  * Parses on up to `size` worker threads (default 2), so the extension host's thread never blocks on
- * remark. Requests go to the least busy worker. A worker that dies fails its pending requests with the
+ * parsing. Requests go to the least busy worker. A worker that dies fails its pending requests with the
  * reason and is replaced on the next request.
  */
 export function workerParser(options: { workerPath?: string; size?: number } = {}): Parser {

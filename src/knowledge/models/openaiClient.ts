@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
 import { cappedFetch, MAX_REPLY_BYTES } from '../../story/replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 
@@ -9,8 +9,9 @@ import { describeBackend, type ModelBackend } from './backend';
  * header is left out altogether, as local servers expect. Every reply is capped at `maxReplyBytes`, as
  * Ollama's are.
  */
-export function openAIClient(backend: ModelBackend, timeoutMs: number, maxReplyBytes = MAX_REPLY_BYTES): OpenAI {
-  return new OpenAI({
+export async function openAIClient(backend: ModelBackend, timeoutMs: number, maxReplyBytes = MAX_REPLY_BYTES): Promise<OpenAI> {
+  const { default: Client } = await openAILibrary();
+  return new Client({
     fetch: cappedFetch(maxReplyBytes),
     baseURL: backend.baseUrl,
     // The client insists on some credential; the header it would make is removed below when there is none.
@@ -22,6 +23,14 @@ export function openAIClient(backend: ModelBackend, timeoutMs: number, maxReplyB
     timeout: timeoutMs,
     ...(backend.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
   });
+}
+
+/** The client library, loaded on first use: indexing, search and most CLI commands never talk to a server (it costs ~100 ms to load). */
+let library: typeof import('openai') | undefined;
+
+async function openAILibrary(): Promise<typeof import('openai')> {
+  library ??= await import('openai');
+  return library;
 }
 
 export type ServerFailureKind =
@@ -52,6 +61,9 @@ export function classifyOpenAIError(error: unknown, backend: ModelBackend): Serv
 }
 
 function classify(error: unknown): ServerFailure {
+  // The client's own error kinds exist only once a client was made, so before that no error is one of them.
+  if (!library) return { kind: 'mid-stream', status: null, detail: error instanceof Error ? error.message : String(error) };
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = library;
   if (error instanceof APIUserAbortError) return { kind: 'cancelled', status: null, detail: 'cancelled' };
   if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout', status: null, detail: error.message };
   if (error instanceof APIConnectionError) {

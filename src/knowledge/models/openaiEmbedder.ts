@@ -20,7 +20,7 @@ export class OpenAICompatibleEmbedder implements Embedder {
     let data: { index: number; embedding: number[] }[];
     try {
       // Floats, not the client's default base64: not every compatible server speaks base64.
-      const client = openAIClient(this.backend, this.timeoutMs, embeddingReplyLimit(texts.length));
+      const client = await openAIClient(this.backend, this.timeoutMs, embeddingReplyLimit(texts.length));
       ({ data } = await client.embeddings.create({ model: this.model, input: texts, encoding_format: 'float' }));
     } catch (error) {
       const tooLarge = replyTooLargeIn(error);

@@ -70,7 +70,8 @@ export async function listModels(backend: ModelBackend, timeoutMs = LIST_TIMEOUT
   }
   try {
     const models: ServerModel[] = [];
-    for await (const entry of openAIClient(backend, timeoutMs).models.list()) {
+    const client = await openAIClient(backend, timeoutMs);
+    for await (const entry of client.models.list()) {
       models.push({ id: entry.id, contextLength: reportedContextLength(entry as unknown as Record<string, unknown>) });
     }
     return models.sort((a, b) => a.id.localeCompare(b.id));

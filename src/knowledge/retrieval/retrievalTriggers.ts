@@ -2,20 +2,22 @@ import type { KnowledgeStore } from '../indexing';
 import type { KnowledgeClass, SourceTriggers } from '../campaign';
 import { indexVersion } from './retrievalScore';
 import { isMeaningfulWord, nameTokens, tokenize } from './retrievalTerms';
+import { findWikiLinks } from '../entities';
 
 /**
  * Deterministic triggers: a source is eligible because the text mentions one of its keys or names, the
  * way SillyTavern fires a World Info entry — separate from relevance, which only ranks what it admits.
  * Keys follow SillyTavern's matching (case-insensitive and inside words unless the entry says otherwise;
  * secondary keys under the selective logic); a source without keys fires on its names (front matter
- * `entities:`, a canon `title:`), matched as whole words. Nothing fires when nothing is mentioned.
+ * `entities:`, a canon `title:`) and, for canon, on what other files call it in `[[wiki links]]` (`[[Sister Mara]]`
+ * names the file whose name, title or alias it is), matched as whole words. Nothing fires when nothing is mentioned.
  */
 
 export interface Trigger {
   sourceId: string;
   /** What was mentioned, as the source spells it. */
   mention: string;
-  kind: 'key' | 'name';
+  kind: 'key' | 'name' | 'link';
 }
 
 interface Rule {
@@ -23,7 +25,42 @@ interface Rule {
   cls: KnowledgeClass;
   triggers: SourceTriggers;
   /** Names as the words they must appear as, leading articles dropped. */
-  names: { name: string; tokens: string[] }[];
+  names: { name: string; tokens: string[]; kind: 'name' | 'link' }[];
+}
+
+/** A name's words as one key: "Sister_Mara", "sister-mara" and "The Sister Mara" are one name. */
+const nameKey = (name: string): string => nameTokens(name).join(' ');
+
+/**
+ * What the campaign's `[[links]]` call each source: a target resolves to the file of that name (as Obsidian
+ * reads `[[Page]]`), else to the source titled or aliased so. Only passages holding `[[` are read.
+ */
+function linkNames(store: KnowledgeStore): Map<string, Set<string>> {
+  const sources = store
+    .statement('SELECT s.id, s.path, s.title, t.triggers FROM sources s LEFT JOIN source_triggers t ON t.source_id = s.id WHERE s.campaign_id = ?')
+    .all(store.campaignId) as { id: string; path: string; title: string; triggers: string | null }[];
+  const byFile = new Map<string, string>();
+  const byName = new Map<string, string>();
+  for (const source of sources) {
+    byFile.set(nameKey(source.path.replace(/^.*\//, '').replace(/\.[^.]*$/, '')), source.id);
+    const aliases = source.triggers ? (JSON.parse(source.triggers) as SourceTriggers).aliases : [];
+    for (const name of [source.title, ...aliases]) if (!byName.has(nameKey(name))) byName.set(nameKey(name), source.id);
+  }
+  const named = new Map<string, Set<string>>();
+  const texts = store.statement("SELECT text FROM passages WHERE campaign_id = ? AND instr(text, '[[') > 0").all(store.campaignId) as { text: string }[];
+  for (const { text } of texts) {
+    for (const link of text.split('\n').flatMap((line, i) => (line.includes('[[') ? findWikiLinks(line, i) : []))) {
+      for (const target of [link.target, ...(link.alternative ? [link.alternative.target] : [])]) {
+        const id = byFile.get(nameKey(target)) ?? byName.get(nameKey(target));
+        if (id === undefined) continue;
+        const names = named.get(id);
+        if (names) names.add(target);
+        else named.set(id, new Set([target]));
+        break;
+      }
+    }
+  }
+  return named;
 }
 
 const rulesCache = new WeakMap<KnowledgeStore, { key: string; rules: Rule[] }>();
@@ -32,17 +69,25 @@ function rules(store: KnowledgeStore): Rule[] {
   const version = indexVersion(store);
   const cached = rulesCache.get(store);
   if (cached && cached.key === version) return cached.rules;
+  const linked = linkNames(store);
   const rows = store
-    .statement('SELECT t.source_id, s.class, t.triggers FROM source_triggers t JOIN sources s ON s.id = t.source_id WHERE t.campaign_id = ?')
-    .all(store.campaignId) as { source_id: string; class: KnowledgeClass; triggers: string }[];
+    .statement(
+      `SELECT s.id AS source_id, s.class, t.triggers FROM sources s LEFT JOIN source_triggers t ON t.source_id = s.id
+       WHERE s.campaign_id = ? AND (t.source_id IS NOT NULL OR s.id IN (SELECT value FROM json_each(?)))`,
+    )
+    .all(store.campaignId, JSON.stringify([...linked.keys()])) as { source_id: string; class: KnowledgeClass; triggers: string | null }[];
   const built = rows.map((row) => {
-    const triggers = JSON.parse(row.triggers) as SourceTriggers;
+    const triggers: SourceTriggers = row.triggers
+      ? (JSON.parse(row.triggers) as SourceTriggers)
+      : { keys: [], secondaryKeys: [], selectiveLogic: 'and_any', caseSensitive: false, matchWholeWords: false, aliases: [], title: null };
     // Keys, where declared, decide alone (a lorebook import also lists them as entities, and the selective
     // logic must not be bypassed by that). A reference page titled "Combat" is not an entity: its title would
-    // fire on every sentence about combat.
-    const named = triggers.keys.length > 0 ? [] : [...triggers.aliases, ...(row.class === 'canon' && triggers.title ? [triggers.title] : [])];
-    const names = named
-      .map((name) => ({ name, tokens: nameTokens(name) }))
+    // fire on every sentence about combat, and the SRD's index linking [[Jump]] would fire it on every jump.
+    const declared = triggers.keys.length > 0 ? [] : [...triggers.aliases, ...(row.class === 'canon' && triggers.title ? [triggers.title] : [])];
+    const linkedAs =
+      triggers.keys.length > 0 || row.class !== 'canon' ? [] : [...(linked.get(row.source_id) ?? [])].filter((n) => !declared.some((d) => nameKey(d) === nameKey(n)));
+    const names = [...declared.map((name) => ({ name, kind: 'name' as const })), ...linkedAs.map((name) => ({ name, kind: 'link' as const }))]
+      .map((n) => ({ ...n, tokens: nameTokens(n.name) }))
       .filter((n) => n.tokens.length > 1 || (n.tokens.length === 1 && isMeaningfulWord(n.tokens[0]!)));
     return { sourceId: row.source_id, cls: row.class, triggers, names };
   });
@@ -103,12 +148,17 @@ export function triggeredSources(store: KnowledgeStore, scanned: string): Map<st
     }
     // The fullest name mentioned: "Sister Mara", not "Mara", when the turn says "Sister Mara".
     const name = rule.names.filter((n) => containsPhrase(words, n.tokens)).sort((a, b) => b.tokens.length - a.tokens.length)[0];
-    if (name) fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: name.name, kind: 'name' });
+    if (name) fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: name.name, kind: name.kind });
   }
   return fired;
 }
 
-/** "key 'ability' mentioned" / "name 'Tuvdak the Magnificent' mentioned": why a triggered passage was admitted. */
+/**
+ * "key 'ability' mentioned" / "name 'Tuvdak the Magnificent' mentioned" / "'Sister Mara' mentioned, which
+ * other files link to as [[Sister Mara]]": why a triggered passage was admitted.
+ */
 export function triggerReason(trigger: Trigger): string {
-  return `${trigger.kind} '${trigger.mention}' mentioned`;
+  return trigger.kind === 'link'
+    ? `'${trigger.mention}' mentioned, which other files link to as [[${trigger.mention}]]`
+    : `${trigger.kind} '${trigger.mention}' mentioned`;
 }

@@ -133,8 +133,12 @@ describe('canon conflicts in the workbench', () => {
     assert.equal(api.sources.getTreeItem(notes).description, INFIRMARY);
     const [resolved] = await children(notes);
     assert.equal(api.sources.getTreeItem(resolved!).description, `characters/mara.md:8 · resolved: ${INFIRMARY} supersedes`);
-    const reply = await capture('sources-tree-conflict-resolved');
-    assert.match(reply.workbenchText, /resolved: places\/infirmary-notes\.md supersedes/, 'the visible tree refreshed');
+    // The window draws the tree after the extension host tells it to: wait for the screen to show it.
+    await waitFor(
+      async () => /resolved: places\/infirmary-notes\.md supersedes/.test((await capture('sources-tree-conflict-resolved')).workbenchText),
+      10_000,
+      'the visible tree to show the pair resolved',
+    );
   });
 
   it('ignoring a pair removes it from Problems and remembers it in play.db', async () => {

@@ -62,7 +62,7 @@ function integrity(file: string): string {
 
 describe('attacks: faults and load against the built CLI', function () {
   this.timeout(180_000);
-  const FATE = 'id: fate\ntitle: Fate SRD\n';
+  const SRD = 'id: srd\ntitle: D&D SRD\n';
   let clean: string[];
   const dirs: string[] = [];
   const fresh = (from: string, yaml?: string) => {
@@ -73,7 +73,7 @@ describe('attacks: faults and load against the built CLI', function () {
 
   before(async () => {
     requireBuiltCli();
-    const reference = fresh(corpusPath('fate-srd'), FATE);
+    const reference = fresh(corpusPath('dnd-srd-5.1'), SRD);
     const { code, stderr } = await runBuiltCli(['index', reference]);
     assert.equal(code, 0, stderr);
     clean = holdings(reference);
@@ -83,11 +83,11 @@ describe('attacks: faults and load against the built CLI', function () {
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  // The Fate SRD (152 files, several seconds) spans a few of an import's commits (one a second), so a kill
-  // lands after some are committed and before the last.
+  // The D&D SRD (1028 files) spans a few of an import's commits (every 500 files or second), so a kill lands
+  // after some are committed and before the last. (The Fate SRD's 152 files now index within one commit.)
   for (const after of [1, 40]) {
     it(`kill -9 during index after ${after} sources committed: files untouched, the index usable, and the next index builds on it and ends as a clean one`, async () => {
-      const root = fresh(corpusPath('fate-srd'), FATE);
+      const root = fresh(corpusPath('dnd-srd-5.1'), SRD);
       const files = campaignFiles(root);
       const run = spawnCli(['index', root]);
       await until(() => sourcesWritten(root) >= after || run.child.exitCode !== null, `${after} sources are written`);
@@ -109,9 +109,9 @@ describe('attacks: faults and load against the built CLI', function () {
   }
 
   it('kill -9 during index --rebuild: the old index is whole afterwards, and search never saw it shrink', async () => {
-    const root = fresh(corpusPath('fate-srd'), FATE);
+    const root = fresh(corpusPath('dnd-srd-5.1'), SRD);
     assert.equal((await runBuiltCli(['index', root])).code, 0);
-    const search = () => runBuiltCli(['search', 'fate points compel aspect', '--campaign', root, '--lexical-only', '--json']);
+    const search = () => runBuiltCli(['search', 'aboleth tentacle mucus', '--campaign', root, '--lexical-only', '--json']);
     const hitsBefore = JSON.parse((await search()).stdout) as { hits: { passageId: string }[] };
     assert.ok(hitsBefore.hits.length > 0);
 
@@ -135,7 +135,7 @@ describe('attacks: faults and load against the built CLI', function () {
   });
 
   it('two index runs at once: the second waits, says so, and both succeed', async () => {
-    const root = fresh(corpusPath('fate-srd'), FATE);
+    const root = fresh(corpusPath('dnd-srd-5.1'), SRD);
     const first = spawnCli(['index', root]);
     const lock = path.join(root, '.storyteller', 'index.db.lock');
     await until(() => fs.existsSync(lock) || first.child.exitCode !== null, 'the first run holds the index');
