@@ -276,7 +276,7 @@ describe('real files a writer has', () => {
       fs.writeFileSync(indexPath, text);
     };
     damage('SQLite format 3\0 but not really: the rest of the file never arrived');
-    const search = await runCaptured(['search', 'harbormoot', '--campaign', root], '/');
+    const search = await runEntry(['search', 'harbormoot', '--campaign', root]);
     assert.equal(search.code, EXIT.failure);
     assert.match(search.stderr, /index\.db: the index was damaged and was moved to .*index\.db\.damaged-[\dT-]+Z; run 'storyteller index' to rebuild it/);
     assert.equal(fs.readdirSync(path.dirname(indexPath)).filter((f) => f.startsWith('index.db.damaged-')).length, 1, 'the damaged file is kept aside, not deleted');
