@@ -36,6 +36,10 @@ describe('retrieval relevance on real text', () => {
     tales = await fairyTales(['the-lady-of-the-moon', 'the-selfish-giant', 'magic-apples'], {
       // The opening of the Analects (public domain), as a writer's CJK notes would hold it.
       'analects.md': '# 論語 學而\n\n子曰：學而時習之，不亦說乎？有朋自遠方來，不亦樂乎？人不知而不慍，不亦君子乎？\n',
+      // The opening of Natsume Sōseki's "I Am a Cat" (public domain): kana with voicing marks (ど, が).
+      'wagahai.md': '# 吾輩は猫である\n\n吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。\n',
+      // Aegukga, the Korean anthem's first verse (public domain): Hangul syllables.
+      'aegukga.md': '# 애국가\n\n동해 물과 백두산이 마르고 닳도록 하느님이 보우하사 우리나라 만세\n',
     });
   });
   after(() => tales.dispose());
@@ -82,6 +86,18 @@ describe('retrieval relevance on real text', () => {
       }
       assert.equal(hits[0]?.sourcePath, 'analects.md', word);
       assert.match(hits[0]!.text, new RegExp(word));
+    }
+  });
+
+  it('finds Japanese kana with voicing marks and Korean Hangul as written', async () => {
+    for (const [query, file] of [
+      ['どこで生れたか', 'wagahai.md'],
+      ['見当がつかぬ', 'wagahai.md'],
+      ['백두산', 'aegukga.md'],
+      ['우리나라 만세', 'aegukga.md'],
+    ]) {
+      const { hits } = await searchKnowledge(tales.store, query!, { limit: 1 });
+      assert.equal(hits[0]?.sourcePath, file, query);
     }
   });
 });

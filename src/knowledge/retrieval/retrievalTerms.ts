@@ -36,11 +36,19 @@ const STOP_WORDS = new Set(
 export function tokenize(text: string): string[] {
   return (
     ftsText(text)
-      .normalize('NFKD')
-      .replace(/\p{M}+/gu, '')
+      .replace(NOT_CJK, withoutDiacritics)
       .toLowerCase()
       .match(/[\p{L}\p{N}]+/gu) ?? []
   );
+}
+
+/**
+ * Diacritics go from everything but CJK, as the index's tokenizer does: decomposing would strip the voicing
+ * mark from kana (が → か) and split Hangul syllables into letters (마을 → ㅁㅏㅇㅡㄹ), which the index never holds.
+ */
+const NOT_CJK = /[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]+/gu;
+function withoutDiacritics(text: string): string {
+  return text.normalize('NFKD').replace(/\p{M}+/gu, '');
 }
 
 /** A CJK character pair, the unit the index holds CJK text in: it names something as a word does. */
