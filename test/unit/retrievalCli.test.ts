@@ -62,6 +62,18 @@ describe('CLI search and context', () => {
     assert.match(result.stdout, /Nothing in 'Westhaven' is relevant to "orbital casino"/);
   });
 
+  it('a pasted scene is echoed by its opening and its reasons name a dozen words, then how many more', async () => {
+    index();
+    const words = Array.from({ length: 40 }, (_, i) => `zorvath${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`);
+    const scene = `The crypt door stands open.\n\n${words.join(' ')}`;
+    const result = await runCaptured(['search', scene, '--campaign', dir], os.tmpdir());
+    assert.equal(result.code, EXIT.ok);
+    assert.match(result.stdout, /"The crypt door stands open\. zorvathaa zorvathba .{60,}…"/);
+    const [reason] = result.stdout.split('\n').filter((line) => /never mentions/.test(line));
+    assert.ok(reason, result.stdout);
+    assert.match(reason, /never mentions ('\w+', ){11}'\w+' and 30 more;/);
+  });
+
   it('context assembles sections with pins first and hidden canon marked, and hides it from the player', async () => {
     index();
     const narrator = await runCaptured(['context', '--input', 'Who poisoned the abbot in the crypt?', '--campaign', dir, '--json'], os.tmpdir());

@@ -54,9 +54,9 @@ export const searchCommand: Command = {
         const semantic = result.record.semantic.used ? `semantic: ${result.record.semantic.reason}` : `lexical only (${result.record.semantic.reason})`;
         if (result.hits.length === 0) {
           const why = result.record.abstention ? ` Why: ${result.record.abstention}.` : '';
-          return `Nothing in '${campaign.title}' is relevant to "${text}".${why} ${semantic}\n`;
+          return `Nothing in '${campaign.title}' is relevant to "${shownQuery(text)}".${why} ${semantic}\n`;
         }
-        const lines = [`${result.hits.length} result(s) for "${text}" in '${campaign.title}' — ${semantic}`, ''];
+        const lines = [`${result.hits.length} result(s) for "${shownQuery(text)}" in '${campaign.title}' — ${semantic}`, ''];
         for (const hit of result.hits) {
           const decision = result.record.candidates.find((c) => c.passageId === hit.passageId)!;
           lines.push(`${hit.rank}. ${locate(hit)}  [${hit.class}${hit.hidden ? ', hidden' : ''}] score ${hit.score?.toFixed(3)}`);
@@ -71,3 +71,9 @@ export const searchCommand: Command = {
     }
   },
 };
+
+/** A long query (a pasted scene) is echoed by its opening words; the results follow it. */
+function shownQuery(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 160 ? `${flat.slice(0, 160)}…` : flat;
+}

@@ -90,8 +90,11 @@ function eligibilityReason(row: CandidateRow, outcome: CandidateDecision['outcom
   }
 }
 
+/** At most a dozen words, so a pasted chapter's reasons stay readable (and small in every turn's record). */
+const LISTED_WORDS = 12;
 function quoteList(items: readonly string[]): string {
-  return items.map((t) => `'${t}'`).join(', ');
+  const listed = items.slice(0, LISTED_WORDS).map((t) => `'${t}'`).join(', ');
+  return items.length > LISTED_WORDS ? `${listed} and ${items.length - LISTED_WORDS} more` : listed;
 }
 
 function shingles(tokens: readonly string[]): Set<string> {
