@@ -3,7 +3,7 @@ import { CampaignError, findCampaignRoot, type Campaign } from '../knowledge/cam
 import { calibratedModels } from '../knowledge/retrieval';
 import { embedderFor } from '../knowledge/models';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
-import type { KnowledgeStore } from '../knowledge/indexing';
+import type { KnowledgeStore, Parser } from '../knowledge/indexing';
 import { defaultSettings, openSession, type CampaignSession, type StorytellerSettings } from '../session';
 import { UsageError, stringOption, type CliIo, type ParsedArgs } from './command';
 import { MODEL_SERVER_OPTIONS, backendFromArgs } from './modelArgs';
@@ -18,9 +18,19 @@ export const KNOWLEDGE_READ_OPTIONS = {
 
 export class IndexMissingError extends Error {}
 
-/** What `index` and `lint` say after a damaged index was moved aside and built again. */
-export function rebuiltDamagedIndex(movedTo: string): string {
-  return `the index was damaged; it was moved to ${movedTo} and rebuilt from the campaign's files`;
+/**
+ * The session of a command that brings the index in line with the files (`index`, `lint`): it says on
+ * stderr when it waits for another index run, and when it moved a damaged index aside to build it again.
+ */
+export function openIndexingSession(command: string, root: string, options: { parser: Parser; settings: StorytellerSettings }, io: CliIo): CampaignSession {
+  const session = openSession(root, {
+    parser: options.parser,
+    settings: () => options.settings,
+    onLockWait: (holder) => io.stderr.write(`storyteller ${command}: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
+  });
+  const damaged = session.store.damagedIndexMovedTo;
+  if (damaged) io.stderr.write(`storyteller ${command}: the index was damaged; it was moved to ${damaged} and rebuilt from the campaign's files\n`);
+  return session;
 }
 
 /**

@@ -1,11 +1,11 @@
 import { describeClassOrigin } from '../../knowledge/campaign';
 import type { ImportReport } from '../../knowledge/indexing';
 import { describeSemanticIndex } from '../../knowledge/retrieval';
-import { defaultSettings, openSession } from '../../session';
+import { defaultSettings } from '../../session';
 import { EXIT, emit, stringOption, type Command } from '../command';
 import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
-import { rebuiltDamagedIndex } from '../knowledgeAccess';
+import { openIndexingSession } from '../knowledgeAccess';
 
 function summary(report: ImportReport, title: string): string {
   const c = report.counts;
@@ -39,14 +39,9 @@ export const indexCommand: Command = {
       embeddingBackend: backend,
       ...(backend.provider === 'ollama' ? { ollamaHost: backend.baseUrl } : {}),
     });
-    const session = openSession(campaign.root, {
-      parser,
-      settings: () => settings,
-      onLockWait: (holder) => io.stderr.write(`storyteller index: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
-    });
+    const session = openIndexingSession('index', campaign.root, { parser, settings }, io);
     try {
       const damaged = session.store.damagedIndexMovedTo;
-      if (damaged) io.stderr.write(`storyteller index: ${rebuiltDamagedIndex(damaged)}\n`);
       const report = args.values.rebuild === true ? await session.rebuild() : await session.reindex();
       await session.indexing.idle();
       if (!report) {

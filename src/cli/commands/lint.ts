@@ -3,12 +3,12 @@ import path from 'node:path';
 import { CampaignError, type Campaign } from '../../knowledge/campaign';
 import { campaignHealth, healthSummary, indexHealth } from '../../knowledge/health';
 import type { Parser } from '../../knowledge/indexing';
-import { defaultSettings, openSession } from '../../session';
+import { defaultSettings } from '../../session';
 import { campaignFileFinding, summarizeFindings, type LintReport } from '../../knowledge/health';
 import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 import { campaignFromArgs, location, parserFromArgs, WORKERS_OPTION } from '../knowledgeArgs';
-import { rebuiltDamagedIndex } from '../knowledgeAccess';
+import { openIndexingSession } from '../knowledgeAccess';
 
 function human(report: LintReport, title: string): string {
   const lines = report.findings
@@ -30,14 +30,8 @@ function healthArgs(args: ParsedArgs): { embeddingModel: string | null; alwaysIn
 async function sessionHealth(campaign: Campaign, parser: Parser, health: ReturnType<typeof healthArgs>, io: CliIo): Promise<LintReport | undefined> {
   // The narrator model's calibrated token unit prices always-include canon as its prompts do.
   const settings = defaultSettings(health.narratorModel ? { narratorModel: health.narratorModel } : {});
-  const session = openSession(campaign.root, {
-    parser,
-    settings: () => settings,
-    onLockWait: (holder) => io.stderr.write(`storyteller lint: another index run (${holder}) is updating this campaign's index; waiting for it to finish…\n`),
-  });
+  const session = openIndexingSession('lint', campaign.root, { parser, settings }, io);
   try {
-    const damaged = session.store.damagedIndexMovedTo;
-    if (damaged) io.stderr.write(`storyteller lint: ${rebuiltDamagedIndex(damaged)}\n`);
     await session.reindex();
     await session.indexing.idle();
     const state = session.indexing.state;

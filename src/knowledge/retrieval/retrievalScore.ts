@@ -68,8 +68,6 @@ export interface CampaignStatistics {
 
 interface CachedStatistics extends CampaignStatistics {
   key: string;
-  frequencies: Map<string, number>;
-  counts: Map<string, number>;
 }
 
 const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
@@ -94,28 +92,30 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
     .get(store.campaignId) as { n: number; chars: number };
   // One index file may hold several campaigns: then every count is restricted to this campaign's passages.
   const shared = (store.statement('SELECT count(*) AS n FROM (SELECT DISTINCT campaign_id FROM passages)').get() as { n: number }).n > 1;
-  const lookup = shared
-    ? store.statement(
-        `SELECT count(DISTINCT o.doc) AS doc FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
-         WHERE o.term = ? AND p.campaign_id = ?`,
-      )
-    : store.statement('SELECT doc FROM temp.passages_vocab WHERE term = ?');
-  const countLookup = shared
-    ? store.statement(
-        `SELECT count(*) AS cnt FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
-         WHERE o.term = ? AND p.campaign_id = ?`,
-      )
-    : store.statement('SELECT cnt FROM temp.passages_vocab WHERE term = ?');
-  const frequencies = new Map<string, number>();
-  const counts = new Map<string, number>();
+  /** A per-stem figure, asked of the index once per stem while the index stays as it is. */
+  const perStem = (sql: string): ((stem: string) => number) => {
+    const statement = store.statement(sql);
+    const known = new Map<string, number>();
+    return (stem) => {
+      let n = known.get(stem);
+      if (n === undefined) {
+        n = ((shared ? statement.get(stem, store.campaignId) : statement.get(stem)) as { n: number } | undefined)?.n ?? 0;
+        known.set(stem, n);
+      }
+      return n;
+    };
+  };
+  const ofThisCampaign = 'FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc WHERE o.term = ? AND p.campaign_id = ?';
+  const docFrequency = perStem(shared ? `SELECT count(DISTINCT o.doc) AS n ${ofThisCampaign}` : 'SELECT doc AS n FROM temp.passages_vocab WHERE term = ?');
+  const termCount = perStem(shared ? `SELECT count(*) AS n ${ofThisCampaign}` : 'SELECT cnt AS n FROM temp.passages_vocab WHERE term = ?');
   let words: number | undefined;
   const stats: CachedStatistics = {
     key: version,
     passages: n,
     averageLength: chars,
     sharedIndex: shared,
-    frequencies,
-    counts,
+    docFrequency,
+    termCount,
     words(): number {
       words ??= (
         (shared
@@ -125,22 +125,6 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
           : store.statement('SELECT coalesce(sum(cnt), 0) AS n FROM temp.passages_vocab').get()) as { n: number }
       ).n;
       return words;
-    },
-    termCount(stem: string): number {
-      let count = counts.get(stem);
-      if (count === undefined) {
-        count = ((shared ? countLookup.get(stem, store.campaignId) : countLookup.get(stem)) as { cnt: number } | undefined)?.cnt ?? 0;
-        counts.set(stem, count);
-      }
-      return count;
-    },
-    docFrequency(stem: string): number {
-      let doc = frequencies.get(stem);
-      if (doc === undefined) {
-        doc = ((shared ? lookup.get(stem, store.campaignId) : lookup.get(stem)) as { doc: number } | undefined)?.doc ?? 0;
-        frequencies.set(stem, doc);
-      }
-      return doc;
     },
   };
   statisticsCache.set(store, stats);
