@@ -39,11 +39,13 @@ async function sources(root: string): Promise<Map<string, Listed>> {
 const REPO = path.resolve(__dirname, '..', '..');
 
 /**
- * Node (with tsx) in a child process, its output read by `reader`. `unprivileged`: as an ordinary user — as
- * root (CI containers) permissions never refuse a read, so it drops root's privileges.
+ * Node (with tsx) in a child process, its output read by `reader`. `unprivileged`: bound by file permissions —
+ * root (CI containers) is never refused a read, so it gives up the capabilities that override them. It stays
+ * root otherwise: another user could not reach a checkout in a private folder (`mktemp -d` makes them 0700).
  */
+const WITHOUT_PERMISSION_OVERRIDE = ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--inh-caps=-dac_override,-dac_read_search', '--'];
 function runNode(args: string[], options: { unprivileged?: boolean; reader?: (stdout: NodeJS.ReadableStream) => void } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const asUser = options.unprivileged && process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  const asUser = options.unprivileged && process.getuid?.() === 0 ? WITHOUT_PERMISSION_OVERRIDE : [];
   const [program, ...rest] = [...asUser, process.execPath, '--import', 'tsx', ...args];
   const child = spawn(program!, rest, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -290,7 +292,6 @@ describe('real files a writer has', () => {
   it('names the index folder a read-only campaign cannot write, instead of SQLite\'s words alone', async () => {
     root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n' });
     assert.equal((await index(root)).code, EXIT.ok);
-    fs.chmodSync(root, 0o755);
     fs.chmodSync(path.join(root, '.storyteller'), 0o555);
     try {
       const result = await runEntry(['search', 'harbormoot', '--campaign', root], { unprivileged: true });
@@ -313,7 +314,6 @@ describe('real files a writer has', () => {
 
   it('names an unreadable file and an unreadable folder, and indexes everything else', async () => {
     root = makeCampaign({ 'locked.md': '# Locked\n\nThe lockmark.\n', 'vault/inner.md': '# Vault\n\nThe vaultmark.\n', 'open.md': '# Open\n\nThe openmark.\n' });
-    fs.chmodSync(root, 0o777); // the unprivileged CLI writes the index here
     fs.chmodSync(path.join(root, 'locked.md'), 0o000);
     fs.chmodSync(path.join(root, 'vault'), 0o000);
     try {
