@@ -134,6 +134,16 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     }
   });
 
+  it('says nothing to a question whose one rare word a single tale mentions once, in passing', async () => {
+    // 'opportunity', 'slayer' and 'cantrip' are rare in English and each in one tale once: a passing mention
+    // shows the tales know the word, not that any of them is about the question.
+    for (const question of ['When do I make an opportunity attack?', 'How does Foe Slayer work?', 'How does Bonus Cantrip work?']) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.match(record.abstention ?? '', /closest passage/, question);
+    }
+  });
+
   it('answers a real question whose other words no tale uses, from the story its rare words are about', async () => {
     // 'declined' and 'become' are nearly absent from the tales; 'schoolmaster' and 'pastor' are this story's.
     const { hits } = await searchKnowledge(book.store, 'What happened when the schoolmaster declined to become the pastor?');
