@@ -33,7 +33,14 @@ export const CLASS_WEIGHT: Readonly<Record<KnowledgeClass, number>> = { canon: 1
  * A search shows a passage only when its relevance is at least this share of the best result's (tuned on
  * FairytaleQA train: fewer tokens, the same recall). A prompt keeps them all: its budgets decide there.
  */
-const SEARCH_RELATIVE_RELEVANCE = 0.2;
+const SEARCH_RELATIVE_RELEVANCE = 0.3;
+/**
+ * An admitted passage gains this share of the lexical score of the stronger of its admitted neighbours in
+ * the same file: a story or a page carries its subject across passages, so the passage beside the one that
+ * names the event is likelier about it than one elsewhere sharing a word. It orders what relevance
+ * admitted; it admits nothing. Tuned on FairytaleQA train (R@5 per story 0.916 -> 0.923, pooled 0.876 -> 0.883).
+ */
+const NEIGHBOUR_WEIGHT = 0.25;
 /** How much the weaker path adds to the stronger one in hybrid relevance. */
 export const HYBRID_SECOND_PATH_WEIGHT = 0.15;
 /** FTS5's bm25 (stems, heading weighted) picks this many passages; only they are joined and judged. */
@@ -416,9 +423,12 @@ function scoreSurvivors(
   const bestSemantic = Math.max(0, ...admitted.map(aboveFloor));
   const termTexts = new Set(terms.map((t) => t.text));
   const stateNames = new Set(entities.map((e) => tokenize(e).join(' ')));
+  const lexicalAt = new Map(admitted.map((w) => [`${w.row.source_id}#${w.row.idx}`, w.lexical?.score ?? 0]));
+  const neighbour = (w: Working) => Math.max(lexicalAt.get(`${w.row.source_id}#${w.row.idx - 1}`) ?? 0, lexicalAt.get(`${w.row.source_id}#${w.row.idx + 1}`) ?? 0);
   for (const w of admitted) {
     const d = w.decision;
-    const lexical = bestLexical > 0 && w.lexical ? (w.lexical.score / bestLexical) * Math.sqrt(bySource.get(w.row.source_id) ?? 1) : 0;
+    const lexical =
+      bestLexical > 0 && w.lexical ? ((w.lexical.score + NEIGHBOUR_WEIGHT * neighbour(w)) / bestLexical) * Math.sqrt(bySource.get(w.row.source_id) ?? 1) : 0;
     const semantic = bestSemantic > 0 ? aboveFloor(w) / bestSemantic : 0;
     const relevance = Math.max(lexical, semantic) + HYBRID_SECOND_PATH_WEIGHT * Math.min(lexical, semantic);
     w.relevance = relevance;
