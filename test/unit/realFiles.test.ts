@@ -251,7 +251,7 @@ describe('real files a writer has', () => {
       writeFile(root, 'node_modules/pkg/readme.md', '# Package\n\nThe modulemark.\n');
       const result = await index(root);
       assert.equal(result.code, EXIT.findings);
-      assert.match(result.stdout, /warning +link-to-harbor\.md +same content as harbor\.md, which is already indexed; not indexed twice/);
+      assert.match(result.stdout, /warning +link-to-harbor\.md +the same file as harbor\.md \(reached through a symlink\), indexed under that name; not indexed twice/);
       assert.match(result.stdout, /error +leak\.md +symlink points outside the campaign \(to .*secret\.md\); refused/);
       assert.match(result.stdout, /error +shared +symlink points outside the campaign/);
       assert.match(result.stdout, /error +loop-a\.md +symlink loops back on itself/);
@@ -267,6 +267,34 @@ describe('real files a writer has', () => {
     } finally {
       removeDir(outside);
     }
+  });
+
+  it('a symlink that sorts before its target is the duplicate, not the file it leads to, and stays so as the file changes', async () => {
+    root = makeCampaign({
+      'z-real.md': '# Harbor\n\nThe harbormoot meets.\n',
+      'z-lore/mara.md': '# Mara\n\nSister Mara keeps the cryptkey.\n',
+      'lore-copy.md': '# Copy\n\nA true copy, not a link, of the longshanty.\n',
+      'zz-copy.md': '# Copy\n\nA true copy, not a link, of the longshanty.\n',
+    });
+    fs.symlinkSync('z-real.md', path.join(root, 'a-link.md'));
+    fs.symlinkSync('z-lore', path.join(root, 'a-lore'));
+    const first = await index(root);
+    assert.equal(first.code, EXIT.ok, first.stdout);
+    assert.match(first.stdout, /warning +a-link\.md +the same file as z-real\.md \(reached through a symlink\), indexed under that name; not indexed twice/);
+    assert.match(first.stdout, /warning +a-lore\/mara\.md +the same file as z-lore\/mara\.md \(reached through a symlink\)/);
+    assert.match(first.stdout, /warning +zz-copy\.md +same content as lore-copy\.md/, 'two real files: the first in path order still holds');
+    const states = (listed: Map<string, Listed>) => Object.fromEntries([...listed].map(([p, s]) => [p, s.lexicalState]));
+    const expected = { 'a-link.md': 'duplicate', 'a-lore/mara.md': 'duplicate', 'lore-copy.md': 'ready', 'z-lore/mara.md': 'ready', 'z-real.md': 'ready', 'zz-copy.md': 'duplicate' };
+    assert.deepEqual(states(await sources(root)), expected);
+    assert.deepEqual(await found(root, 'harbormoot'), ['z-real.md']);
+    assert.deepEqual(await found(root, 'cryptkey'), ['z-lore/mara.md']);
+
+    // Edited through the link, as an editor opening either name writes the one file.
+    fs.writeFileSync(path.join(root, 'a-link.md'), '# Harbor\n\nThe harbormoot meets at the tidegate.\n');
+    const second = await index(root);
+    assert.equal(second.code, EXIT.ok, second.stdout);
+    assert.deepEqual(states(await sources(root)), expected);
+    assert.deepEqual(await found(root, 'tidegate'), ['z-real.md']);
   });
 
   it('a damaged index (a half-copied file, a sync conflict) is moved aside, named, and rebuilt from the files', async () => {
