@@ -76,6 +76,18 @@ describe('retrieval relevance on real text', () => {
     assert.ok(refused.every((c) => /never mentions|no passage holds enough|too common/.test(c.reason)), refused.map((c) => c.reason).join('\n'));
   });
 
+  it('finds a word in the other of British and American spelling', async () => {
+    // The tales spell "grey" and "colored" and "recognized"; a writer types the other spelling.
+    for (const [query, file, written] of [
+      ['the gray hail', 'the-selfish-giant.md', /\bgrey\b/],
+      ['What colour were the clouds?', 'the-lady-of-the-moon.md', /\bcolored\b/],
+      ["Who recognised the king's son?", 'magic-apples.md', /\brecognized\b/],
+    ] as const) {
+      const { hits } = await searchKnowledge(tales.store, query, { limit: 5 });
+      assert.ok(hits.some((h) => h.sourcePath === file && written.test(h.text)), `${query}: ${hits.map((h) => h.sourcePath).join(', ')}`);
+    }
+  });
+
   it('indexes and finds Chinese text by its words, which have no spaces between them', async () => {
     for (const word of ['君子', '學而', '朋']) {
       const { hits } = await searchKnowledge(tales.store, word, { limit: 1 });
@@ -132,6 +144,22 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
       assert.ok(record.candidates.some((c) => c.matchedTerms.length > 0), `${question}: some passage shared a word`);
       assert.match(record.abstention ?? '', /never mentions|far less often than everyday English|closest passage/, question);
     }
+  });
+
+  it('says nothing to a question whose one rare word a single tale mentions once, in passing', async () => {
+    // 'opportunity', 'slayer' and 'cantrip' are rare in English and each in one tale once: a passing mention
+    // shows the tales know the word, not that any of them is about the question.
+    for (const question of ['When do I make an opportunity attack?', 'How does Foe Slayer work?', 'How does Bonus Cantrip work?']) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.match(record.abstention ?? '', /closest passage/, question);
+    }
+  });
+
+  it('answers a question about a neighbour asked with the American spelling', async () => {
+    // "The Fairy Nurse" spells it "neighbour"; the question's writer did not ("Neighbor Underground" spells it so).
+    const { hits } = await searchKnowledge(book.store, 'Who did the neighbor see?', { limit: 5 });
+    assert.ok(hits.some((h) => h.sourcePath === 'the-fairy-nurse.md' && /neighbour/.test(h.text)), hits.map((h) => h.sourcePath).join(', '));
   });
 
   it('answers a real question whose other words no tale uses, from the story its rare words are about', async () => {

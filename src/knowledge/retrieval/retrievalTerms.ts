@@ -1,4 +1,5 @@
 import { ftsText } from '../indexing';
+import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
 
 /**
@@ -72,6 +73,8 @@ export interface SearchTerm {
   words: string[];
   /** Their stems, as the index holds them. */
   stems: string[];
+  /** Per word, the stems of its other spellings ("neighbour" for "neighbor"): they match as the word does. */
+  otherStems: string[][];
   /** Named in the standing state (a character present, the location) rather than in this turn's text. */
   standing: boolean;
   /** The name of an entity (from the state or the library's entity lists), not just a word. */
@@ -81,7 +84,12 @@ export interface SearchTerm {
 }
 
 function term(words: string[], origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
-  return { text: words.join(' '), words, stems: words.map(stem), standing, name, origin };
+  return { text: words.join(' '), words, stems: words.map(stem), otherStems: words.map((w) => otherSpellings(w).map(stem)), standing, name, origin };
+}
+
+/** Every spelling of a term's words, for the index to find it by (a phrase's combinations are few). */
+function spellingsOf(words: readonly string[]): string[][] {
+  return words.reduce<string[][]>((sofar, word) => sofar.flatMap((prefix) => [word, ...otherSpellings(word)].map((w) => [...prefix, w])), [[]]);
 }
 
 /** `"a b"` with quotes doubled: the only way a term enters a MATCH expression. */
@@ -91,7 +99,7 @@ function quote(tokens: string[]): string {
 
 /** An FTS5 MATCH expression that finds any of the terms, or null when there is nothing to search. */
 export function buildMatchExpression(terms: readonly SearchTerm[]): string | null {
-  return terms.length > 0 ? terms.map((t) => quote(t.words)).join(' OR ') : null;
+  return terms.length > 0 ? terms.flatMap((t) => spellingsOf(t.words).map(quote)).join(' OR ') : null;
 }
 
 /** A passage's words with their stems, worked out once and reused for matching, scoring and proximity. */
@@ -111,7 +119,7 @@ export function occurrences(text: StemmedText, t: SearchTerm): { positions: numb
   let exact = 0;
   const n = t.stems.length;
   outer: for (let i = 0; i + n <= text.stems.length; i++) {
-    for (let j = 0; j < n; j++) if (text.stems[i + j] !== t.stems[j]) continue outer;
+    for (let j = 0; j < n; j++) if (text.stems[i + j] !== t.stems[j] && !t.otherStems[j]!.includes(text.stems[i + j]!)) continue outer;
     positions.push(i);
     if (t.words.every((w, j) => text.words[i + j] === w)) exact++;
   }
