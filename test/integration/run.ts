@@ -130,7 +130,8 @@ async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs:
   }
   // Looking and taking pictures has its own budget after the steps, which the suite waits for too.
   const answerBy = Date.now() + AFTER_STEPS_BUDGET_MS;
-  const allowed = (ms: number) => Math.max(Math.min(ms, answerBy - Date.now()), 0);
+  // At least 1 ms: Playwright reads a timeout of 0 as none at all.
+  const allowed = (ms: number) => Math.max(Math.min(ms, answerBy - Date.now()), 1);
   await settleFrames(page);
   const located = await locate(page, request.locate ?? []);
   // Text first, pictures after: the suite decides on the text, so every picture is at least as new as it.
