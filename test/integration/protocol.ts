@@ -3,6 +3,14 @@
 /** The extension host's environment variable naming the harness config file. */
 export const HARNESS_CONFIG_ENV = 'STORYTELLER_HARNESS_CONFIG';
 
+/**
+ * How long a screenshot request's steps may wait for their elements (a step never starts after it), and how
+ * long the driver then has to look and take pictures. The suite waits for the reply that long and a little
+ * more, so every wait on either side ends, with a reason, before a test's own timeout.
+ */
+export const STEPS_BUDGET_MS = 20_000;
+export const AFTER_STEPS_BUDGET_MS = 15_000;
+
 export interface HarnessConfig {
   resultsFile: string;
   suiteFiles: string[];
@@ -57,6 +65,8 @@ export interface ScreenshotRequest {
   steps?: DriverStep[];
   /** Selectors (in any frame) whose place on screen the reply reports, to tell what is in view. */
   locate?: string[];
+  /** Epoch ms after which no step starts: the suite has given up on the reply by then. */
+  stepsDeadline: number;
 }
 
 /** Where an element is inside its frame's viewport, in CSS pixels. */
@@ -80,8 +90,8 @@ export interface ScreenshotReply {
   /** Dialogs (alert/confirm/prompt) the page raised since the run began. */
   dialogs: string[];
   trackerHits: number;
-  /** A step that could not be done (its selector was not found). */
-  stepError?: string;
+  /** A step that could not be done (which step, and why), or a capture the driver could not finish. */
+  driverError?: string;
   /** Each requested selector's place (null: no frame holds it). */
   located: Record<string, Located | null>;
   /** Keydown-to-paint milliseconds of each key typed by a typeTimed step. */

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import {
   CHROMIUM_ARGS,
   MissingPieceError,
@@ -20,9 +20,13 @@ import {
   requireChromium,
   type RunningCodeServer,
 } from '../../scripts/codeServer';
-import type { DriverStep, HarnessConfig, Located, ScreenshotReply, ScreenshotRequest, SuiteResults } from './protocol';
+import { PROBE_TIMEOUT_MS, locate, runSteps, settleFrames } from './driver';
+import { AFTER_STEPS_BUDGET_MS, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest, type SuiteResults } from './protocol';
+import { within } from './within';
 
 const SUITE_TIMEOUT_MS = 10 * 60_000;
+/** Reading the whole workbench's text, or taking its picture. */
+const WORKBENCH_TIMEOUT_MS = 10_000;
 const RUN_DIR = path.join(PROJECT_ROOT, '.e2e');
 const ARTIFACTS_DIR = path.join(PROJECT_ROOT, 'artifacts');
 const FIXTURE = path.join(PROJECT_ROOT, 'fixtures', 'example-campaign');
@@ -116,137 +120,54 @@ async function startTracker(): Promise<{ port: number; hits: () => string[] }> {
   return { port, hits: () => [...seen] };
 }
 
-/** The first frame (workbench or webview) holding `selector`. */
-async function frameWith(page: Page, selector: string): Promise<Frame> {
-  for (const frame of page.frames()) {
-    if (await frame.$(selector).catch(() => null)) return frame;
-  }
-  throw new Error(`no frame holds ${selector}`);
-}
-
-/**
- * Types into the element key by key and returns, per key, the milliseconds from its keydown to the frame
- * painted after it: the lag a writer feels. The page measures it itself, so the driver's own latency
- * is not counted.
- */
-async function typeTimed(frame: Frame, selector: string, text: string): Promise<number[]> {
-  await frame.focus(selector);
-  await frame.evaluate(() => {
-    const w = window as unknown as { typingLatencies: number[]; typingTimed?: boolean };
-    w.typingLatencies = [];
-    // One listener per page, however many times keys are timed in it.
-    if (w.typingTimed) return;
-    w.typingTimed = true;
-    document.addEventListener(
-      'keydown',
-      () => {
-        const start = performance.now();
-        // The frame after the next animation frame is the one that shows the key's effect.
-        requestAnimationFrame(() => setTimeout(() => w.typingLatencies.push(performance.now() - start), 0));
-      },
-      { capture: true },
-    );
-  });
-  const keys = [...text];
-  for (let typed = 1; typed <= keys.length; typed++) {
-    await frame.press(selector, keys[typed - 1]!);
-    await frame.waitForFunction((n) => (window as unknown as { typingLatencies: number[] }).typingLatencies.length >= n, typed, { timeout: 30_000 });
-  }
-  return frame.evaluate(() => (window as unknown as { typingLatencies: number[] }).typingLatencies);
-}
-
-async function runSteps(page: Page, steps: DriverStep[]): Promise<number[]> {
-  const typing: number[] = [];
-  for (const step of steps) {
-    const frame = await frameWith(page, step.selector);
-    if (step.action === 'fill') await frame.fill(step.selector, step.text);
-    else if (step.action === 'press') await frame.press(step.selector, step.key);
-    else if (step.action === 'scrollToTop') await frame.$eval(step.selector, (node) => node.scrollTo({ top: 0 }));
-    else if (step.action === 'scrollIntoView') await frame.$eval(step.selector, (node) => node.scrollIntoView({ block: 'center' }));
-    else if (step.action === 'typeTimed') typing.push(...(await typeTimed(frame, step.selector, step.text)));
-    else await frame.click(step.selector);
-  }
-  return typing;
-}
-
-async function locate(page: Page, selectors: string[]): Promise<Record<string, Located | null>> {
-  const located: Record<string, Located | null> = {};
-  for (const selector of selectors) {
-    const frame = await frameWith(page, selector).catch(() => undefined);
-    located[selector] = frame
-      ? await frame.$eval(selector, (node) => {
-          const box = node.getBoundingClientRect();
-          const field = node as Element & { value?: unknown; disabled?: unknown };
-          return {
-            top: box.top,
-            bottom: box.bottom,
-            viewportHeight: window.innerHeight,
-            value: typeof field.value === 'string' ? field.value : null,
-            disabled: field.disabled === true || node.hasAttribute('disabled'),
-            focused: node === document.activeElement || node.contains(document.activeElement),
-          };
-        })
-      : null;
-  }
-  return located;
-}
-
-/**
- * Waits until every frame has handled what is queued for it and painted it: a message posted to a webview
- * just before (by a step, or by the extension host) lands in the DOM, then two animation frames later it
- * is on screen. Without this the workbench capture raced the panel and often showed its previous render.
- */
-async function settleFrames(page: Page): Promise<void> {
-  await Promise.all(
-    page.frames().map((frame) =>
-      frame
-        .evaluate(() => new Promise<void>((resolve) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(() => resolve())), 0)))
-        // a frame that navigated or closed while we waited has nothing left to paint
-        .catch(() => undefined),
-    ),
-  );
-}
-
 async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs: string[], trackerHits: () => number): Promise<ScreenshotReply> {
   let stepError: string | undefined;
   let typing: number[] = [];
   try {
-    typing = await runSteps(page, request.steps ?? []);
+    typing = await runSteps(page, request.steps ?? [], request.stepsDeadline);
   } catch (error) {
     stepError = (error as Error).message;
   }
+  // Looking and taking pictures has its own budget after the steps, which the suite waits for too.
+  const answerBy = Date.now() + AFTER_STEPS_BUDGET_MS;
+  // At least 1 ms: Playwright reads a timeout of 0 as none at all.
+  const allowed = (ms: number) => Math.max(Math.min(ms, answerBy - Date.now()), 1);
   await settleFrames(page);
   const located = await locate(page, request.locate ?? []);
   // Text first, pictures after: the suite decides on the text, so every picture is at least as new as it.
-  const frames: (ScreenshotReply['frames'][number] & { frame: Frame })[] = [];
-  for (const frame of page.frames()) {
-    if (frame === page.mainFrame()) continue;
-    try {
-      frames.push({ frame, url: frame.url(), text: await frame.evaluate(() => document.body?.innerText ?? ''), html: await frame.content() });
-    } catch {
-      // a frame that navigated or closed while we looked
-    }
-  }
-  const workbenchText = await page.evaluate(() => document.body.innerText);
+  const webviews = page.frames().filter((frame) => frame !== page.mainFrame());
+  const read = await Promise.all(
+    webviews.map((frame) =>
+      Promise.all([
+        within(frame.evaluate(() => document.body?.innerText ?? ''), PROBE_TIMEOUT_MS, "a frame's text"),
+        within(frame.content(), PROBE_TIMEOUT_MS, "a frame's markup"),
+      ])
+        .then(([text, html]) => ({ frame, url: frame.url(), text, html }))
+        // a frame that navigated or closed while we looked, or does not answer, is left out
+        .catch(() => undefined),
+    ),
+  );
+  const frames = read.filter((f) => f !== undefined);
+  const workbenchText = await within(page.evaluate(() => document.body.innerText), allowed(WORKBENCH_TIMEOUT_MS), "the workbench's text");
   await settleFrames(page);
   const files: string[] = [];
   const workbench = path.join(ARTIFACTS_DIR, `${request.name}.png`);
-  await page.screenshot({ path: workbench });
+  await page.screenshot({ path: workbench, timeout: allowed(WORKBENCH_TIMEOUT_MS) });
   files.push(workbench);
   let index = 0;
   for (const { frame, url, html } of frames) {
     // Webview content lives in the inner frame of each webview's iframe pair; the outer one frames it on screen.
     if (url.includes('fake.html') || html.length === 0) continue;
     try {
-      const element = await frame.frameElement();
-      const box = await element.boundingBox();
+      const element = await within(frame.frameElement(), allowed(PROBE_TIMEOUT_MS), "a frame's element");
+      const box = await within(element.boundingBox(), allowed(PROBE_TIMEOUT_MS), "a frame's box");
       if (box && box.width > 0 && box.height > 0) {
         const file = path.join(ARTIFACTS_DIR, `${request.name}.frame${++index}.png`);
-        await element.screenshot({ path: file });
+        await element.screenshot({ path: file, timeout: allowed(WORKBENCH_TIMEOUT_MS) });
         files.push(file);
       }
     } catch {
-      // a frame that navigated or closed while we looked
+      // a frame that navigated or closed while we looked, or past the budget: the workbench picture shows it
     }
   }
   return {
@@ -257,8 +178,13 @@ async function answerScreenshot(page: Page, request: ScreenshotRequest, dialogs:
     trackerHits: trackerHits(),
     located,
     typing,
-    ...(stepError ? { stepError } : {}),
+    ...(stepError ? { driverError: stepError } : {}),
   };
+}
+
+/** A reply saying the driver could not finish, so the suite fails on the reason instead of waiting it out. */
+function failedAnswer(error: unknown, dialogs: string[], trackerHits: () => number): ScreenshotReply {
+  return { files: [], workbenchText: '', frames: [], dialogs: [...dialogs], trackerHits: trackerHits(), located: {}, typing: [], driverError: `the driver could not finish: ${(error as Error).message}` };
 }
 
 async function main(): Promise<number> {
@@ -334,7 +260,8 @@ async function main(): Promise<number> {
       if (answered.has(file)) continue;
       answered.add(file);
       const request = JSON.parse(fs.readFileSync(path.join(dirs.requests, file), 'utf8')) as ScreenshotRequest;
-      const reply = await answerScreenshot(page, request, dialogs, () => tracker.hits().length);
+      const hits = () => tracker.hits().length;
+      const reply = await answerScreenshot(page, request, dialogs, hits).catch((error: unknown) => failedAnswer(error, dialogs, hits));
       const replyFile = path.join(dirs.requests, file.replace('.request.json', '.reply.json'));
       fs.writeFileSync(`${replyFile}.tmp`, JSON.stringify(reply));
       fs.renameSync(`${replyFile}.tmp`, replyFile);

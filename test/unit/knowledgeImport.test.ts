@@ -419,6 +419,34 @@ describe('knowledge: importing a campaign', () => {
     assert.equal(source('monsters-copy/aboleth.md')?.lexicalState, 'ready');
   });
 
+  it('a file a symlink leads to holds its text through saves of either name (indexFile), as a clean import has it', async () => {
+    open({ 'z-real.md': `# Harbor\n\n${prose('harbor')}` });
+    fs.symlinkSync('z-real.md', path.join(root, 'a-link.md'));
+    const holdings = (of: KnowledgeStore) => of.listSources().map((s) => [s.path, s.lexicalState, s.duplicateOf, of.listPassages(s.id).length]);
+    const clean = async () => {
+      const fresh = KnowledgeStore.inMemory(campaign.id);
+      try {
+        await importCampaign(campaign, fresh);
+        return holdings(fresh);
+      } finally {
+        fresh.close();
+      }
+    };
+    const real = sourceIdFor(campaign.id, 'z-real.md');
+    await importCampaign(campaign, store);
+    assert.deepEqual(holdings(store), [
+      ['a-link.md', 'duplicate', real, 0],
+      ['z-real.md', 'ready', null, 1],
+    ]);
+    writeFile(root, 'z-real.md', `# Harbor\n\n${prose('tidegate')}`);
+    await indexFile(campaign, store, 'z-real.md');
+    assert.deepEqual(holdings(store), await clean());
+    writeFile(root, 'a-link.md', `# Harbor\n\n${prose('quay')}`);
+    await indexFile(campaign, store, 'a-link.md');
+    assert.deepEqual(holdings(store), await clean());
+    assert.deepEqual([source('a-link.md')?.lexicalState, source('z-real.md')?.lexicalState], ['duplicate', 'ready']);
+  });
+
   it('keeps two campaigns with the same text apart', async () => {
     const text = `# Crypt\n\n${prose('bronze')}`;
     open({ 'crypt.md': text }, 'id: first\ntitle: First\n');

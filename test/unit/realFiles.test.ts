@@ -251,7 +251,7 @@ describe('real files a writer has', () => {
       writeFile(root, 'node_modules/pkg/readme.md', '# Package\n\nThe modulemark.\n');
       const result = await index(root);
       assert.equal(result.code, EXIT.findings);
-      assert.match(result.stdout, /warning +link-to-harbor\.md +same content as harbor\.md, which is already indexed; not indexed twice/);
+      assert.match(result.stdout, /warning +link-to-harbor\.md +the same file as harbor\.md \(reached through a symlink\), indexed under that name; not indexed twice/);
       assert.match(result.stdout, /error +leak\.md +symlink points outside the campaign \(to .*secret\.md\); refused/);
       assert.match(result.stdout, /error +shared +symlink points outside the campaign/);
       assert.match(result.stdout, /error +loop-a\.md +symlink loops back on itself/);
@@ -269,7 +269,35 @@ describe('real files a writer has', () => {
     }
   });
 
-  it('a damaged index (a half-copied file, a sync conflict) is moved aside, named, and rebuilt from the files', async () => {
+  it('a symlink that sorts before its target is the duplicate, not the file it leads to, and stays so as the file changes', async () => {
+    root = makeCampaign({
+      'z-real.md': '# Harbor\n\nThe harbormoot meets.\n',
+      'z-lore/mara.md': '# Mara\n\nSister Mara keeps the cryptkey.\n',
+      'lore-copy.md': '# Copy\n\nA true copy, not a link, of the longshanty.\n',
+      'zz-copy.md': '# Copy\n\nA true copy, not a link, of the longshanty.\n',
+    });
+    fs.symlinkSync('z-real.md', path.join(root, 'a-link.md'));
+    fs.symlinkSync('z-lore', path.join(root, 'a-lore'));
+    const first = await index(root);
+    assert.equal(first.code, EXIT.ok, first.stdout);
+    assert.match(first.stdout, /warning +a-link\.md +the same file as z-real\.md \(reached through a symlink\), indexed under that name; not indexed twice/);
+    assert.match(first.stdout, /warning +a-lore\/mara\.md +the same file as z-lore\/mara\.md \(reached through a symlink\)/);
+    assert.match(first.stdout, /warning +zz-copy\.md +same content as lore-copy\.md/, 'two real files: the first in path order still holds');
+    const states = (listed: Map<string, Listed>) => Object.fromEntries([...listed].map(([p, s]) => [p, s.lexicalState]));
+    const expected = { 'a-link.md': 'duplicate', 'a-lore/mara.md': 'duplicate', 'lore-copy.md': 'ready', 'z-lore/mara.md': 'ready', 'z-real.md': 'ready', 'zz-copy.md': 'duplicate' };
+    assert.deepEqual(states(await sources(root)), expected);
+    assert.deepEqual(await found(root, 'harbormoot'), ['z-real.md']);
+    assert.deepEqual(await found(root, 'cryptkey'), ['z-lore/mara.md']);
+
+    // Edited through the link, as an editor opening either name writes the one file.
+    fs.writeFileSync(path.join(root, 'a-link.md'), '# Harbor\n\nThe harbormoot meets at the tidegate.\n');
+    const second = await index(root);
+    assert.equal(second.code, EXIT.ok, second.stdout);
+    assert.deepEqual(states(await sources(root)), expected);
+    assert.deepEqual(await found(root, 'tidegate'), ['z-real.md']);
+  });
+
+  it('a damaged index (a half-copied file, a sync conflict) is moved aside, named, and rebuilt from the files by the command that finds it', async () => {
     root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n' });
     assert.equal((await index(root)).code, EXIT.ok);
     const indexPath = path.join(root, '.storyteller', 'index.db');
@@ -279,13 +307,35 @@ describe('real files a writer has', () => {
     };
     damage('SQLite format 3\0 but not really: the rest of the file never arrived');
     const search = await runEntry(['search', 'harbormoot', '--campaign', root]);
-    assert.equal(search.code, EXIT.failure);
-    assert.match(search.stderr, /index\.db: the index was damaged and was moved to .*index\.db\.damaged-[\dT-]+Z; run 'storyteller index' to rebuild it/);
+    assert.equal(search.code, EXIT.ok, search.stderr);
+    assert.match(search.stderr, /^storyteller search: the index was damaged; it was moved to .*index\.db\.damaged-[\dT-]+Z and rebuilt from the campaign's files\n$/);
+    assert.match(search.stdout, /1 result\(s\) for "harbormoot"[^]*harbor\.md/, 'answered from the files, not from an empty index');
     assert.equal(fs.readdirSync(path.dirname(indexPath)).filter((f) => f.startsWith('index.db.damaged-')).length, 1, 'the damaged file is kept aside, not deleted');
+    const next = await runEntry(['sources', root]);
+    assert.equal(next.code, EXIT.ok, next.stderr);
+    assert.equal(next.stderr, '', 'the next command reads the rebuilt index as it is');
+    assert.match(next.stdout, /1 sources, 1 retrievable passages/);
     damage('damaged again');
     const rebuilt = await index(root);
     assert.equal(rebuilt.code, EXIT.ok, rebuilt.stdout);
     assert.match(rebuilt.stderr, /storyteller index: the index was damaged; it was moved to .*index\.db\.damaged-.* and rebuilt from the campaign's files/);
+    assert.deepEqual(await found(root, 'harbormoot'), ['harbor.md']);
+  });
+
+  it('an index left empty (a damaged one moved aside by a process that then stopped) is built from the files before a read answers', async () => {
+    root = makeCampaign({ 'harbor.md': '# Harbor\n\nThe harbormoot meets.\n', 'crypt.md': '# Crypt\n\nThe bronze door of the cryptkeep.\n' });
+    assert.equal((await index(root)).code, EXIT.ok);
+    const indexPath = path.join(root, '.storyteller', 'index.db');
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${indexPath}${suffix}`, { force: true });
+    fs.writeFileSync(indexPath, 'damaged');
+    // What the extension or an older CLI leaves when stopped right after moving a damaged index aside.
+    const moved = await runNode(['-e', `require('./src/knowledge/indexing/store').KnowledgeStore.open({ id: 'test', indexPath: ${JSON.stringify(indexPath)} }).close()`]);
+    assert.equal(moved.code, 0, moved.stderr);
+    assert.equal(fs.readdirSync(path.dirname(indexPath)).filter((f) => f.startsWith('index.db.damaged-')).length, 1);
+    const context = await runEntry(['context', 'the bronze door', '--campaign', root]);
+    assert.equal(context.code, EXIT.ok, context.stderr);
+    assert.equal(context.stderr, "storyteller context: the index held nothing; it was built from the campaign's 2 files\n");
+    assert.match(context.stdout, /crypt\.md/);
     assert.deepEqual(await found(root, 'harbormoot'), ['harbor.md']);
   });
 

@@ -79,6 +79,18 @@ describe('storyteller play', () => {
     assert.match(out, /\[live\] {3}canon +\d+ \/ \d+ tokens/);
   });
 
+  it('rebuilds a damaged index before playing, so the narrator is fed the campaign, not an empty library', async () => {
+    const campaign = loadCampaign(dir);
+    const index = KnowledgeStore.open(campaign);
+    await importCampaign(campaign, index);
+    index.close();
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${campaign.indexPath}${suffix}`, { force: true });
+    fs.writeFileSync(campaign.indexPath, 'a sync conflict left this');
+    const { out, err } = await play(['/context ask Sister Mara about her ledger']);
+    assert.match(err, /^storyteller play: the index was damaged; it was moved to .*index\.db\.damaged-\S+ and rebuilt from the campaign's files\n$/);
+    assert.match(out, /\[live\] {3}canon +\d+ \/ \d+ tokens/);
+  });
+
   it('says what failed and keeps the action when the model is missing', async () => {
     const stdout = capture();
     const code = await runCli(['play', dir, '--host', fake.url, '--model', 'qwen-missing'], {

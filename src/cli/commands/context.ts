@@ -58,7 +58,7 @@ export const contextCommand: Command = {
     const budgets = budgetsFrom(args);
     let opened;
     try {
-      opened = openCampaignIndex(args, io);
+      opened = await openCampaignIndex('context', args, io);
     } catch (error) {
       if (!(error instanceof IndexMissingError)) throw error;
       io.stderr.write(`storyteller context: ${error.message}\n`);

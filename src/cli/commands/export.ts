@@ -3,9 +3,9 @@ import { CampaignError } from '../../knowledge/campaign';
 import { LorebookError } from '../../knowledge/interchange';
 import { exportCampaignWorldInfo, worldInfoExportReport } from '../../knowledge/interchange';
 import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle } from '../../knowledge/interchange';
-import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
+import { EXIT, UsageError, emit, stringOption, type CliIo, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
-import { openCliSession } from '../knowledgeAccess';
+import { buildIfEmpty, openCliSession } from '../knowledgeAccess';
 import type { CampaignSession } from '../../session';
 
 function campaignArgument(positionals: string[], cwd: string): string {
@@ -14,13 +14,14 @@ function campaignArgument(positionals: string[], cwd: string): string {
 }
 
 /**
- * Runs an export over the campaign's session. An existing index is only read, never re-imported; a
- * campaign never indexed is indexed once first, so its export still describes its sources.
+ * Runs an export over the campaign's session. An index that holds something is only read, never re-imported;
+ * one that holds nothing (never built, or damaged and moved aside) is built first, so the export describes
+ * the campaign's sources.
  */
-async function withExportSession<T>(root: string, run: (session: CampaignSession) => T): Promise<T> {
+async function withExportSession<T>(command: string, root: string, io: CliIo, run: (session: CampaignSession) => T): Promise<T> {
   const session = openCliSession(root);
   try {
-    if (!session.hasIndex) await session.reindex();
+    await buildIfEmpty(command, session, io);
     return run(session);
   } finally {
     await session.close();
@@ -39,7 +40,7 @@ export const exportCommand: Command = {
     if (!out) throw new UsageError(`--out is required (for example campaign${BUNDLE_EXTENSION})`);
     const root = campaignArgument(args.positionals, io.cwd);
     try {
-      const summary = await withExportSession(root, (session) =>
+      const summary = await withExportSession('export', root, io, (session) =>
         exportCampaignBundle(session.exportSource, path.resolve(io.cwd, out), {
           embeddings: args.values.embeddings === true,
           force: args.values.force === true,
@@ -69,7 +70,7 @@ export const exportLorebookCommand: Command = {
     if (!out) throw new UsageError('--out is required (for example world.json)');
     const root = campaignArgument(args.positionals, io.cwd);
     try {
-      const result = await withExportSession(root, (session) => exportCampaignWorldInfo(session.store, path.resolve(io.cwd, out), { force: args.values.force === true }));
+      const result = await withExportSession('export-lorebook', root, io, (session) => exportCampaignWorldInfo(session.store, path.resolve(io.cwd, out), { force: args.values.force === true }));
       emit(io, args, result, () => worldInfoExportReport(result, path.relative(io.cwd, result.file) || result.file).join('\n'));
       return EXIT.ok;
     } catch (error) {

@@ -13,7 +13,7 @@ export const passagesCommand: Command = {
     const looksLikePath = wanted.includes('/') || wanted.includes('\\');
     let opened;
     try {
-      opened = openCampaignIndex(args.values.campaign || !looksLikePath ? args : { ...args, values: { ...args.values, campaign: wanted } }, io);
+      opened = await openCampaignIndex('passages', args.values.campaign || !looksLikePath ? args : { ...args, values: { ...args.values, campaign: wanted } }, io);
     } catch (error) {
       if (!(error instanceof IndexMissingError)) throw error;
       io.stderr.write(`storyteller passages: ${error.message}\n`);

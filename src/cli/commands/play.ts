@@ -10,6 +10,7 @@ import { renderContextSummary } from '../../story/contextReport';
 import type { Adventure, PlayerAction, Turn } from '../../story/types';
 import { hasWorldState, renderStateSection } from '../../story/worldState';
 import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
+import { buildIfEmpty, IndexMissingError } from '../knowledgeAccess';
 import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
 
 const HELP = [
@@ -90,6 +91,17 @@ export const playCommand: Command = {
       if (!(error instanceof CampaignError)) throw error;
       io.stderr.write(`storyteller play: ${error.message}\n`);
       return EXIT.failure;
+    }
+    if (session.hasIndex) {
+      // The narrator is fed the campaign's knowledge: an index holding nothing (a damaged one moved aside) is built first.
+      try {
+        await buildIfEmpty('play', session, io);
+      } catch (error) {
+        if (!(error instanceof IndexMissingError)) throw error;
+        io.stderr.write(`storyteller play: ${error.message}\n`);
+        await session.close();
+        return EXIT.failure;
+      }
     }
     // Semantic retrieval with the model most recently calibrated in this index, when there is one.
     const calibrated = session.hasIndex ? calibratedModels(session.store)[0]?.model : undefined;

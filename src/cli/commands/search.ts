@@ -29,7 +29,7 @@ export const searchCommand: Command = {
     const stage = stageOption(stringOption(args, 'stage'));
     let opened;
     try {
-      opened = openCampaignIndex(args, io);
+      opened = await openCampaignIndex('search', args, io);
     } catch (error) {
       if (!(error instanceof IndexMissingError)) throw error;
       io.stderr.write(`storyteller search: ${error.message}\n`);

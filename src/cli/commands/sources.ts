@@ -11,7 +11,7 @@ export const sourcesCommand: Command = {
     let opened;
     try {
       const dir = args.positionals[0];
-      opened = openCampaignIndex(dir ? { ...args, values: { ...args.values, campaign: dir } } : args, io);
+      opened = await openCampaignIndex('sources', dir ? { ...args, values: { ...args.values, campaign: dir } } : args, io);
     } catch (error) {
       if (!(error instanceof IndexMissingError)) throw error;
       io.stderr.write(`storyteller sources: ${error.message}\n`);

@@ -93,6 +93,17 @@ export interface ScannedFile {
   relPath: string;
   absPath: string;
   refused?: SourceIssue;
+  /**
+   * The campaign path of the file this path reaches through a symlink (its own, or a folder's above it), when
+   * that file is a source under its own name too: this path is only a second name for it, never its holder.
+   */
+  secondNameOf?: string;
+}
+
+/** `relPath` reaches the file at `realPath`: a second name for it when that file is a source under its own name. */
+function secondNameOf(campaign: Campaign, realRoot: string, relPath: string, realPath: string): string | undefined {
+  const own = pathInside(realRoot, realPath);
+  return own !== undefined && own !== relPath && isCandidateSource(campaign, own) ? own : undefined;
 }
 
 /** Stable across runs and machines: the same campaign and path always name the same source. */
@@ -132,7 +143,8 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
   const realRoot = await fs.promises.realpath(campaign.root);
   const found: ScannedFile[] = [];
   const visitedDirs = new Set<string>([realRoot]);
-  const walk = async (absDir: string, relDir: string): Promise<void> => {
+  /** `realDir`: where `absDir` really is, when a symlinked folder on the way led there; else undefined. */
+  const walk = async (absDir: string, relDir: string, realDir: string | undefined): Promise<void> => {
     let entries: fs.Dirent[];
     try {
       entries = await fs.promises.readdir(absDir, { withFileTypes: true });
@@ -184,21 +196,23 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
         if (stat.isDirectory()) {
           if (!visitedDirs.has(target)) {
             visitedDirs.add(target);
-            await walk(absPath, relPath);
+            await walk(absPath, relPath, target);
           }
         } else if (stat.isFile() && isCandidateSource(campaign, relPath)) {
-          found.push({ relPath, absPath });
+          const secondName = secondNameOf(campaign, realRoot, relPath, target);
+          found.push({ relPath, absPath, ...(secondName ? { secondNameOf: secondName } : {}) });
         }
         continue;
       }
       if (entry.isDirectory()) {
-        await walk(absPath, relPath);
+        await walk(absPath, relPath, realDir && path.join(realDir, entry.name));
       } else if (entry.isFile() && isCandidateSource(campaign, relPath)) {
-        found.push({ relPath, absPath });
+        const secondName = realDir && secondNameOf(campaign, realRoot, relPath, path.join(realDir, entry.name));
+        found.push({ relPath, absPath, ...(secondName ? { secondNameOf: secondName } : {}) });
       }
     }
   };
-  await walk(campaign.root, '');
+  await walk(campaign.root, '', undefined);
   return found.sort((a, b) => comparePaths(a.relPath, b.relPath));
 }
 
@@ -213,8 +227,9 @@ function scanOne(campaign: Campaign, relPath: string, absPath: string): ScannedF
   } catch {
     return { relPath, absPath }; // gone or broken: reading it reports that
   }
-  if (pathInside(realRoot, target) !== undefined) return { relPath, absPath };
-  return { relPath, absPath, refused: symlinkOutsideIssue(target) };
+  if (pathInside(realRoot, target) === undefined) return { relPath, absPath, refused: symlinkOutsideIssue(target) };
+  const secondName = secondNameOf(campaign, realRoot, relPath, target);
+  return { relPath, absPath, ...(secondName ? { secondNameOf: secondName } : {}) };
 }
 
 const NAME_ENCODING_MESSAGE = 'its name is not valid UTF-8 (saved by a system using another encoding), so it cannot be opened by that name; rename it';
@@ -349,7 +364,8 @@ class ImportRun {
       const statAt = Date.now();
       // Refused by its size alone: a huge file is never read into memory.
       if (stat.size > this.sizeCap) return { kind: 'oversize', stat };
-      const unchanged = force ? undefined : this.unchangedByStat(file.relPath, stat);
+      // A second name is always read: whether its record names the right holder is decided on its text.
+      const unchanged = force || file.secondNameOf ? undefined : this.unchangedByStat(file.relPath, stat);
       if (unchanged) return { kind: 'unchanged-stat', existing: unchanged };
       const bytes = await this.readFile(file.absPath);
       return { kind: 'read', bytes, mtimeMs: stat.mtimeMs, settled: statAt - stat.mtimeMs >= SETTLE_MS };
@@ -428,7 +444,11 @@ class ImportRun {
       return { kind: 'done', outcome: this.writeError(relPath, issues, { ...facts, sha256, content: text, meta: split.meta }) };
     }
     const classification = classifySource(this.campaign, relPath, split.meta);
-    const existing = this.store.getSource(id);
+    // A symlink's second name for a source leaves its text to it, whatever the two names' path order.
+    const namedHolder = file.secondNameOf === undefined ? undefined : { id: sourceIdFor(this.campaign.id, file.secondNameOf), path: file.secondNameOf };
+    const stored = this.store.getSource(id);
+    // What the index holds for this path still stands only if a second name already leaves its text to that holder.
+    const existing = namedHolder && stored?.duplicateOf !== namedHolder.id ? undefined : stored;
 
     if (
       !force &&
@@ -450,13 +470,15 @@ class ImportRun {
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'reclassified', issues: existing.issues } };
     }
 
-    const holder = claims.get(sha256) ?? this.store.findByHash(sha256, id);
-    if (holder && holder.id !== id && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
+    const holder = namedHolder ?? claims.get(sha256) ?? this.store.findByHash(sha256, id);
+    if (holder && holder.id !== id && !namedHolder && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
     else if (holder && holder.id !== id) {
       const issue: SourceIssue = {
         severity: 'warning',
         code: 'duplicate',
-        message: `same content as ${holder.path}, which is already indexed; not indexed twice`,
+        message: namedHolder
+          ? `the same file as ${holder.path} (reached through a symlink), indexed under that name; not indexed twice`
+          : `same content as ${holder.path}, which is already indexed; not indexed twice`,
       };
       const record: SourceRecord = {
         ...this.baseRecord(relPath, split.meta, classification),
@@ -610,7 +632,7 @@ class ImportRun {
   async restoreOrphanedDuplicates(files: Map<string, ScannedFile>, claims: Claims, changedIds?: readonly string[]): Promise<FileOutcome[]> {
     const outcomes: FileOutcome[] = [];
     const reprocess = async (source: SourceRecord): Promise<void> => {
-      const file = files.get(source.path) ?? { relPath: source.path, absPath: path.join(this.campaign.root, ...source.path.split('/')) };
+      const file = files.get(source.path) ?? scanOne(this.campaign, source.path, path.join(this.campaign.root, ...source.path.split('/')));
       claims.delete(source.sha256);
       outcomes.push(await this.processOne(file, claims, true));
     };

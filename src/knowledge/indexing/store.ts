@@ -395,6 +395,11 @@ export class KnowledgeStore {
     return row && toPassage(row);
   }
 
+  /** True while the index holds no source of this campaign: new, moved aside when damaged, or never built. */
+  isEmpty(): boolean {
+    return this.statement('SELECT 1 FROM sources WHERE campaign_id = ? LIMIT 1').get(this.campaignId) === undefined;
+  }
+
   counts(): { sources: number; passages: number } {
     const sources = (this.statement('SELECT count(*) n FROM sources WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;
     const passages = (this.statement('SELECT count(*) n FROM passages WHERE campaign_id = ?').get(this.campaignId) as { n: number }).n;

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import type { AdventuresNode } from '../../../src/views/playTrees';
-import { activatedExtension, capture, harnessConfig, waitFor } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
 import { inPlayDb } from './workspace';
 
 /** Managing adventures from the Adventures view, in the real workbench. */
@@ -18,7 +18,7 @@ describe('adventures in the Adventures view', () => {
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
   });
 
   after(() => vscode.commands.executeCommand('workbench.action.closeAllEditors'));

@@ -16,7 +16,7 @@ import { REPORT_SCHEME } from '../../../src/views/reportDocuments';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { corpusPath } from '../../support/corpora';
 import type { ScreenshotReply } from '../protocol';
-import { EXTENSION_ID, activatedExtension, capture, harnessConfig, waitFor } from './harness';
+import { EXTENSION_ID, activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
 
 /** The workbench text as read on screen: the editor renders spaces as no-break spaces. */
 const screenText = (reply: ScreenshotReply): string => reply.workbenchText.replace(/\u00a0/g, ' ');
@@ -76,9 +76,9 @@ describe('campaign commands in the workbench', () => {
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
     index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
-    await index.idle();
+    await settled(index);
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-commands-'));
     // The empty secondary side bar only narrows the editors the screenshots are about.
     await vscode.commands.executeCommand('workbench.action.closeAuxiliaryBar');
@@ -94,7 +94,7 @@ describe('campaign commands in the workbench', () => {
       await vscode.commands.executeCommand('list.focusFirst');
       for (const rel of imported) fs.rmSync(path.join(root, rel), { force: true });
       await waitFor(() => imported.every((rel) => !sourceAt(rel)), 20_000, 'the imported files to leave the index');
-      await index.idle();
+      await settled(index);
     });
 
     it('copies the chosen files in with the chosen class, indexes them into the Sources tree, and refuses bad ones by name and reason', async () => {
@@ -290,7 +290,7 @@ describe('campaign commands in the workbench', () => {
     after(async () => {
       fs.rmSync(path.join(root, 'worlds'), { recursive: true, force: true });
       await waitFor(() => !index.store?.listSources().some((s) => s.path.startsWith('worlds/')), 20_000, 'the lore files to leave the index');
-      await index.idle();
+      await settled(index);
     });
 
     it('turns a SillyTavern World Info file into sources of the chosen class and shows where every field went', async () => {
@@ -365,7 +365,7 @@ describe('campaign commands in the workbench', () => {
       fs.rmSync(path.join(root, large), { force: true });
       await config().update('index.sizeCapBytes', undefined, vscode.ConfigurationTarget.Global);
       await waitFor(() => !sourceAt(large), 20_000, 'the large file to leave the index');
-      await index.idle();
+      await settled(index);
     });
 
     it('keeps the writer’s size cap: after both exports a 1.5 MB file keeps every passage', async () => {
@@ -378,13 +378,13 @@ describe('campaign commands in the workbench', () => {
         const found = sourceAt(large);
         return found?.lexicalState === 'ready' && found;
       }, 120_000, 'the large file indexed');
-      await index.idle();
+      await settled(index);
       const passages = index.store!.listPassages(source.id).length;
       assert.ok(passages > 100, `the large file has its passages (${passages})`);
 
       await vscode.commands.executeCommand('storyteller.exportCampaign', undefined, { out: vscode.Uri.file(path.join(scratch, 'large.storyteller.json')), embeddings: false });
       await vscode.commands.executeCommand('storyteller.exportWorldInfo', undefined, { out: vscode.Uri.file(path.join(scratch, 'large.worldinfo.json')) });
-      await index.idle();
+      await settled(index);
       const after = sourceAt(large)!;
       assert.equal(after.lexicalState, 'ready', 'not turned "oversize" by an export under other settings');
       assert.equal(index.store!.listPassages(after.id).length, passages);

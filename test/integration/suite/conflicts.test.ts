@@ -7,7 +7,7 @@ import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../../src/knowledge/retrieval';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import { CONFLICT_COMMANDS } from '../../../src/views/conflicts';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
-import { capture, waitFor } from './harness';
+import { capture, settled, waitFor } from './harness';
 import { campaignWorkspace, inPlayDb } from './workspace';
 
 let api: StorytellerApi;
@@ -38,7 +38,7 @@ describe('canon conflicts in the workbench', () => {
   after(async () => {
     fs.rmSync(path.join(root, ...INFIRMARY.split('/')), { force: true });
     await waitFor(() => !index.store?.getSourceByPath(INFIRMARY), 20_000, 'the notes to leave the index');
-    await index.idle();
+    await settled(index);
   });
 
   it('puts a problem on both statements, each pointing at the other', async () => {

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { ConsistencyCheckSummary } from '../../../src/views/conflicts';
 import { corpusPath } from '../../support/corpora';
 import { unusedLoopbackUrl } from '../../support/fakeOllama';
-import { capture, harnessConfig, waitFor } from './harness';
+import { capture, harnessConfig, settled, waitFor } from './harness';
 import { campaignWorkspace, type CampaignWorkspace } from './workspace';
 
 /** The writer's desk around the play panel: walkthrough, problems, the example, the canon check. */
@@ -120,19 +120,21 @@ describe("the writer's desk", () => {
       const note = path.join(root, 'desk-typing.md');
       fs.writeFileSync(note, '# Typing\n\n');
       const sentence = 'fog over the harbour';
+      // Every key waits for its own paint in the page, while the SRD indexes on a loaded machine.
+      const TYPING_BUDGET_MS = 3 * 60_000;
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!;
       const typeIn = async (name: string) => {
         await vscode.commands.executeCommand('workbench.action.closeAllEditors');
         await vscode.commands.executeCommand('storyteller.openPlayPanel', { campaignRoot: root });
         await waitFor(async () => (await capture(`${name}-panel-ready`, 300, [], ['#action textarea'])).located['#action textarea'], 20_000, 'the play panel to load');
-        const panel = await capture(`${name}-panel`, 300, [{ action: 'typeTimed', selector: '#action textarea', text: sentence }]);
+        const panel = await capture(`${name}-panel`, 300, [{ action: 'typeTimed', selector: '#action textarea', text: sentence }], [], TYPING_BUDGET_MS);
         await vscode.window.showTextDocument(vscode.Uri.file(note), { viewColumn: vscode.ViewColumn.One });
-        const editor = await capture(`${name}-editor`, 300, [{ action: 'typeTimed', selector: '.monaco-editor textarea', text: sentence }]);
+        const editor = await capture(`${name}-editor`, 300, [{ action: 'typeTimed', selector: '.monaco-editor textarea', text: sentence }], [], TYPING_BUDGET_MS);
         return { panel: panel.typing, editor: editor.typing };
       };
       try {
-        await index.idle();
+        await settled(index);
         const idle = await typeIn('typing-idle');
         const copied = copySrd();
         await waitFor(() => srdSources().length > 0, 120_000, 'the SRD to start indexing');
@@ -162,7 +164,7 @@ describe("the writer's desk", () => {
       const { index } = workspace;
       const files = copySrd();
       await waitFor(async () => {
-        await index.idle();
+        await settled(index);
         return srdSources().length === files;
       }, 300_000, 'the SRD indexed');
       const repeating = srdSources().filter((s) => s.issues.some((i) => i.code === 'duplicate'));

@@ -2,7 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { HARNESS_CONFIG_ENV, type DriverStep, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest } from '../protocol';
+import { AFTER_STEPS_BUDGET_MS, HARNESS_CONFIG_ENV, STEPS_BUDGET_MS, type DriverStep, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest } from '../protocol';
+import { within } from '../within';
+
+export { within };
 
 export const EXTENSION_ID = 'storyteller.adventure-storyteller';
 
@@ -16,20 +19,22 @@ let sequence = 0;
 
 /**
  * Asks the driver for a screenshot of the workbench (and of every webview frame) named `name`, and
- * returns what it saw. Waits a moment first so the workbench has painted the last change.
+ * returns what it saw. Waits a moment first so the workbench has painted the last change. The steps have
+ * `stepsBudgetMs` to find their elements and act (typing key by key on a loaded machine needs more).
  */
-export async function capture(name: string, settleMs = 500, steps: DriverStep[] = [], locate: string[] = []): Promise<ScreenshotReply> {
+export async function capture(name: string, settleMs = 500, steps: DriverStep[] = [], locate: string[] = [], stepsBudgetMs = STEPS_BUDGET_MS): Promise<ScreenshotReply> {
   await sleep(settleMs);
   const config = harnessConfig();
   const base = path.join(config.requestDir, `${String(++sequence).padStart(2, '0')}-${name.replace(/[^a-z0-9-]+/gi, '-')}`);
-  const request: ScreenshotRequest = { name: path.basename(base), steps, locate };
+  const request: ScreenshotRequest = { name: path.basename(base), steps, locate, stepsDeadline: Date.now() + stepsBudgetMs };
   fs.writeFileSync(`${base}.tmp`, JSON.stringify(request));
   fs.renameSync(`${base}.tmp`, `${base}.request.json`);
+  // The driver answers within its two budgets; the margin is its last probe and writing the reply.
   const reply = await waitFor(() => {
     const file = `${base}.reply.json`;
     return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as ScreenshotReply) : undefined;
-  }, 30_000, `the driver's screenshot ${name}`);
-  if (reply.stepError) throw new Error(`driver step failed for ${name}: ${reply.stepError}`);
+  }, stepsBudgetMs + AFTER_STEPS_BUDGET_MS + 10_000, `the driver's screenshot ${name}`);
+  if (reply.driverError) throw new Error(`driver failed for ${name}: ${reply.driverError}`);
   return reply;
 }
 
@@ -51,6 +56,14 @@ export async function waitFor<T>(probe: () => T | undefined | false | Promise<T 
     await sleep(100);
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+}
+
+/** How long an index may take to do what a test queued; a test that queues the SRD waits in its own terms. */
+const INDEX_SETTLE_MS = 45_000;
+
+/** Waits until `index` (one campaign's, or every campaign's) has done what was queued, or fails naming it. */
+export function settled(index: { idle(): Promise<void> }, what = 'the campaign index'): Promise<void> {
+  return within(index.idle(), INDEX_SETTLE_MS, `${what} to settle`);
 }
 
 /** The extension, once VS Code has activated it on its own (by its activation events, not by the test). */

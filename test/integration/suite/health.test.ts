@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { LintReport } from '../../../src/knowledge/health/lint';
 import { REPORT_SCHEME } from '../../../src/views/reportDocuments';
-import { activatedExtension, capture, harnessConfig, waitFor } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
 
 /** "Check Campaign Health" in the real workbench: lint's checks on the live index, with the writer's settings. */
 describe('campaign health', () => {
@@ -17,7 +17,7 @@ describe('campaign health', () => {
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
   });
 
   after(async () => {

@@ -8,7 +8,7 @@ import { loadCampaign } from '../../../src/knowledge/campaign/campaign';
 import { FILE_DEBOUNCE_MS, type CampaignIndex } from '../../../src/views/campaignIndex';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { corpusPath } from '../../support/corpora';
-import { capture, harnessConfig, sleep, waitFor } from './harness';
+import { capture, harnessConfig, settled, sleep, waitFor } from './harness';
 import { campaignWorkspace } from './workspace';
 
 let api: StorytellerApi;
@@ -155,7 +155,7 @@ describe('campaign knowledge in the workbench', () => {
     // Later suites locate lines of this file: leave it as it was found, and indexed so.
     fs.writeFileSync(uri.fsPath, before);
     await vscode.commands.executeCommand('storyteller.reindexSource', uri);
-    await index.idle();
+    await settled(index);
   });
 
   it('sets a classification in the front matter, and the index and tree follow it', async () => {
@@ -216,7 +216,7 @@ describe('campaign knowledge in the workbench', () => {
     try {
       const second = await waitFor(() => api.knowledge.get(torys), 30_000, 'the second campaign to be found');
       await waitFor(async () => {
-        await second.idle();
+        await settled(second, "the second campaign's index");
         return (second.store?.counts().sources ?? 0) > 0;
       }, 60_000, 'the second campaign indexed');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -239,7 +239,7 @@ describe('campaign knowledge in the workbench', () => {
 
   it('rebuilds the knowledge index from the files with the same result', async () => {
     // Whatever earlier tests changed must be indexed first, or the rebuild would rightly count it and differ.
-    await index.idle();
+    await settled(index);
     const before = index.store!.counts();
     await vscode.commands.executeCommand('storyteller.rebuildIndex');
     assert.deepEqual(index.store!.counts(), before);

@@ -5,7 +5,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import { FakeOllama } from '../../support/fakeOllama';
 import { FakeOpenAI } from '../../support/fakeOpenAI';
-import { activatedExtension, capture, harnessConfig, waitFor, webviewText } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
 import { inPlayDb } from './workspace';
 
 const PANEL_MARKER = 'Preview Context';
@@ -45,7 +45,7 @@ describe('model servers', () => {
 
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
     ollama = await FakeOllama.start({ chatModels: ['llama3.2'], pullable: { 'qwen2.5:7b': {} } });
     openai = await FakeOpenAI.start({ chatModels: { 'qwen2.5-7b-instruct': 32768, 'mistral-small': null }, embedModels: { 'bge-small': 48 }, apiKey: KEY });
     const { campaign } = api.knowledge.get(path.resolve(harnessConfig().workspace))!;

@@ -7,7 +7,7 @@ import type { PlayStore } from '../../../src/story/playStore';
 import type { ChatMessage } from '../../../src/story/types';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import { FakeOllama } from '../../support/fakeOllama';
-import { activatedExtension, capture, harnessConfig, waitFor, webviewText } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
 
 let api: StorytellerApi;
 let fake: FakeOllama;
@@ -42,7 +42,7 @@ describe('the play panel', () => {
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
     fake = await FakeOllama.start({ chatModels: ['llama3.2'], contextLength: 8192 });
     const config = vscode.workspace.getConfiguration('storyteller');
     await config.update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);

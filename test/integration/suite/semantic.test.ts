@@ -6,7 +6,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import { corpusPath } from '../../support/corpora';
 import { FakeOllama } from '../../support/fakeOllama';
-import { activatedExtension, harnessConfig, waitFor } from './harness';
+import { activatedExtension, harnessConfig, settled, waitFor } from './harness';
 
 const EMBED_MODEL = 'nomic-embed-text';
 
@@ -22,7 +22,7 @@ describe('embeddings from the settings', () => {
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
     index = api.knowledge.get(root)!;
     fake = await FakeOllama.start({ embedModels: { [EMBED_MODEL]: 64 } });
     await config().update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);
@@ -40,7 +40,7 @@ describe('embeddings from the settings', () => {
   it('embeds every passage once a model is set, and says in the status bar why a small library cannot be calibrated', async () => {
     await config().update('embedding.model', EMBED_MODEL, vscode.ConfigurationTarget.Global);
     const report = await waitFor(() => index.lastSemantic, 30_000, 'the semantic pass');
-    await index.idle();
+    await settled(index);
     const passages = index.store!.counts().passages;
     const vectors = (index.store!.db.prepare('SELECT count(DISTINCT content_hash) AS n FROM embeddings WHERE model = ?').get(EMBED_MODEL) as { n: number }).n;
     const distinctTexts = (index.store!.db.prepare('SELECT count(DISTINCT content_hash) AS n FROM passages').get() as { n: number }).n;
@@ -56,7 +56,7 @@ describe('embeddings from the settings', () => {
     borrowed = path.join(root, 'torys');
     fs.cpSync(path.join(corpusPath('torys'), 'world'), borrowed, { recursive: true });
     const report = await waitFor(() => (index.lastSemantic?.calibration ? index.lastSemantic : undefined), 60_000, 'calibration over the larger library');
-    await index.idle();
+    await settled(index);
     assert.equal(report.problem, null);
     assert.ok(report.calibration!.floor > 0 && report.calibration!.floor < 1, `floor ${report.calibration!.floor}`);
     const batches = fake

@@ -4,7 +4,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
-import { activatedExtension, capture, harnessConfig, waitFor } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
 
 /** The Sources view's Reindex and Delete on one source, in the real workbench. */
 describe('source actions', () => {
@@ -18,7 +18,7 @@ describe('source actions', () => {
   before(async () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
-    await api.knowledge.idle();
+    await settled(api.knowledge, 'every campaign index');
     index = api.knowledge.get(root)!;
     fs.mkdirSync(path.dirname(file()), { recursive: true });
     fs.writeFileSync(file(), '# The Ferry\n\nA flat-bottomed ferry crosses below the weir at dawn.\n');

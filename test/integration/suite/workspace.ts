@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
-import { activatedExtension, harnessConfig, waitFor } from './harness';
+import { activatedExtension, harnessConfig, settled, waitFor } from './harness';
 
 export interface CampaignWorkspace {
   api: StorytellerApi;
@@ -16,9 +16,9 @@ export interface CampaignWorkspace {
 export async function campaignWorkspace(): Promise<CampaignWorkspace> {
   const api = (await activatedExtension()).exports as StorytellerApi;
   const root = path.resolve(harnessConfig().workspace);
-  await api.knowledge.idle();
+  await settled(api.knowledge, 'every campaign index');
   const index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
-  await index.idle();
+  await settled(index);
   return { api, root, index };
 }
 
