@@ -175,11 +175,29 @@ noticeLine.setAttribute('role', 'status');
  */
 let followNewest = true;
 const FOLLOW_SLACK_PX = 24;
+/** Where the story last put the transcript, or where the writer played from. */
+let placedAt = 0;
+const atTheEnd = (): boolean => transcript.scrollTop + transcript.clientHeight >= transcript.scrollHeight - FOLLOW_SLACK_PX;
 transcript.addEventListener('scroll', () => {
-  followNewest = transcript.scrollTop + transcript.clientHeight >= transcript.scrollHeight - FOLLOW_SLACK_PX;
+  followNewest = atTheEnd();
 });
+/**
+ * Before the transcript changes: a scroll event arrives a frame late (in a busy or hidden panel, much
+ * later), so a writer who has just scrolled up is read from the position itself, or the next chunk would
+ * pull them back down.
+ */
+function noteRereading(): void {
+  if (transcript.scrollTop < placedAt - FOLLOW_SLACK_PX && !atTheEnd()) followNewest = false;
+}
 function followTranscript(): void {
-  if (followNewest) transcript.scrollTop = transcript.scrollHeight;
+  if (!followNewest) return;
+  transcript.scrollTop = transcript.scrollHeight;
+  placedAt = transcript.scrollTop;
+}
+/** Playing again follows the story from wherever the writer is. */
+function followFromHere(): void {
+  followNewest = true;
+  placedAt = transcript.scrollTop;
 }
 
 /** A turn is in flight: every action that would race it waits (Stop is the one that can end it). */
@@ -204,7 +222,7 @@ action.setAttribute('rows', '3');
 const send = (kind: 'do' | 'say' | 'story'): void => {
   const text = action.value.trim();
   if (!text || generating) return;
-  followNewest = true;
+  followFromHere();
   vscode.postMessage({ type: 'act', kind, text });
 };
 // Ctrl+Enter (Cmd+Enter on a Mac) plays the action as Do; a plain Enter stays a new line in it.
@@ -223,7 +241,7 @@ const turnActions = [
 ];
 const headActions = [
   button('retry', 'Retry', () => {
-    followNewest = true;
+    followFromHere();
     vscode.postMessage({ type: 'retry' });
   }, true),
   button('undo', 'Undo', () => vscode.postMessage({ type: 'undo' }), true),
@@ -367,6 +385,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       savedSetup = message.setup;
       if (!setupDraft) showSetup(message.setup);
       renderWorldState(message.worldState);
+      noteRereading();
       transcript.replaceChildren(...message.turns.map(renderTurn));
       if (message.turns.length === 0) transcript.append(el('p', 'empty', 'Nothing played yet. Write an action below.'));
       showGenerating(message.generating);
@@ -389,6 +408,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       break;
     case 'chunk': {
       const narration = transcript.querySelector<HTMLElement>(`article[data-turn-id="${CSS.escape(message.turnId)}"] .narration`);
+      noteRereading();
       if (narration) narration.textContent += message.text;
       followTranscript();
       break;
