@@ -38,6 +38,16 @@ describe('knowledge: importing a campaign', () => {
     store = KnowledgeStore.open(campaign);
   };
   const source = (rel: string) => store.getSourceByPath(rel);
+  /** What a clean import of the campaign as it now stands holds, as `holdings` reads a store. */
+  const cleanImport = async <T>(holdings: (of: KnowledgeStore) => T): Promise<T> => {
+    const fresh = KnowledgeStore.inMemory(campaign.id);
+    try {
+      await importCampaign(campaign, fresh);
+      return holdings(fresh);
+    } finally {
+      fresh.close();
+    }
+  };
 
   afterEach(() => {
     store?.close();
@@ -399,15 +409,7 @@ describe('knowledge: importing a campaign', () => {
     });
     /** Each source's state and passages: what retrieval can find. */
     const holdings = (of: KnowledgeStore) => of.listSources().map((s) => [s.path, s.lexicalState, s.duplicateOf, of.listPassages(s.id).map((p) => p.text)]);
-    const clean = async () => {
-      const fresh = KnowledgeStore.inMemory(campaign.id);
-      try {
-        await importCampaign(campaign, fresh);
-        return holdings(fresh);
-      } finally {
-        fresh.close();
-      }
-    };
+    const clean = () => cleanImport(holdings);
     await importCampaign(campaign, store);
     assert.equal(store.listPassages(source('monsters-alt/a.md')!.id).length, 1);
     writeFile(root, 'monsters/aboleth.md', `# Aboleth\n\n${prose('rewritten')}`);
@@ -423,15 +425,7 @@ describe('knowledge: importing a campaign', () => {
     open({ 'z-real.md': `# Harbor\n\n${prose('harbor')}` });
     fs.symlinkSync('z-real.md', path.join(root, 'a-link.md'));
     const holdings = (of: KnowledgeStore) => of.listSources().map((s) => [s.path, s.lexicalState, s.duplicateOf, of.listPassages(s.id).length]);
-    const clean = async () => {
-      const fresh = KnowledgeStore.inMemory(campaign.id);
-      try {
-        await importCampaign(campaign, fresh);
-        return holdings(fresh);
-      } finally {
-        fresh.close();
-      }
-    };
+    const clean = () => cleanImport(holdings);
     const real = sourceIdFor(campaign.id, 'z-real.md');
     await importCampaign(campaign, store);
     assert.deepEqual(holdings(store), [
