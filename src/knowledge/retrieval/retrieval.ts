@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, answerStrength, campaignStatistics, judge, passageHolds, queryWeights, stemmedPassage, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -160,6 +160,22 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
   };
 }
 
+/**
+ * The terms FTS5 finds the candidate pool by. A pasted chapter has thousands: OR-ing them all costs seconds
+ * and common words add nothing to which 80 passages rank first, so a long query's pool is found by its
+ * rarest words the campaign holds. Every term still counts in judging the pool and in the evidence.
+ */
+const MAX_POOL_TERMS = 64;
+function poolFinders(stats: CampaignStatistics, terms: SearchTerm[]): SearchTerm[] {
+  if (terms.length <= MAX_POOL_TERMS) return terms;
+  return terms
+    .map((term) => ({ term, df: inverseFrequency(stats, term).df }))
+    .filter((t) => t.df > 0)
+    .sort((a, b) => a.df - b.df)
+    .slice(0, MAX_POOL_TERMS)
+    .map((t) => t.term);
+}
+
 /** Multi-word names the library declares (front matter `entities`), searched as phrases. */
 function libraryNames(store: KnowledgeStore): string[] {
   const rows = store
@@ -199,10 +215,10 @@ interface RankInput {
  */
 async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
   const { terms, queryText } = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
-  const match = buildMatchExpression(terms);
+  const stats = campaignStatistics(store);
+  const match = buildMatchExpression(poolFinders(stats, terms));
   const byId = new Map<string, Working>();
 
-  const stats = campaignStatistics(store);
   const weights = queryWeights(stats, terms);
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
   const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'));

@@ -106,11 +106,20 @@ export function buildMatchExpression(terms: readonly SearchTerm[]): string | nul
 export interface StemmedText {
   words: string[];
   stems: string[];
+  /** Where each stem stands: a term is looked up, not scanned for (a pasted chapter has thousands of terms). */
+  at: Map<string, number[]>;
 }
 
 export function stemText(text: string): StemmedText {
   const words = tokenize(text);
-  return { words, stems: words.map(stem) };
+  const stems = words.map(stem);
+  const at = new Map<string, number[]>();
+  stems.forEach((s, i) => {
+    const list = at.get(s);
+    if (list) list.push(i);
+    else at.set(s, [i]);
+  });
+  return { words, stems, at };
 }
 
 /** Positions where a term occurs in the text, and how many of them are spelled exactly as asked. */
@@ -118,8 +127,12 @@ export function occurrences(text: StemmedText, t: SearchTerm): { positions: numb
   const positions: number[] = [];
   let exact = 0;
   const n = t.stems.length;
-  outer: for (let i = 0; i + n <= text.stems.length; i++) {
-    for (let j = 0; j < n; j++) if (text.stems[i + j] !== t.stems[j] && !t.otherStems[j]!.includes(text.stems[i + j]!)) continue outer;
+  const starts = [t.stems[0]!, ...t.otherStems[0]!].flatMap((s) => text.at.get(s) ?? []);
+  // Another spelling's positions interleave with the word's own.
+  if (t.otherStems[0]!.length > 0) starts.sort((a, b) => a - b);
+  outer: for (const i of starts) {
+    if (i + n > text.stems.length) continue;
+    for (let j = 1; j < n; j++) if (text.stems[i + j] !== t.stems[j] && !t.otherStems[j]!.includes(text.stems[i + j]!)) continue outer;
     positions.push(i);
     if (t.words.every((w, j) => text.words[i + j] === w)) exact++;
   }
