@@ -100,10 +100,13 @@ export interface ScannedFile {
   secondNameOf?: string;
 }
 
-/** `relPath` reaches the file at `realPath`: a second name for it when that file is a source under its own name. */
-function secondNameOf(campaign: Campaign, realRoot: string, relPath: string, realPath: string): string | undefined {
-  const own = pathInside(realRoot, realPath);
-  return own !== undefined && own !== relPath && isCandidateSource(campaign, own) ? own : undefined;
+/**
+ * A file found at `relPath`; `realPath`, where a symlink on the way led, makes it a second name for the file
+ * there when that file is a source under its own name.
+ */
+function scannedAt(campaign: Campaign, realRoot: string, relPath: string, absPath: string, realPath: string | undefined): ScannedFile {
+  const own = realPath === undefined ? undefined : pathInside(realRoot, realPath);
+  return own !== undefined && own !== relPath && isCandidateSource(campaign, own) ? { relPath, absPath, secondNameOf: own } : { relPath, absPath };
 }
 
 /** Stable across runs and machines: the same campaign and path always name the same source. */
@@ -199,16 +202,14 @@ export async function scanCampaign(campaign: Campaign): Promise<ScannedFile[]> {
             await walk(absPath, relPath, target);
           }
         } else if (stat.isFile() && isCandidateSource(campaign, relPath)) {
-          const secondName = secondNameOf(campaign, realRoot, relPath, target);
-          found.push({ relPath, absPath, ...(secondName ? { secondNameOf: secondName } : {}) });
+          found.push(scannedAt(campaign, realRoot, relPath, absPath, target));
         }
         continue;
       }
       if (entry.isDirectory()) {
         await walk(absPath, relPath, realDir && path.join(realDir, entry.name));
       } else if (entry.isFile() && isCandidateSource(campaign, relPath)) {
-        const secondName = realDir && secondNameOf(campaign, realRoot, relPath, path.join(realDir, entry.name));
-        found.push({ relPath, absPath, ...(secondName ? { secondNameOf: secondName } : {}) });
+        found.push(scannedAt(campaign, realRoot, relPath, absPath, realDir && path.join(realDir, entry.name)));
       }
     }
   };
@@ -228,8 +229,7 @@ function scanOne(campaign: Campaign, relPath: string, absPath: string): ScannedF
     return { relPath, absPath }; // gone or broken: reading it reports that
   }
   if (pathInside(realRoot, target) === undefined) return { relPath, absPath, refused: symlinkOutsideIssue(target) };
-  const secondName = secondNameOf(campaign, realRoot, relPath, target);
-  return { relPath, absPath, ...(secondName ? { secondNameOf: secondName } : {}) };
+  return scannedAt(campaign, realRoot, relPath, absPath, target);
 }
 
 const NAME_ENCODING_MESSAGE = 'its name is not valid UTF-8 (saved by a system using another encoding), so it cannot be opened by that name; rename it';
