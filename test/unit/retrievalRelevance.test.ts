@@ -162,6 +162,25 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.ok(hits.some((h) => h.sourcePath === 'the-fairy-nurse.md' && /neighbour/.test(h.text)), hits.map((h) => h.sourcePath).join(', '));
   });
 
+  it('finds the past tense of a question\'s verb and the superlative of its comparison', async () => {
+    // Porter keeps "forget" from "forgot", "know" from "knew", "grow" from "grew": each answer is told in the past.
+    const stories = loadStories('train', 30);
+    for (const [story, question] of [
+      ['little-lasse', 'What did Little Lasse forget?'],
+      ['east-of-sun-and-west-of-moon', 'What did the old women all not know?'],
+      ['king-o-toole-and-st-kevin', 'Why did the king grow old?'],
+    ] as const) {
+      const gold = stories.find((s) => s.name === story)!.questions.find((q) => q.question === question)!.gold;
+      const { hits } = await searchKnowledge(book.store, question, { limit: 5 });
+      assert.ok(
+        hits.some((h) => h.sourcePath === `${story}.md` && gold.some((g) => h.headingPath[0] === `Section ${g}`)),
+        `${question}: gold section ${gold.join(', ')}; got ${hits.map((h) => `${h.sourcePath} › ${h.headingPath.join(' › ')}`).join('; ')}`,
+      );
+    }
+    const { hits } = await searchKnowledge(book.store, 'Who was the older of the giants?', { limit: 1 });
+    assert.match(hits[0]?.text ?? '', /eldest/, hits[0]?.sourcePath);
+  });
+
   it('answers a real question whose other words no tale uses, from the story its rare words are about', async () => {
     // 'declined' and 'become' are nearly absent from the tales; 'schoolmaster' and 'pastor' are this story's.
     const { hits } = await searchKnowledge(book.store, 'What happened when the schoolmaster declined to become the pastor?');
@@ -180,7 +199,7 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     // sharing a word used to push it out of the first five.
     const stories = loadStories('train', 30);
     for (const [story, question] of [
-      ['the-raspberry-worm', 'How did the girls feel after they could not find their way home?'],
+      ['soria-moria-castle', 'Where had the mariner and Halvor been driven?'],
       ['the-witch-of-fife', 'Why did the wife and her friends go to the land of the Lapps?'],
       ['east-of-sun-and-west-of-moon', 'What did the prince plan to ask the princess to do?'],
     ] as const) {

@@ -1,6 +1,7 @@
 import { ftsText } from '../indexing';
 import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
+import { otherForms } from './wordForms';
 
 /**
  * Turning text into search terms. Every term reaches FTS5 only as a double-quoted string built here, so
@@ -83,13 +84,24 @@ export interface SearchTerm {
   origin: 'input' | 'recent' | 'scene' | 'entity';
 }
 
-function term(words: string[], origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
-  return { text: words.join(' '), words, stems: words.map(stem), otherStems: words.map((w) => otherSpellings(w).map(stem)), standing, name, origin };
+/** Other spellings and forms of a word ("neighbor", "saw" for "see"): it is searched by all of them. */
+function variantsOf(word: string): string[] {
+  return [...otherSpellings(word), ...otherForms(word)];
 }
 
-/** Every spelling of a term's words, for the index to find it by (a phrase's combinations are few). */
+/** The stems of a word's variants that differ from its own ("dwarfs" stems as "dwarf" does). */
+function otherStemsOf(word: string): string[] {
+  const own = stem(word);
+  return [...new Set(variantsOf(word).map(stem))].filter((s) => s !== own);
+}
+
+function term(words: string[], origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
+  return { text: words.join(' '), words, stems: words.map(stem), otherStems: words.map(otherStemsOf), standing, name, origin };
+}
+
+/** Every variant of a term's words, for the index to find it by (a phrase's combinations are few). */
 function spellingsOf(words: readonly string[]): string[][] {
-  return words.reduce<string[][]>((sofar, word) => sofar.flatMap((prefix) => [word, ...otherSpellings(word)].map((w) => [...prefix, w])), [[]]);
+  return words.reduce<string[][]>((sofar, word) => sofar.flatMap((prefix) => [word, ...variantsOf(word)].map((w) => [...prefix, w])), [[]]);
 }
 
 /** `"a b"` with quotes doubled: the only way a term enters a MATCH expression. */
