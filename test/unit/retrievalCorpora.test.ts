@@ -24,6 +24,19 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
     );
   });
 
+  it("answers a question about one of the setting's people asked with words their page lacks", async () => {
+    // 'fear', 'die', 'colour' and 'enemies' are elsewhere in the library, never beside these names: each
+    // name, a word the setting keeps using, answers alone.
+    for (const [question, page] of [
+      ['What does Takala fear?', 'takala-the-spellmaster.md'],
+      ['How did Perlen die?', 'perlen-the-destined.md'],
+      ['Who are the enemies of Perexel?', 'perexel/index.md'],
+    ] as const) {
+      const { hits } = await searchKnowledge(store, question, { limit: 5 });
+      assert.ok(hits.some((h) => h.sourcePath.endsWith(page)), `${question}: ${hits.map((h) => h.sourcePath).join(', ')}`);
+    }
+  });
+
   it('answers a rules question from the SRD, as reference', async () => {
     const { hits } = await searchKnowledge(store, 'How does grappling work?', { limit: 3 });
     const combat = hits.find((h) => h.sourcePath === 'srd/Gameplay/Combat.md');

@@ -156,6 +156,19 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     }
   });
 
+  it('says nothing to a question whose known words no tale holds two of, and says so', async () => {
+    // A hunter is in one tale and prey in another; each is used too seldom to answer alone.
+    for (const [question, words] of [
+      ["How does Hunter's Prey work?", "'hunter', 'prey'"],
+      ['How does Dexterity Checks work?', "'dexterity', 'checks'"],
+    ] as const) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.ok(record.candidates.some((c) => c.matchedTerms.length > 0), `${question}: some passage shared a word`);
+      assert.match(record.abstention ?? '', new RegExp(`no file holds two of ${words}`), question);
+    }
+  });
+
   it('answers a question about a neighbour asked with the American spelling', async () => {
     // "The Fairy Nurse" spells it "neighbour"; the question's writer did not ("Neighbor Underground" spells it so).
     const { hits } = await searchKnowledge(book.store, 'Who did the neighbor see?', { limit: 5 });

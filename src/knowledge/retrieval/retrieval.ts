@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, answerStrength, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -292,10 +292,10 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const admitted: Working[] = [];
   const rest: Working[] = [];
   const placedPins: Working[] = [];
-  const best = [...byId.values()]
-    .filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null)
-    .reduce<LexicalJudgement | undefined>((b, w) => (!b || answerStrength(weights, w.lexical!) > answerStrength(weights, b) ? w.lexical! : b), undefined);
-  const answered = answers(weights, best);
+  const eligible = [...byId.values()].filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null);
+  const best = eligible.reduce<LexicalJudgement | undefined>((b, w) => (!b || answerStrength(weights, w.lexical!) > answerStrength(weights, b) ? w.lexical! : b), undefined);
+  const apart = wordsApart(weights, termsBySource(eligible).values());
+  const answered = answers(weights, best, apart);
 
   for (const w of new Set([...byId.values(), ...alwaysInclude])) {
     const d = w.decision;
@@ -327,7 +327,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       admitted.push(w);
       continue;
     }
-    const lexicalVerdict = admitLexically(w.lexical, weights, answered, w.lexical === best);
+    const lexicalVerdict = admitLexically(w.lexical, weights, answered, apart, w.lexical === best);
     const semanticVerdict =
       similarity === undefined || floor === null
         ? null
@@ -344,16 +344,17 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
   admitted.sort((a, b) => b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
-  const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, best && [...byId.values()].find((w) => w.lexical === best));
+  const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, apart, best && [...byId.values()].find((w) => w.lexical === best));
   return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention };
 }
 
 /** Nothing admitted: what the query asked that the campaign lacks, in the writer's words. */
-function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest: Working | undefined): string {
+function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, apart: readonly SearchTerm[], nearest: Working | undefined): string {
   if (terms.length === 0) return 'the query has no words to search for (only short or common words)';
   const parts: string[] = [];
   if (weights.unseen.length > 0) parts.push(`this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}`);
   if (weights.ordinary.length > 0) parts.push(everydayWords(weights));
+  if (apart.length > 0) parts.push(wordsApartReason(apart));
   if (nearest?.lexical) {
     const where = [nearest.row.path, ...nearest.headingPath].join(' › ');
     parts.push(`the closest passage (${where}) shares only ${quoteList(nearest.lexical.matched.map((t) => t.text))} with it`);
@@ -361,6 +362,11 @@ function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, nearest
     parts.push(`no passage holds ${quoteList(terms.filter((t) => !weights.unseen.includes(t)).map((t) => t.text))}`);
   }
   return parts.join('; ');
+}
+
+/** Known words that never meet, said so a writer sees why each alone does not answer. */
+function wordsApartReason(apart: readonly SearchTerm[]): string {
+  return `no file holds two of ${quoteList(apart.map((t) => t.text))}`;
 }
 
 /** The words a campaign holds only in passing, said so a writer sees why they do not count. */
@@ -377,7 +383,13 @@ function round(n: number): number {
  * words better than everyday English does), and the passage must be that one or hold a fair part of the query. A name this turn mentions is evidence enough; a name merely standing in the
  * state never is.
  */
-function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights, answered: boolean, strongest: boolean): { admitted: boolean; reason: string } {
+function admitLexically(
+  lexical: LexicalJudgement | null,
+  weights: QueryWeights,
+  answered: boolean,
+  apart: readonly SearchTerm[],
+  strongest: boolean,
+): { admitted: boolean; reason: string } {
   if (!lexical || lexical.matched.length === 0) return { admitted: false, reason: '' };
   const matched = lexical.matched;
   const list = quoteList(matched.map((t) => t.text));
@@ -393,6 +405,7 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
     const lacks = [
       weights.unseen.length > 0 ? `this campaign never mentions ${quoteList(weights.unseen.map((t) => t.text))}` : '',
       weights.ordinary.length > 0 ? everydayWords(weights) : '',
+      apart.length > 0 ? wordsApartReason(apart) : '',
     ].filter(Boolean);
     return lacks.length > 0
       ? { admitted: false, reason: `matched ${list}, but ${lacks.join(' and ')}: the question is not about it` }
@@ -410,6 +423,13 @@ function admitLexically(lexical: LexicalJudgement | null, weights: QueryWeights,
  * than inside one that shares a word or two with it.
  */
 function sourceEvidence(candidates: readonly Working[], weights: QueryWeights): Map<string, number> {
+  const evidence = new Map([...termsBySource(candidates)].map(([id, terms]) => [id, [...terms].reduce((n, t) => n + weights.idf.get(t)!, 0)]));
+  const best = Math.max(0, ...evidence.values());
+  return new Map([...evidence].map(([id, e]) => [id, best > 0 ? e / best : 1]));
+}
+
+/** Per source, the terms its candidate passages matched between them. */
+function termsBySource(candidates: readonly Working[]): Map<string, Set<SearchTerm>> {
   const held = new Map<string, Set<SearchTerm>>();
   for (const w of candidates) {
     if (!w.lexical) continue;
@@ -417,9 +437,7 @@ function sourceEvidence(candidates: readonly Working[], weights: QueryWeights): 
     if (!terms) held.set(w.row.source_id, (terms = new Set()));
     for (const t of w.lexical.matched) terms.add(t);
   }
-  const evidence = new Map([...held].map(([id, terms]) => [id, [...terms].reduce((n, t) => n + weights.idf.get(t)!, 0)]));
-  const best = Math.max(0, ...evidence.values());
-  return new Map([...evidence].map(([id, e]) => [id, best > 0 ? e / best : 1]));
+  return held;
 }
 
 function scoreSurvivors(
