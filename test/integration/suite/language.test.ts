@@ -202,8 +202,14 @@ describe('the campaign as a language', () => {
       await within(renaming, 20_000, 'the rename command to end once its preview was applied');
       // VS Code saves the files a refactoring edited (files.refactoring.autoSave) after the rename command has
       // returned. A save of the test's own racing it left old-abbey.md "Saving…" for minutes on a loaded machine.
-      const savedByVsCode = (rel: string) => read(rel).includes('Marra') && !vscode.workspace.textDocuments.some((d) => d.uri.fsPath === uri(rel).fsPath && d.isDirty);
-      await waitFor(() => [...before.keys()].every(savedByVsCode), 20_000, 'VS Code to save the files the rename edited');
+      const dirty = (rel: string) => vscode.workspace.textDocuments.some((d) => d.uri.fsPath === uri(rel).fsPath && d.isDirty);
+      const savedByVsCode = (rel: string) => read(rel).includes('Marra') && !dirty(rel);
+      // A stall once seen here (old-abbey.md "Saving…: Writing into file…") never recurred in 92 loaded round trips:
+      // should it come back, the failure says which file stalled and at which side, its buffer or the disk.
+      const unsaved = () => [...before.keys()].filter((rel) => !savedByVsCode(rel)).map((rel) => `${rel} (${dirty(rel) ? 'buffer unsaved' : 'buffer clean'}, ${read(rel).includes('Marra') ? 'new' : 'old'} text on disk)`);
+      await waitFor(() => [...before.keys()].every(savedByVsCode), 20_000, 'VS Code to save the files the rename edited').catch((error: Error) => {
+        throw new Error(`${error.message}: ${unsaved().join(', ')}`);
+      });
       assert.match(read('characters/mara.md'), /^---\ntitle: Sister Marra\nentities: \[Marra, Sister Marra\]\n(?:.*\n){2}# Sister Marra\n/);
       assert.match(read(NOTES), /\[\[Sister Marra\]\]/);
       assert.match(read('places/old-abbey.md'), /abbot died\. Marra holds the only key/);
