@@ -165,6 +165,8 @@ export interface CodeServerOptions {
   /** Where code-server's own output goes; inherited when absent. */
   logFile?: string;
   env?: NodeJS.ProcessEnv;
+  /** User settings of this run, beside the quiet ones, written with them into a fresh user-data dir. */
+  settings?: Record<string, unknown>;
 }
 
 /** User settings that keep the workbench quiet and deterministic: no welcome page, no trust prompt. */
@@ -192,7 +194,7 @@ export async function launchCodeServer(options: CodeServerOptions): Promise<Runn
   const settingsFile = path.join(options.userDataDir, 'User', 'settings.json');
   if (!fs.existsSync(settingsFile)) {
     fs.mkdirSync(path.dirname(settingsFile), { recursive: true });
-    fs.writeFileSync(settingsFile, JSON.stringify(QUIET_SETTINGS, null, 2));
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2));
   }
   const out = options.logFile ? fs.openSync(options.logFile, 'a') : 'inherit';
   const child = spawn(

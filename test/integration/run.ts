@@ -238,6 +238,10 @@ async function main(): Promise<number> {
     extensionsDir: dirs.extensions,
     workspace: workspaceFile,
     logFile,
+    // No Local History. VS Code copies every file it saves into it, holding that file's write lock for the
+    // copy, and a copy whose source shrinks meanwhile never ends (Node 24's fs.copyFile spins at the early end
+    // of file): a suite that rewrote a just-saved file on disk left every later save of it "Writing into file…".
+    settings: { 'workbench.localHistory.enabled': false },
   });
   cleanups.push(() => server.stop());
 

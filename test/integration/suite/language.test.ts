@@ -201,11 +201,11 @@ describe('the campaign as a language', () => {
       await waitFor(() => vscode.workspace.textDocuments.some((d) => d.uri.fsPath === abbey && d.getText().includes('Marra holds the only key')), 20_000, 'the rename applied from the preview');
       await within(renaming, 20_000, 'the rename command to end once its preview was applied');
       // VS Code saves the files a refactoring edited (files.refactoring.autoSave) after the rename command has
-      // returned. A save of the test's own racing it left old-abbey.md "Saving…" for minutes on a loaded machine.
+      // returned: the test waits for those saves instead of starting its own.
       const dirty = (rel: string) => vscode.workspace.textDocuments.some((d) => d.uri.fsPath === uri(rel).fsPath && d.isDirty);
       const savedByVsCode = (rel: string) => read(rel).includes('Marra') && !dirty(rel);
-      // A stall once seen here (old-abbey.md "Saving…: Writing into file…") never recurred in 92 loaded round trips:
-      // should it come back, the failure says which file stalled and at which side, its buffer or the disk.
+      // Should a save stall here again (old-abbey.md "Writing into file…" was VS Code's Local History copy, see
+      // run.ts), the failure says which file and at which side, its buffer or the disk.
       const unsaved = () => [...before.keys()].filter((rel) => !savedByVsCode(rel)).map((rel) => `${rel} (${dirty(rel) ? 'buffer unsaved' : 'buffer clean'}, ${read(rel).includes('Marra') ? 'new' : 'old'} text on disk)`);
       await waitFor(() => [...before.keys()].every(savedByVsCode), 20_000, 'VS Code to save the files the rename edited').catch((error: Error) => {
         throw new Error(`${error.message}: ${unsaved().join(', ')}`);
