@@ -71,12 +71,12 @@ function groupsOf(lists: string): Groups {
   return groups;
 }
 const VERBS = groupsOf(IRREGULAR_VERBS);
-const OTHERS = groupsOf(`${IRREGULAR_PLURALS}|${IRREGULAR_COMPARISONS}`);
-for (const adjective of COMPARED_ADJECTIVES.split(' ')) join(OTHERS, [compared(adjective, 'er'), compared(adjective, 'est')]);
+const FORMS = groupsOf(`${IRREGULAR_VERBS}|${IRREGULAR_PLURALS}|${IRREGULAR_COMPARISONS}`);
+for (const adjective of COMPARED_ADJECTIVES.split(' ')) join(FORMS, [compared(adjective, 'er'), compared(adjective, 'est')]);
 
 /** The word's other forms (lower-case, as tokenized), never the word itself; empty for most words. */
 export function otherForms(word: string): string[] {
-  const group = VERBS.get(word) ?? OTHERS.get(word);
+  const group = FORMS.get(word);
   if (group) return [...group].filter((form) => form !== word);
   for (const prefix of VERB_PREFIXES) {
     const verb = word.startsWith(prefix) ? word.slice(prefix.length) : '';
