@@ -1,12 +1,15 @@
 /**
  * Forms of one word that Porter's stemmer keeps apart: irregular verbs ("What did the king see?" is
- * answered by "the king saw"), irregular plurals ("wolf" and "wolves"), and the comparison of common
+ * answered by "the king saw"; "foretell" by "foretold"), irregular plurals ("wolf" and "wolves"), and the comparison of common
  * adjectives ("Who was the older son?" beside "the oldest"). A search asks for every form, as it does for
  * every spelling. Words with a common unrelated sense are left out ("ground" is not "grind", "rose" is
  * mostly a flower in a story, "bear" an animal), since a form joins everything the word means.
  */
 
-/** Each line one word: its forms, base first. Forms Porter already joins (sees, seeing) are not listed. */
+/**
+ * One verb's forms per group (`|` or a new line between groups), base first; forms Porter already joins
+ * (sees, seeing) are not listed. "lie" and "lay" share "lay", so they are one group.
+ */
 const IRREGULAR_VERBS = `
 arise arose arisen|awake awoke awoken|begin began begun|bend bent|beseech besought
 bind bound|bite bitten|bleed bled|blow blew blown|break broke broken|breed bred|bring brought|build built
