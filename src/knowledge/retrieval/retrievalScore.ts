@@ -253,7 +253,9 @@ function knownWords(weights: QueryWeights): SearchTerm[] {
 
 /**
  * The turn's known words when no file holds two of them (see STANDALONE_EVIDENCE), else none. `heldBySource`
- * is, per file, the terms its candidate passages matched.
+ * is, per file, the terms its candidate passages matched: the pool ranks passages holding more of the turn's
+ * words first, and in 600 random two-word questions on the SRD (once and four times over) asking the whole
+ * index found no file the pool had missed.
  */
 export function wordsApart(weights: QueryWeights, heldBySource: Iterable<ReadonlySet<SearchTerm>>): SearchTerm[] {
   const known = knownWords(weights);

@@ -1,27 +1,30 @@
 /**
  * Forms of one word that Porter's stemmer keeps apart: irregular verbs ("What did the king see?" is
- * answered by "the king saw"), irregular plurals ("wolf" and "wolves"), and the comparison of common
+ * answered by "the king saw"; "foretell" by "foretold"), irregular plurals ("wolf" and "wolves"), and the comparison of common
  * adjectives ("Who was the older son?" beside "the oldest"). A search asks for every form, as it does for
  * every spelling. Words with a common unrelated sense are left out ("ground" is not "grind", "rose" is
  * mostly a flower in a story, "bear" an animal), since a form joins everything the word means.
  */
 
-/** Each line one word: its forms, base first. Forms Porter already joins (sees, seeing) are not listed. */
+/**
+ * One verb's forms per group (`|` or a new line between groups), base first; forms Porter already joins
+ * (sees, seeing) are not listed. "lie" and "lay" share "lay", so they are one group.
+ */
 const IRREGULAR_VERBS = `
-arise arose arisen|awake awoke awoken|become became|begin began begun|behold beheld|bend bent|beseech besought
+arise arose arisen|awake awoke awoken|begin began begun|bend bent|beseech besought
 bind bound|bite bitten|bleed bled|blow blew blown|break broke broken|breed bred|bring brought|build built
 burn burnt|buy bought|catch caught|choose chose chosen|cling clung|come came|creep crept|dig dug
 draw drew drawn|dream dreamt|drink drank drunk|drive drove driven|dwell dwelt|eat ate eaten|fall fell fallen
 feed fed|feel felt|fight fought|find found|flee fled|fling flung|fly flew flown|forbid forbade forbidden
-forget forgot forgotten|forgive forgave forgiven|forsake forsook forsaken|freeze froze frozen|get got gotten
+forsake forsook forsaken|freeze froze frozen|get got gotten
 give gave given|go went gone goes|grow grew grown|hang hung|hear heard|hide hid hidden|hold held|keep kept
 kneel knelt|know knew known|lay laid lie lain lying|lead led|leap leapt|leave left|lend lent|light lit
-lose lost|make made|meet met|overcome overcame|pay paid|ride rode ridden|ring rang rung|rise risen
+lose lost|make made|meet met|pay paid|ride rode ridden|ring rang rung|rise risen
 run ran|say said|see saw seen|seek sought|sell sold|send sent|shake shook shaken|shine shone|shoot shot
 sing sang sung|sink sank sunk|sit sat|slay slew slain|sleep slept|slide slid|speak spoke spoken|spend spent
 spin spun|spring sprang sprung|stand stood|steal stole stolen|stick stuck|sting stung|stride strode stridden
 strike struck stricken|swear swore sworn|sweep swept|swim swam swum|swing swung|take took taken|teach taught
-tear tore torn|tell told|think thought|throw threw thrown|tread trod trodden|understand understood
+tear tore torn|tell told|think thought|throw threw thrown|tread trod trodden
 wake woke woken|wear wore worn|weave wove woven|weep wept|win won|write wrote written|die died dying
 tie tied tying
 `;
@@ -53,20 +56,36 @@ function compared(adjective: string, ending: 'er' | 'est'): string {
   return adjective + ending;
 }
 
-const FORMS = new Map<string, Set<string>>();
-function join(forms: readonly string[]): void {
+/** Prefixes that make a verb of an irregular one with the same forms: foretell/foretold, withdraw/withdrew, become/became. */
+const VERB_PREFIXES = ['fore', 'over', 'under', 'with', 'for', 'mis', 'out', 'up', 're', 'be', 'un'];
+
+type Groups = Map<string, Set<string>>;
+function join(groups: Groups, forms: readonly string[]): void {
   const group = new Set(forms);
-  for (const form of forms) for (const other of FORMS.get(form) ?? []) group.add(other);
-  for (const form of group) FORMS.set(form, group);
+  for (const form of forms) for (const other of groups.get(form) ?? []) group.add(other);
+  for (const form of group) groups.set(form, group);
 }
-for (const line of `${IRREGULAR_VERBS}|${IRREGULAR_PLURALS}|${IRREGULAR_COMPARISONS}`.split(/[|\n]/)) {
-  const forms = line.trim().split(/\s+/).filter(Boolean);
-  if (forms.length > 1) join(forms);
+function groupsOf(lists: string): Groups {
+  const groups: Groups = new Map();
+  for (const line of lists.split(/[|\n]/)) {
+    const forms = line.trim().split(/\s+/).filter(Boolean);
+    if (forms.length > 1) join(groups, forms);
+  }
+  return groups;
 }
-for (const adjective of COMPARED_ADJECTIVES.split(' ')) join([compared(adjective, 'er'), compared(adjective, 'est')]);
+const VERBS = groupsOf(IRREGULAR_VERBS);
+const FORMS = groupsOf(`${IRREGULAR_VERBS}|${IRREGULAR_PLURALS}|${IRREGULAR_COMPARISONS}`);
+for (const adjective of COMPARED_ADJECTIVES.split(' ')) join(FORMS, [compared(adjective, 'er'), compared(adjective, 'est')]);
 
 /** The word's other forms (lower-case, as tokenized), never the word itself; empty for most words. */
 export function otherForms(word: string): string[] {
   const group = FORMS.get(word);
-  return group ? [...group].filter((form) => form !== word) : [];
+  if (group) return [...group].filter((form) => form !== word);
+  for (const prefix of VERB_PREFIXES) {
+    const verb = word.startsWith(prefix) ? word.slice(prefix.length) : '';
+    // A two-letter verb ("go") only after a long prefix: "undergo" is one, "bego" is not.
+    const forms = verb.length >= (prefix.length >= 4 ? 2 : 3) ? VERBS.get(verb) : undefined;
+    if (forms) return [...forms].filter((form) => form !== verb).map((form) => prefix + form);
+  }
+  return [];
 }
