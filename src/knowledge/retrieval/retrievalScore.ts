@@ -56,7 +56,7 @@ const PASSING_MENTION_EVIDENCE = 2.5;
  * on FairytaleQA train and the off-topic tuning halves: no real question more refused there, nor among
  * questions about the Torys setting's people asked with words their pages lack ("What does Takala fear?").
  */
-export const STANDALONE_EVIDENCE = PASSING_MENTION_EVIDENCE * Math.log(1 + 3);
+const STANDALONE_EVIDENCE = PASSING_MENTION_EVIDENCE * Math.log(1 + 3);
 /**
  * When more than this share of a turn's words never occur in the campaign, it is not what the turn is
  * about. The evidence test decides almost everywhere; this one speaks for a campaign too small for its
@@ -157,7 +157,7 @@ export function stemmedPassage(contentHash: string, text: string): StemmedText {
   return stemmed;
 }
 
-/** A figure of a term: a phrase's is its rarest word's; a word's is the sum over its spellings. */
+/** A figure of a term: a phrase's is its rarest word's; a word's is the sum over its spellings and forms. */
 function perWord(term: SearchTerm, figure: (stem: string) => number): number {
   return Math.min(...term.stems.map((s, j) => term.otherStems[j]!.reduce((n, other) => n + figure(other), figure(s))));
 }

@@ -74,7 +74,7 @@ export interface SearchTerm {
   words: string[];
   /** Their stems, as the index holds them. */
   stems: string[];
-  /** Per word, the stems of its other spellings ("neighbour" for "neighbor"): they match as the word does. */
+  /** Per word, the stems of its other spellings and forms ("neighbour" for "neighbor", "saw" for "see"): they match as the word does. */
   otherStems: string[][];
   /** Named in the standing state (a character present, the location) rather than in this turn's text. */
   standing: boolean;
@@ -100,7 +100,7 @@ function term(words: string[], origin: SearchTerm['origin'], standing: boolean, 
 }
 
 /** Every variant of a term's words, for the index to find it by (a phrase's combinations are few). */
-function spellingsOf(words: readonly string[]): string[][] {
+function variantPhrases(words: readonly string[]): string[][] {
   return words.reduce<string[][]>((sofar, word) => sofar.flatMap((prefix) => [word, ...variantsOf(word)].map((w) => [...prefix, w])), [[]]);
 }
 
@@ -111,7 +111,7 @@ function quote(tokens: string[]): string {
 
 /** An FTS5 MATCH expression that finds any of the terms, or null when there is nothing to search. */
 export function buildMatchExpression(terms: readonly SearchTerm[]): string | null {
-  return terms.length > 0 ? terms.flatMap((t) => spellingsOf(t.words).map(quote)).join(' OR ') : null;
+  return terms.length > 0 ? terms.flatMap((t) => variantPhrases(t.words).map(quote)).join(' OR ') : null;
 }
 
 /** A passage's words with their stems, worked out once and reused for matching, scoring and proximity. */
@@ -140,7 +140,7 @@ export function occurrences(text: StemmedText, t: SearchTerm): { positions: numb
   let exact = 0;
   const n = t.stems.length;
   const starts = [t.stems[0]!, ...t.otherStems[0]!].flatMap((s) => text.at.get(s) ?? []);
-  // Another spelling's positions interleave with the word's own.
+  // A variant's positions interleave with the word's own.
   if (t.otherStems[0]!.length > 0) starts.sort((a, b) => a - b);
   outer: for (const i of starts) {
     if (i + n > text.stems.length) continue;
