@@ -178,7 +178,22 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
       const { hits, record } = await searchKnowledge(book.store, question);
       assert.deepEqual(hits, [], question);
       assert.ok(record.candidates.some((c) => c.matchedTerms.length > 0), `${question}: some passage shared a word`);
-      assert.match(record.abstention ?? '', new RegExp(`no file holds two of ${words}`), question);
+      assert.match(record.abstention ?? '', new RegExp(`no passage holds two of ${words}`), question);
+    }
+  });
+
+  it('says nothing to a question whose known words one tale holds, but never in one passage', async () => {
+    // A death in one scene and an instant in another are not a rule about instant death.
+    for (const [question, words] of [
+      ['How does Instant Death work?', "'instant', 'death'"],
+      ['How does Blood Magic work?', "'blood', 'magic'"],
+    ] as const) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      const heldByFile = new Map<string, Set<string>>();
+      for (const c of record.candidates) for (const t of c.matchedTerms) heldByFile.set(c.sourcePath, (heldByFile.get(c.sourcePath) ?? new Set()).add(t));
+      assert.ok([...heldByFile.values()].some((held) => held.size === 2), `${question}: some tale holds both words`);
+      assert.match(record.abstention ?? '', new RegExp(`no passage holds two of ${words}`), question);
     }
   });
 

@@ -294,7 +294,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const placedPins: Working[] = [];
   const eligible = [...byId.values()].filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null);
   const best = eligible.reduce<LexicalJudgement | undefined>((b, w) => (!b || answerStrength(weights, w.lexical!) > answerStrength(weights, b) ? w.lexical! : b), undefined);
-  const apart = wordsApart(weights, termsBySource(eligible).values());
+  const apart = wordsApart(weights, eligible.map((w) => w.lexical!.matched));
   const answered = answers(weights, best, apart);
 
   for (const w of new Set([...byId.values(), ...alwaysInclude])) {
@@ -366,7 +366,7 @@ function whyNothing(terms: readonly SearchTerm[], weights: QueryWeights, apart: 
 
 /** Known words that never meet, said so a writer sees why each alone does not answer. */
 function wordsApartReason(apart: readonly SearchTerm[]): string {
-  return `no file holds two of ${quoteList(apart.map((t) => t.text))}`;
+  return `no passage holds two of ${quoteList(apart.map((t) => t.text))}`;
 }
 
 /** The words a campaign holds only in passing, said so a writer sees why they do not count. */
