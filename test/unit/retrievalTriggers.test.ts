@@ -100,6 +100,31 @@ describe('triggers: a mentioned key or name makes its entry eligible', () => {
       assert.ok(!(await paths(lore.store, 'a book on the shelf')).includes('elves.md'));
     });
 
+    it('matches a whole-word key in Chinese or Russian prose as SillyTavern does, whose word boundary is any non-ASCII character', async () => {
+      // SillyTavern bounds a whole-word key with `\W` in a regular expression without the `u` flag: every
+      // character outside [A-Za-z0-9_] is a boundary, so 宗门 fires inside 我们的宗门很大 and орк inside орки.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-wi-'));
+      const book = path.join(dir, 'world.json');
+      const entry = (uid: number, key: string, comment: string, content: string) => ({
+        uid, key: [key], keysecondary: [], comment, content, constant: false, selective: true, selectiveLogic: 0, disable: false, caseSensitive: null, matchWholeWords: true,
+      });
+      fs.writeFileSync(book, JSON.stringify({ entries: { 0: entry(0, '宗门', '青云门', '青云门是天下第一大派。'), 1: entry(1, 'орк', 'Орки', 'Живут в горах за рекой.'), 2: entry(2, 'elf', 'Elves', 'The fair folk of the west.') } }));
+      const c = await campaignWith({}, book);
+      try {
+        for (const [turn, file, key] of [
+          ['我们的宗门很大', 'lore/青云门.md', '宗门'],
+          ['Орки напали на деревню', 'lore/орки.md', 'орк'],
+        ]) {
+          const hit = (await searchKnowledge(c.store, turn!)).hits.find((h) => h.sourcePath === file);
+          assert.match(hit?.reason ?? 'not found', new RegExp(`^key '${key}' mentioned`), `${turn}: ${JSON.stringify(await paths(c.store, turn!))}`);
+        }
+        assert.ok(!(await paths(c.store, 'a book on the shelf')).includes('lore/elves.md'), 'an ASCII letter still joins a word');
+      } finally {
+        c.dispose();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('never admits a disabled entry, and says its key was mentioned but the source is off', async () => {
       const { hits, record } = await searchKnowledge(lore.store, 'the comet returns');
       assert.ok(!hits.some((h) => h.sourcePath === 'off.md'));
