@@ -202,6 +202,19 @@ describe('text kept in front matter', () => {
     const first = hit.text.split('\n')[0]!.slice(0, 40);
     assert.ok(lines[hit.startLine - 1]!.includes(first.replace(/'/g, "''")) || lines[hit.startLine - 1]!.includes(first), `line ${hit.startLine} is '${lines[hit.startLine - 1]}', passage starts '${first}'`);
   });
+
+  it('puts the markdown headings written inside a chapter into the heading trail, not into the text', () => {
+    const passages = (file: string) => torys.store.listPassages(torys.store.listSources().find((s) => s.path === `stories/${file}`)!.id);
+    const holding = (file: string, words: string) => {
+      const passage = passages(file).find((p) => p.text.includes(words));
+      assert.ok(passage, `${file}: no passage holds '${words}'`);
+      return passage;
+    };
+    // nightfall.md's chapter "Investigation" has `### The Farm` and `### The Forest` in its `content:`.
+    assert.deepEqual(holding('nightfall.md', 'The farm is about an hour away').headingPath, ['Investigation', 'The Farm']);
+    assert.doesNotMatch(holding('nightfall.md', 'The main track continues towards').text, /### The Forest/);
+    assert.deepEqual(holding('stormstruck.md', 'Also sometimes known as the Rat Tail').headingPath.slice(0, 2), ['Preparation', 'The Redtail']);
+  });
 });
 
 describe('retrieval explains itself in plain words', () => {
