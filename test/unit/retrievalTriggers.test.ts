@@ -203,6 +203,20 @@ describe('text kept in front matter', () => {
     assert.ok(lines[hit.startLine - 1]!.includes(first.replace(/'/g, "''")) || lines[hit.startLine - 1]!.includes(first), `line ${hit.startLine} is '${lines[hit.startLine - 1]}', passage starts '${first}'`);
   });
 
+  it('tells the passages of one chapter apart in its decisions, by the lines they are written on', async () => {
+    // nightfall.md's chapter "News" is four passages: "used · stories/nightfall.md › News" twice and "no room
+    // left · stories/nightfall.md › News" once would not say which was left out.
+    const { record } = await retrieveKnowledge(torys.store, {
+      input: 'I walk into the Old Prince and ask Natra about the wolves',
+      stage: 'narrator',
+      budgets: { alwaysInclude: 600, canon: 1500, reference: 900, inspiration: 300 },
+    });
+    const places = record.candidates.map((d) => decisionLine(d).replace(/^[^·]+· /, '').split(': ')[0]!);
+    assert.ok(places.filter((p) => p.startsWith('stories/nightfall.md') && p.endsWith(' › News')).length > 1, places.join('\n'));
+    assert.equal(new Set(places).size, places.length, places.join('\n'));
+    assert.ok(places.every((p) => /^stories\/\w+\.md:\d+-\d+( › |$)/.test(p)), places.join('\n'));
+  });
+
   it('puts the markdown headings written inside a chapter into the heading trail, not into the text', () => {
     const passages = (file: string) => torys.store.listPassages(torys.store.listSources().find((s) => s.path === `stories/${file}`)!.id);
     const holding = (file: string, words: string) => {
@@ -241,9 +255,9 @@ describe('retrieval explains itself in plain words', () => {
         assert.doesNotMatch(line, /: $|; ;/, `a reason is never empty: ${line}`);
       }
       assert.ok(lines.some((l) => /^used · /.test(l)));
-      assert.ok(lines.some((l) => /^repeats a passage that was used · abbey(-copy)?\.md › Abbey.*: .*near-duplicate of abbey(-copy)?\.md › Abbey/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /^repeats a passage that was used · abbey(-copy)?\.md:3-3 › Abbey.*: .*near-duplicate of abbey(-copy)?\.md › Abbey/.test(l)), lines.join('\n'));
       assert.ok(lines.some((l) => /^no room left in its section · .*over the canon budget/.test(l)), lines.join('\n'));
-      assert.ok(lines.some((l) => /^its source is turned off · off\.md › Off: matched .*, but its source off\.md is disabled/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /^its source is turned off · off\.md:6-6 › Off: matched .*, but its source off\.md is disabled/.test(l)), lines.join('\n'));
       const search = await searchKnowledge(c.store, 'the abbey crypt');
       assert.ok(search.hits.every((h) => !/result \d/.test(h.reason)), search.hits.map((h) => h.reason).join('\n'));
     } finally {

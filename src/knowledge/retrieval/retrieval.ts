@@ -145,6 +145,8 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
       class: row.class,
       headingPath,
       tokenCount: row.token_count,
+      startLine: row.start_line,
+      endLine: row.end_line,
       admitted: false,
       matchedTerms: [],
       lexicalScore: lexical === null ? null : round(lexical.score),
