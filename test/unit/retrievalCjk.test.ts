@@ -22,6 +22,9 @@ const FILES: Record<string, string> = {
     '## 女将の秘密\n\n満月の夜になると、千代は裏山の稲荷神社へ出かけていく。旅人が後をつけても、いつの間にか見失ってしまうのだ。\n',
   'ja/kurogane.md':
     '---\ntitle: 黒鉄城\n---\n# 黒鉄城\n\n黒鉄城は北の国境を守る城塞で、城主の武田信繁が治めている。城下町では刀鍛冶が盛んで、毎年数えきれぬほどの刀が打たれる。\n',
+  'ja/guild.md':
+    '---\ntitle: 冒険者ギルド\n---\n# 冒険者ギルド\n\n王都の冒険者ギルドでは、ギルドマスターのハーゲンが新人のパーティーに依頼を割り振っている。地下ダンジョンのモンスター退治は銀貨五枚だ。\n',
+  'ja/sakaba.md': '---\ntitle: 踊る子馬亭\n---\n# 踊る子馬亭\n\n酒場の踊り子たちは毎晩ダンスを披露し、楽団のメンバーがリュートを弾く。\n',
   'ko/mage.md':
     '---\ntitle: 백두산의 마법사\n---\n# 백두산의 마법사\n\n백두산 꼭대기의 오래된 탑에는 늙은 마법사가 홀로 살고 있다. 마을 사람들은 그를 두려워하지만, 마법사는 해마다 겨울이 오기 전에 약초를 나누어 준다.\n',
   'ko/village.md':
@@ -64,6 +67,25 @@ describe('Chinese, Japanese and Korean campaigns, asked as a native reader asks'
       const { hits } = await searchKnowledge(store, question, { limit: 3 });
       assert.equal(hits[0]?.sourcePath, 'ko/mage.md', `${question}: ${hits.map((h) => h.sourcePath).join(', ') || 'nothing'}`);
     }
+  });
+
+  it('reads a katakana word whole, its long-vowel marks (ー) included', async () => {
+    for (const [question, files] of [
+      ['パーティー', ['ja/guild.md']],
+      ['ダンジョンはどこですか', ['ja/guild.md']],
+      // Not 'メン' of メンバー, nor 'ダン' of ダンス: neither is a word of the question.
+      ['ラーメンはありますか', []],
+      ['ダンジョン', ['ja/guild.md']],
+    ] as const) {
+      const { hits } = await searchKnowledge(store, question, { limit: 3 });
+      assert.deepEqual(
+        hits.map((h) => h.sourcePath),
+        files,
+        `${question}: ${hits.map((h) => `${h.sourcePath} (${h.reason})`).join(', ')}`,
+      );
+    }
+    const { hits } = await searchKnowledge(store, 'パーティー', { limit: 1 });
+    assert.match(hits[0]!.reason, /'パーティー'/);
   });
 
   it('says nothing to an everyday question the campaign has no answer for', async () => {

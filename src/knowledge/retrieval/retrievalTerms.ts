@@ -1,4 +1,4 @@
-import { ftsText } from '../indexing';
+import { CJK_CHARS, ftsText } from '../indexing';
 import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
 import { otherForms } from './wordForms';
@@ -48,14 +48,14 @@ export function tokenize(text: string): string[] {
  * Diacritics go from everything but CJK, as the index's tokenizer does: decomposing would strip the voicing
  * mark from kana (が → か) and split Hangul syllables into letters (마을 → ㅁㅏㅇㅡㄹ), which the index never holds.
  */
-const NOT_CJK = /[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]+/gu;
+const NOT_CJK = new RegExp(`[^${CJK_CHARS}]+`, 'gu');
 function withoutDiacritics(text: string): string {
   return text.normalize('NFKD').replace(/\p{M}+/gu, '');
 }
 
 /** A CJK character pair, the unit the index holds CJK text in: it names something as a word does. */
-const CJK_PAIR = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2}$/u;
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2,}/gu;
+const CJK_PAIR = new RegExp(`^[${CJK_CHARS}]{2}$`, 'u');
+const CJK_RUN = new RegExp(`[${CJK_CHARS}]{2,}`, 'gu');
 
 /**
  * Chinese, Japanese and Korean function words (pronouns, particles, question words, auxiliaries): like
@@ -93,30 +93,34 @@ function withoutParticle(word: string): string {
 }
 
 const WORD_SEGMENTER = new Intl.Segmenter(undefined, { granularity: 'word' });
-const SINGLE_HAN_OR_KATAKANA = /^[\p{Script=Han}\p{Script=Katakana}]$/u;
+const SINGLE_HAN = /^\p{Script=Han}$/u;
+const KATAKANA = /^[\p{Script=Katakana}ーｰ]+$/u;
 const HIRAGANA = /^\p{Script=Hiragana}+$/u;
 const HANGUL = /^\p{Script=Hangul}+$/u;
 
 /**
  * The words of a CJK run of a query, by the dictionary segmenter the runtime ships (ICU): "女将の秘密は何ですか"
- * → 女将, 秘密. Single characters it leaves apart stand for a name it does not know (黒|鉄|城, simplified
- * 宗|门) and join back up to a function word. Function words, a Korean word's particle and kana of one or two
- * characters (particles and endings: が, です, べた) go; a single character alone is no searchable unit.
+ * → 女将, 秘密. Single Han characters it leaves apart stand for a name it does not know (黒|鉄|城, simplified
+ * 宗|门) and join back up to a function word; katakana it cuts (ダン|ジョン) is one loanword. Function words,
+ * a Korean word's particle and kana of one or two characters (particles and endings: が, です, べた) go; a
+ * single character alone is no searchable unit.
  */
 function cjkWords(run: string): string[] {
   const words: string[] = [];
   let joined = '';
+  let joining: RegExp | null = null;
   const keep = (word: string) => {
     if ([...word].length >= 2 && !CJK_STOP_WORDS.has(word) && !(HIRAGANA.test(word) && [...word].length < 3)) words.push(word);
   };
   for (const { segment } of WORD_SEGMENTER.segment(run)) {
-    if (SINGLE_HAN_OR_KATAKANA.test(segment) && !CJK_STOP_WORDS.has(segment)) {
+    const joins = KATAKANA.test(segment) ? KATAKANA : SINGLE_HAN.test(segment) && !CJK_STOP_WORDS.has(segment) ? SINGLE_HAN : null;
+    if (joins !== null && joins === joining) {
       joined += segment;
       continue;
     }
     keep(joined);
-    joined = '';
-    keep(HANGUL.test(segment) && !CJK_STOP_WORDS.has(segment) ? withoutParticle(segment) : segment);
+    [joined, joining] = joins ? [segment, joins] : ['', null];
+    if (!joins) keep(HANGUL.test(segment) && !CJK_STOP_WORDS.has(segment) ? withoutParticle(segment) : segment);
   }
   keep(joined);
   return words;
