@@ -16,10 +16,10 @@ const FILES: Record<string, string> = {
     '---\ntitle: 青云宗\n---\n# 青云宗\n\n青云宗是东洲最古老的修仙宗门，坐落于青云山之巅。宗主李玄风已闭关三百年，门中事务由大长老代为执掌。\n\n' +
     '## 入门考核\n\n每隔十年，宗门开山收徒。凡年满十二岁、身具灵根者皆可登山一试。考核共分三关：问心路、炼气台与剑冢。\n',
   'zh/luoxia.md':
-    '---\ntitle: 落霞镇\n---\n# 落霞镇\n\n落霞镇位于青云山脚下，是凡人与修士交易的集市。镇上最有名的是王婆的药铺，专卖疗伤丹药和辟谷丹。\n\n夜里镇上常有妖兽出没，镇民天黑之后便紧闭门户。\n',
+    '---\ntitle: 落霞镇\n---\n# 落霞镇\n\n落霞镇位于青云山脚下，是凡人与修士交易的集市。镇上最有名的是王婆的药铺，专卖疗伤丹药和辟谷丹。\n\n夜里镇上常有妖兽出没，镇民天黑之后便紧闭门户，然后早早睡下，觉得这样非常安全。\n',
   'ja/kitsune.md':
     '---\ntitle: 狐の宿\n---\n# 狐の宿\n\n山あいの温泉街に、古びた宿がひっそりと建っている。女将の千代は、実は三百年を生きた狐の妖怪だという噂がある。\n\n' +
-    '## 女将の秘密\n\n満月の夜になると、千代は裏山の稲荷神社へ出かけていく。旅人が後をつけても、いつの間にか見失ってしまうのだ。\n',
+    '## 女将の秘密\n\n満月の夜になると、千代は裏山の稲荷神社へ出かけていく。旅人が後をつけても、いつの間にか見失ってしまうのだ。それから、とても静かな夜が来る。\n',
   'ja/kurogane.md':
     '---\ntitle: 黒鉄城\n---\n# 黒鉄城\n\n黒鉄城は北の国境を守る城塞で、城主の武田信繁が治めている。城下町では刀鍛冶が盛んで、毎年数えきれぬほどの刀が打たれる。\n',
   'ja/guild.md':
@@ -89,7 +89,8 @@ describe('Chinese, Japanese and Korean campaigns, asked as a native reader asks'
   });
 
   it('says nothing to an everyday question the campaign has no answer for', async () => {
-    for (const question of ['东京的天气怎么样？', '今日の天気はどうですか', '오늘 날씨가 어때요?']) {
+    // Nor on the everyday words a narrative is full of (然后 "and then", 觉得 "feel", それから "after that").
+    for (const question of ['东京的天气怎么样？', '今日の天気はどうですか', '오늘 날씨가 어때요?', '然后呢？你觉得这样好吗？', 'それから、とてもどうなったの？']) {
       const { hits } = await searchKnowledge(store, question, { limit: 3 });
       assert.deepEqual(
         hits.map((h) => h.sourcePath),
