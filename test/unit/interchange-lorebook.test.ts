@@ -217,6 +217,8 @@ describe('lorebook formats written to their specs', () => {
     ];
     for (const [file, value, reason] of cases) assert.throws(() => parseJsonValue(file, value), reason, file);
     assert.throws(() => parseLorebook('notes.md', Buffer.from('# Notes\n\nNot JSON.')), /plain text, not JSON/);
+    // An empty file (a download that never finished) is not "plain text": the writer is told it is empty.
+    for (const bytes of ['', '\uFEFF\n  \n']) assert.throws(() => parseLorebook('world.json', Buffer.from(bytes)), /world\.json: the file is empty/);
     assert.throws(() => parseLorebook('chat.jsonl', Buffer.from('{"user_name":"You","character_name":"Sera"}\n{"name":"You","mes":"hi"}\n')), /a SillyTavern chat \(JSON Lines\)/);
   });
 

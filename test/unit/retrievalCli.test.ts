@@ -83,7 +83,7 @@ describe('CLI search and context', () => {
     assert.ok(result.sections.canon.some((p) => p.sourcePath === 'secrets.md' && p.hidden));
     const player = await runCaptured(['context', '--input', 'Who poisoned the abbot in the crypt?', '--stage', 'player', '--campaign', dir], os.tmpdir());
     assert.doesNotMatch(player.stdout.split('## Decisions')[0]!, /Aldric/);
-    assert.match(player.stdout, /hidden at this stage of the story · secrets\.md › Secret: matched .* hidden \(narrator-only\)/);
+    assert.match(player.stdout, /hidden at this stage of the story · secrets\.md:\d+-\d+ › Secret: matched .* hidden \(narrator-only\)/);
     assert.match(narrator.stdout, /"semantic"/);
   });
 

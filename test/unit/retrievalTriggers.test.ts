@@ -100,6 +100,31 @@ describe('triggers: a mentioned key or name makes its entry eligible', () => {
       assert.ok(!(await paths(lore.store, 'a book on the shelf')).includes('elves.md'));
     });
 
+    it('matches a whole-word key in Chinese or Russian prose as SillyTavern does, whose word boundary is any non-ASCII character', async () => {
+      // SillyTavern bounds a whole-word key with `\W` in a regular expression without the `u` flag: every
+      // character outside [A-Za-z0-9_] is a boundary, so 宗门 fires inside 我们的宗门很大 and орк inside орки.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-wi-'));
+      const book = path.join(dir, 'world.json');
+      const entry = (uid: number, key: string, comment: string, content: string) => ({
+        uid, key: [key], keysecondary: [], comment, content, constant: false, selective: true, selectiveLogic: 0, disable: false, caseSensitive: null, matchWholeWords: true,
+      });
+      fs.writeFileSync(book, JSON.stringify({ entries: { 0: entry(0, '宗门', '青云门', '青云门是天下第一大派。'), 1: entry(1, 'орк', 'Орки', 'Живут в горах за рекой.'), 2: entry(2, 'elf', 'Elves', 'The fair folk of the west.') } }));
+      const c = await campaignWith({}, book);
+      try {
+        for (const [turn, file, key] of [
+          ['我们的宗门很大', 'lore/青云门.md', '宗门'],
+          ['Орки напали на деревню', 'lore/орки.md', 'орк'],
+        ]) {
+          const hit = (await searchKnowledge(c.store, turn!)).hits.find((h) => h.sourcePath === file);
+          assert.match(hit?.reason ?? 'not found', new RegExp(`^key '${key}' mentioned`), `${turn}: ${JSON.stringify(await paths(c.store, turn!))}`);
+        }
+        assert.ok(!(await paths(c.store, 'a book on the shelf')).includes('lore/elves.md'), 'an ASCII letter still joins a word');
+      } finally {
+        c.dispose();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('never admits a disabled entry, and says its key was mentioned but the source is off', async () => {
       const { hits, record } = await searchKnowledge(lore.store, 'the comet returns');
       assert.ok(!hits.some((h) => h.sourcePath === 'off.md'));
@@ -177,6 +202,33 @@ describe('text kept in front matter', () => {
     const first = hit.text.split('\n')[0]!.slice(0, 40);
     assert.ok(lines[hit.startLine - 1]!.includes(first.replace(/'/g, "''")) || lines[hit.startLine - 1]!.includes(first), `line ${hit.startLine} is '${lines[hit.startLine - 1]}', passage starts '${first}'`);
   });
+
+  it('tells the passages of one chapter apart in its decisions, by the lines they are written on', async () => {
+    // nightfall.md's chapter "News" is four passages: "used · stories/nightfall.md › News" twice and "no room
+    // left · stories/nightfall.md › News" once would not say which was left out.
+    const { record } = await retrieveKnowledge(torys.store, {
+      input: 'I walk into the Old Prince and ask Natra about the wolves',
+      stage: 'narrator',
+      budgets: { alwaysInclude: 600, canon: 1500, reference: 900, inspiration: 300 },
+    });
+    const places = record.candidates.map((d) => decisionLine(d).replace(/^[^·]+· /, '').split(': ')[0]!);
+    assert.ok(places.filter((p) => p.startsWith('stories/nightfall.md') && p.endsWith(' › News')).length > 1, places.join('\n'));
+    assert.equal(new Set(places).size, places.length, places.join('\n'));
+    assert.ok(places.every((p) => /^stories\/\w+\.md:\d+-\d+( › |$)/.test(p)), places.join('\n'));
+  });
+
+  it('puts the markdown headings written inside a chapter into the heading trail, not into the text', () => {
+    const passages = (file: string) => torys.store.listPassages(torys.store.listSources().find((s) => s.path === `stories/${file}`)!.id);
+    const holding = (file: string, words: string) => {
+      const passage = passages(file).find((p) => p.text.includes(words));
+      assert.ok(passage, `${file}: no passage holds '${words}'`);
+      return passage;
+    };
+    // nightfall.md's chapter "Investigation" has `### The Farm` and `### The Forest` in its `content:`.
+    assert.deepEqual(holding('nightfall.md', 'The farm is about an hour away').headingPath, ['Investigation', 'The Farm']);
+    assert.doesNotMatch(holding('nightfall.md', 'The main track continues towards').text, /### The Forest/);
+    assert.deepEqual(holding('stormstruck.md', 'Also sometimes known as the Rat Tail').headingPath.slice(0, 2), ['Preparation', 'The Redtail']);
+  });
 });
 
 describe('retrieval explains itself in plain words', () => {
@@ -203,9 +255,9 @@ describe('retrieval explains itself in plain words', () => {
         assert.doesNotMatch(line, /: $|; ;/, `a reason is never empty: ${line}`);
       }
       assert.ok(lines.some((l) => /^used · /.test(l)));
-      assert.ok(lines.some((l) => /^repeats a passage that was used · abbey(-copy)?\.md › Abbey.*: .*near-duplicate of abbey(-copy)?\.md › Abbey/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /^repeats a passage that was used · abbey(-copy)?\.md:3-3 › Abbey.*: .*near-duplicate of abbey(-copy)?\.md › Abbey/.test(l)), lines.join('\n'));
       assert.ok(lines.some((l) => /^no room left in its section · .*over the canon budget/.test(l)), lines.join('\n'));
-      assert.ok(lines.some((l) => /^its source is turned off · off\.md › Off: matched .*, but its source off\.md is disabled/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /^its source is turned off · off\.md:6-6 › Off: matched .*, but its source off\.md is disabled/.test(l)), lines.join('\n'));
       const search = await searchKnowledge(c.store, 'the abbey crypt');
       assert.ok(search.hits.every((h) => !/result \d/.test(h.reason)), search.hits.map((h) => h.reason).join('\n'));
     } finally {

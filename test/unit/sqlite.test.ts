@@ -43,6 +43,25 @@ describe('database migrations', () => {
     index.close();
   });
 
+  it('indexes again the katakana words with a long-vowel mark that an older index cut apart, search working without a reimport', () => {
+    const file = path.join(dir, 'index.db');
+    const old = openDatabase(file, INDEX_MIGRATIONS.filter((m) => m.version <= 10));
+    old.prepare(`INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility, always_include, priority,
+        tags, entities, sha256, size, mtime_ms, imported_at, updated_at, parser_version, chunking_version, lexical_state,
+        semantic_state, issues)
+      VALUES ('s', 'c', 'a.md', 'A', 'canon', '{}', 1, 'normal', 0, 'normal', '[]', '[]', 'h', 1, 0, 'x', 'x', 2, 3, 'ready', 'off', '[]')`).run();
+    old.prepare(`INSERT INTO passages (rowid, id, source_id, campaign_id, idx, class, heading_path, text, token_count, content_hash, start_line, end_line)
+      VALUES (1, 's:0', 's', 'c', 0, 'canon', '["ギルド"]', '新人のパーティー', 9, 'p', 1, 1)`).run();
+    // As the index held it before: the long-vowel marks split パーティー into パー, ティ and ー.
+    old.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (1, ?, ?)').run('ギル ルド', '新人 人の のパ パー ティ ー');
+    old.close();
+    const index = openDatabase(file, INDEX_MIGRATIONS);
+    const found = (query: string) => (index.prepare('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?').all(query) as { rowid: number }[]).length;
+    assert.equal(found('"パー ーテ ティ ィー"'), 1, 'パーティー as one word of pairs');
+    assert.equal(found('"ギル ルド"'), 1, 'the rest of the passage is still found');
+    index.close();
+  });
+
   it("keeps every source's text when the text moves out of the source rows, and a deleted source takes its text along", () => {
     const file = path.join(dir, 'index.db');
     const old = openDatabase(file, INDEX_MIGRATIONS.filter((m) => m.version <= 8));

@@ -167,9 +167,14 @@ function markdownBlocks(text: string): Block[] {
   const front = frontMatterBlock(text);
   if (front) {
     // The YAML starts on line 2, after the opening fence; paragraphs under one heading pack together.
-    let heading: string | undefined;
+    let trail: string[] = [];
     for (const part of frontMatterText(front.yamlText, 2)) {
-      if (part.heading !== heading) blocks.push({ kind: 'heading', depth: 1, text: (heading = part.heading), line: part.startLine });
+      // A heading for each level from the first that changed, its depth its place in the trail; a shorter
+      // trail (text after a sub-heading's value, under the chapter again) opens its last level anew.
+      const changed = part.headingPath.findIndex((text, i) => text !== trail[i]);
+      const start = changed !== -1 ? changed : part.headingPath.length < trail.length ? part.headingPath.length - 1 : -1;
+      if (start !== -1) part.headingPath.slice(start).forEach((text, i) => blocks.push({ kind: 'heading', depth: start + i + 1, text, line: part.startLine }));
+      trail = part.headingPath;
       blocks.push({ kind: 'unit', unit: unit(part.text, part.startLine, part.endLine) });
     }
   }

@@ -9,7 +9,8 @@ import { FRONT_MATTER_KEYS } from '../campaign';
  */
 
 export interface FrontMatterText {
-  heading: string;
+  /** The map's title or the key, then the markdown headings written in the value above this text. */
+  headingPath: string[];
   text: string;
   startLine: number;
   endLine: number;
@@ -65,9 +66,12 @@ export function frontMatterText(yamlText: string, firstLine: number): FrontMatte
   return out;
 }
 
+/** A paragraph that is one ATX heading line ("### The Farm"): Torys renders a chapter's content as markdown. */
+const ATX_HEADING = /^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$/;
+
 /**
  * A value split at its paragraphs, each at its own lines when the written lines show the same paragraphs
- * (runs of non-blank lines); else the value whole, over all its lines.
+ * (runs of non-blank lines), under the markdown headings among them; else the value whole, over all its lines.
  */
 function paragraphs(node: Scalar<string>, yamlText: string, lineOf: (offset: number) => number, heading: string): FrontMatterText[] {
   const [start, end] = node.range!;
@@ -88,6 +92,19 @@ function paragraphs(node: Scalar<string>, yamlText: string, lineOf: (offset: num
     if (last && last[1] === at - 1) last[1] = at;
     else runs.push([at, at]);
   });
-  if (runs.length !== parts.length) return [{ heading, text: parts.join('\n\n'), startLine: firstLine, endLine: lastLine }];
-  return parts.map((text, i) => ({ heading, text, startLine: runs[i]![0], endLine: runs[i]![1] }));
+  if (runs.length !== parts.length) return [{ headingPath: [heading], text: parts.join('\n\n'), startLine: firstLine, endLine: lastLine }];
+  const trail: { depth: number; text: string }[] = [];
+  const out: FrontMatterText[] = [];
+  parts.forEach((text, i) => {
+    const atx = ATX_HEADING.exec(text);
+    if (!atx) {
+      out.push({ headingPath: [heading, ...trail.map((h) => h.text)], text, startLine: runs[i]![0], endLine: runs[i]![1] });
+      return;
+    }
+    // By depth, as the body's headings are: `#### Onion` after `### The Redtail` sits under it.
+    const depth = atx[1]!.length;
+    while (trail.length > 0 && trail[trail.length - 1]!.depth >= depth) trail.pop();
+    trail.push({ depth, text: atx[2]! });
+  });
+  return out;
 }

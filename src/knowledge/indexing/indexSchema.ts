@@ -195,4 +195,20 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 11,
+    description: 'katakana words with a long-vowel mark (パーティー) held whole as character pairs',
+    up(db) {
+      // Only passages holding the mark index differently; an unchanged passage is never rewritten by an import.
+      const rows = db
+        .prepare("SELECT rowid, heading_path, text FROM passages WHERE instr(text || heading_path, 'ー') > 0 OR instr(text || heading_path, 'ｰ') > 0")
+        .all() as { rowid: number; heading_path: string; text: string }[];
+      const remove = db.prepare('DELETE FROM passages_fts WHERE rowid = ?');
+      const insert = db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+      for (const row of rows) {
+        remove.run(row.rowid);
+        insert.run(row.rowid, ftsText((JSON.parse(row.heading_path) as string[]).join(' › ')), ftsText(row.text));
+      }
+    },
+  },
 ];

@@ -5,8 +5,15 @@ export function normalizeForIndex(text: string): string {
   return text.normalize('NFC');
 }
 
-/** Two or more Chinese, Japanese or Korean characters in a row: written without spaces between words. */
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2,}/gu;
+/**
+ * Chinese, Japanese and Korean characters, written without spaces between words (a regular-expression
+ * class body). The katakana long-vowel mark (ー, half-width ｰ) has no script of its own, yet is part of the
+ * word it lengthens: パーティー is one word, not パ, ティ and two marks.
+ */
+export const CJK_CHARS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}ーｰ';
+
+/** Two or more CJK characters in a row. */
+const CJK_RUN = new RegExp(`[${CJK_CHARS}]{2,}`, 'gu');
 
 /**
  * Text as the full-text index holds it: NFC, and each CJK run as its overlapping character pairs

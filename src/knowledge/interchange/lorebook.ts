@@ -549,6 +549,7 @@ export function parseLorebook(file: string, bytes: Uint8Array): ParsedLorebook {
     throw new LorebookError(file, 'not a lorebook: the file is neither a PNG, a CharX zip nor UTF-8 text');
   }
   const trimmed = text.trimStart();
+  if (trimmed === '') throw new LorebookError(file, 'the file is empty: there is no lorebook in it');
   if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) {
     throw new LorebookError(file, 'not a lorebook: this is plain text, not JSON (use Import File into Campaign for markdown or text)');
   }

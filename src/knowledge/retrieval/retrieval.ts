@@ -11,7 +11,7 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
@@ -145,6 +145,8 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
       class: row.class,
       headingPath,
       tokenCount: row.token_count,
+      startLine: row.start_line,
+      endLine: row.end_line,
       admitted: false,
       matchedTerms: [],
       lexicalScore: lexical === null ? null : round(lexical.score),
@@ -322,7 +324,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     if (w.trigger) {
       d.admitted = true;
       const mentioned = new Set(tokenize(w.trigger.mention));
-      const alsoMatched = d.matchedTerms.filter((t) => !t.split(' ').every((word) => mentioned.has(word)));
+      const alsoMatched = matched.filter((t) => !t.words.every((word) => mentioned.has(word))).map((t) => t.text);
       d.reason = [triggerReason(w.trigger), alsoMatched.length > 0 ? `matched ${quoteList(alsoMatched)}` : ''].filter(Boolean).join('; ');
       admitted.push(w);
       continue;
@@ -456,7 +458,7 @@ function scoreSurvivors(
   };
   const bestSemantic = Math.max(0, ...admitted.map(aboveFloor));
   const termTexts = new Set(terms.map((t) => t.text));
-  const stateNames = new Set(entities.map((e) => tokenize(e).join(' ')));
+  const stateNames = new Set(entities.map((e) => termText(tokenize(e))));
   const lexicalAt = new Map(admitted.map((w) => [`${w.row.source_id}#${w.row.idx}`, w.lexical?.score ?? 0]));
   const neighbour = (w: Working) => Math.max(lexicalAt.get(`${w.row.source_id}#${w.row.idx - 1}`) ?? 0, lexicalAt.get(`${w.row.source_id}#${w.row.idx + 1}`) ?? 0);
   for (const w of admitted) {
@@ -468,10 +470,10 @@ function scoreSurvivors(
     w.relevance = relevance;
     const boosts: CandidateDecision['boosts'] = [];
     if (w.row.priority !== 'normal') boosts.push({ name: `priority ${w.row.priority}`, factor: PRIORITY_BOOST[w.row.priority] });
-    const linked = (JSON.parse(w.row.entities) as string[]).map((e) => tokenize(e).join(' '));
+    const linked = (JSON.parse(w.row.entities) as string[]).map((e) => termText(tokenize(e)));
     const named = linked.find((e) => termTexts.has(e) || stateNames.has(e));
     if (named) boosts.push({ name: `linked to '${named}'`, factor: ENTITY_BOOST });
-    const tag = (JSON.parse(w.row.tags) as string[]).map((t) => tokenize(t).join(' ')).find((t) => termTexts.has(t));
+    const tag = (JSON.parse(w.row.tags) as string[]).map((t) => termText(tokenize(t))).find((t) => termTexts.has(t));
     if (tag) boosts.push({ name: `tag '${tag}'`, factor: TAG_BOOST });
     d.boosts = boosts;
     d.score = round(relevance * CLASS_WEIGHT[w.row.class] * boosts.reduce((f, b) => f * b.factor, 1));

@@ -35,7 +35,7 @@ export const OUTCOME_WORDS: Record<CandidateDecision['outcome'], string> = {
   'not-ready': 'not indexed yet',
 };
 
-/** "used · places/old-abbey.md › The Crypt: matched 'crypt'; within the canon budget (412/1500 tokens)" */
+/** "used · places/old-abbey.md:9-12 › The Crypt: matched 'crypt'; within the canon budget (412/1500 tokens)" */
 export function decisionLine(d: CandidateDecision): string {
-  return `${OUTCOME_WORDS[d.outcome]} · ${[d.sourcePath, ...d.headingPath].join(' › ')}: ${d.reason}`;
+  return `${OUTCOME_WORDS[d.outcome]} · ${locate(d)}: ${d.reason}`;
 }

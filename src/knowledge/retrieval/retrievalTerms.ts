@@ -1,4 +1,4 @@
-import { ftsText } from '../indexing';
+import { CJK_CHARS, ftsText } from '../indexing';
 import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
 import { otherForms } from './wordForms';
@@ -48,14 +48,86 @@ export function tokenize(text: string): string[] {
  * Diacritics go from everything but CJK, as the index's tokenizer does: decomposing would strip the voicing
  * mark from kana (が → か) and split Hangul syllables into letters (마을 → ㅁㅏㅇㅡㄹ), which the index never holds.
  */
-const NOT_CJK = /[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]+/gu;
+const NOT_CJK = new RegExp(`[^${CJK_CHARS}]+`, 'gu');
 function withoutDiacritics(text: string): string {
   return text.normalize('NFKD').replace(/\p{M}+/gu, '');
 }
 
 /** A CJK character pair, the unit the index holds CJK text in: it names something as a word does. */
-const CJK_PAIR = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2}$/u;
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]{2,}/gu;
+const CJK_PAIR = new RegExp(`^[${CJK_CHARS}]{2}$`, 'u');
+const CJK_RUN = new RegExp(`[${CJK_CHARS}]{2,}`, 'gu');
+
+/**
+ * Chinese, Japanese and Korean function words (pronouns, particles, question words, auxiliaries): like
+ * STOP_WORDS they carry no topic, and a question is full of them ("宗主是谁", "城主は誰ですか"). The single
+ * characters among them also end a run of characters the segmenter left unjoined (see `cjkWords`).
+ */
+const CJK_STOP_WORDS = new Set(
+  (
+    // Chinese (simplified and traditional).
+    '的 了 是 在 和 与 與 及 或 有 没 沒 不 也 都 就 把 被 给 給 对 對 从 從 向 到 于 为 為 我 你 他 她 它 们 們 这 這 那 哪 谁 誰 ' +
+    '吗 嗎 呢 吧 啊 么 麼 个 個 很 又 还 還 去 来 來 说 說 要 会 會 能 想 着 過 过 得 地 里 裡 ' +
+    '我们 我們 你们 你們 他们 他們 她们 她們 它们 咱们 这个 這個 那个 那個 这些 這些 那些 这里 這裡 那里 那裡 哪里 哪裡 哪儿 哪个 ' +
+    '什么 什麼 怎么 怎麼 怎样 怎么样 为什么 為什麼 如何 可以 可能 没有 沒有 一个 一個 自己 已经 已經 因为 因為 所以 但是 如果 ' +
+    '还是 還是 或者 就是 不是 现在 現在 时候 時候 知道 请问 請問 告诉 告訴 一下 应该 應該 需要 ' +
+    '然后 然後 而且 可是 不过 不過 还有 還有 一些 一样 一樣 这样 這樣 那样 那樣 这么 這麼 那么 那麼 非常 觉得 覺得 东西 東西 ' +
+    '起来 起來 出来 出來 为了 為了 关于 關於 虽然 雖然 只是 ' +
+    // Japanese (function words the segmenter gives as words of two or more characters).
+    '何 私 彼 彼女 彼ら 我々 貴方 何故 ました ません でした ですか ますか という ている ていた でしょう ください られる ' +
+    'ところ それから けれど けれども だろう なので ですが あります ありません います いません しました します ' +
+    'こちら そちら あちら どちら どうして なんで これら それら あなた わたし だから しかし そして それで ' +
+    'とても もっと ちょっと やはり やっぱり みんな なった なって ' +
+    // Korean (after its particle is taken off: 무엇을 → 무엇).
+    '그리고 그러나 하지만 그런데 그래서 어디 무엇 무엇인가 누구 누가 누구인가 언제 어떻게 이것 그것 저것 여기 거기 저기 ' +
+    '우리 있다 없다 하다 입니다 있나요 있어요 있습니까 어때요 어떤 무슨'
+  ).split(' '),
+);
+
+/** Korean particles written after a word, longest first: the question's "마법사에게" is the text's "마법사가". */
+const KOREAN_PARTICLES = [
+  '에게서', '한테서', '으로서', '으로써', '에서는', '에게는', '으로는', '이라고', '에서', '에게', '한테', '께서', '으로', '부터',
+  '까지', '처럼', '보다', '마다', '이나', '이랑', '라고', '은', '는', '이', '가', '을', '를', '의', '에', '로', '와', '과', '도', '만', '랑',
+];
+
+/** A Hangul word without its particle, when at least two syllables remain (마을 stays 마을). */
+function withoutParticle(word: string): string {
+  const particle = KOREAN_PARTICLES.find((p) => word.endsWith(p) && [...word].length - [...p].length >= 2);
+  return particle ? word.slice(0, -particle.length) : word;
+}
+
+const WORD_SEGMENTER = new Intl.Segmenter(undefined, { granularity: 'word' });
+const SINGLE_HAN = /^\p{Script=Han}$/u;
+const KATAKANA = /^[\p{Script=Katakana}ーｰ]+$/u;
+const HIRAGANA = /^\p{Script=Hiragana}+$/u;
+const HANGUL = /^\p{Script=Hangul}+$/u;
+
+/**
+ * The words of a CJK run of a query, by the dictionary segmenter the runtime ships (ICU): "女将の秘密は何ですか"
+ * → 女将, 秘密. Single Han characters it leaves apart stand for a name it does not know (黒|鉄|城, simplified
+ * 宗|门) and join back up to a function word; katakana it cuts (ダン|ジョン) is one loanword. Function words,
+ * a Korean word's particle and kana of one or two characters (particles and endings: が, です, べた) go; a
+ * single character alone is no searchable unit.
+ */
+function cjkWords(run: string): string[] {
+  const words: string[] = [];
+  let joined = '';
+  let joining: RegExp | null = null;
+  const keep = (word: string) => {
+    if ([...word].length >= 2 && !CJK_STOP_WORDS.has(word) && !(HIRAGANA.test(word) && [...word].length < 3)) words.push(word);
+  };
+  for (const { segment } of WORD_SEGMENTER.segment(run)) {
+    const joins = KATAKANA.test(segment) ? KATAKANA : SINGLE_HAN.test(segment) && !CJK_STOP_WORDS.has(segment) ? SINGLE_HAN : null;
+    if (joins !== null && joins === joining) {
+      joined += segment;
+      continue;
+    }
+    keep(joined);
+    [joined, joining] = joins ? [segment, joins] : ['', null];
+    if (!joins) keep(HANGUL.test(segment) && !CJK_STOP_WORDS.has(segment) ? withoutParticle(segment) : segment);
+  }
+  keep(joined);
+  return words;
+}
 
 export function isMeaningfulWord(word: string): boolean {
   if (STOP_WORDS.has(word)) return false;
@@ -95,8 +167,20 @@ function otherStemsOf(word: string): string[] {
   return [...new Set(variantsOf(word).map(stem))].filter((s) => s !== own);
 }
 
+/**
+ * Words as a writer reads them: joined by spaces, except the overlapping pairs of a CJK word, which join
+ * back into it ("마법 법사" is "마법사"). Term texts and the names compared with them are both made here.
+ */
+export function termText(words: readonly string[]): string {
+  return words.reduce((text, word, i) => {
+    const previous = words[i - 1];
+    const overlaps = previous !== undefined && CJK_PAIR.test(previous) && CJK_PAIR.test(word) && [...previous][1] === [...word][0];
+    return i === 0 ? word : overlaps ? text + [...word][1]! : `${text} ${word}`;
+  }, '');
+}
+
 function term(words: string[], origin: SearchTerm['origin'], standing: boolean, name: boolean): SearchTerm {
-  return { text: words.join(' '), words, stems: words.map(stem), otherStems: words.map(otherStemsOf), standing, name, origin };
+  return { text: termText(words), words, stems: words.map(stem), otherStems: words.map(otherStemsOf), standing, name, origin };
 }
 
 /** Every variant of a term's words, for the index to find it by (a phrase's combinations are few). */
@@ -200,9 +284,9 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
 
   const addText = (raw: string | undefined, origin: SearchTerm['origin']) => {
     if (!raw) return;
-    // A CJK run has no spaces between its words: the whole run is searched as one phrase of its pairs.
+    // A CJK run has no spaces between its words: each of its words is searched as a phrase of its pairs.
     const text = raw.replace(CJK_RUN, (run) => {
-      add(term(tokenize(run), origin, false, false));
+      for (const word of cjkWords(run)) add(term(tokenize(word), origin, false, false));
       return ' ';
     });
     const tokens = tokenize(text);

@@ -95,7 +95,11 @@ function rules(store: KnowledgeStore): Rule[] {
   return built;
 }
 
-const WORD_CHAR = /[\p{L}\p{N}_]/u;
+/**
+ * A word character as SillyTavern's whole-word test sees one: its `\W` boundary has no `u` flag, so any other
+ * character (Chinese, Cyrillic, é) bounds a key, and 宗门 is a whole word inside 我们的宗门很大.
+ */
+const WORD_CHAR = /[A-Za-z0-9_]/;
 
 /** SillyTavern's key test: a plain substring, or with whole words a single word bounded by non-word characters. */
 function keyMentioned(key: string, text: { raw: string; lower: string }, t: SourceTriggers): boolean {
