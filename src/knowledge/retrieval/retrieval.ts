@@ -235,15 +235,16 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   if (match) {
     // Rank on FTS5 alone, then join only the pool that can matter: eligible or not, in one query, so
     // what eligibility excludes is still recorded with its reason. In an index file other campaigns share,
-    // their passages must not take the pool's places.
+    // their passages must not take the pool's places. Ordered by bm25() itself: the same order as
+    // `rank MATCH 'bm25(…)' ORDER BY rank`, which took half as long again on the SRD ×10. CROSS JOIN keeps
+    // the pool first: left to itself the planner walked every passage of the campaign to meet the 80.
     pool = store
       .statement(
         `SELECT ${CANDIDATE_COLUMNS}
-         FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH @match
-               AND rank MATCH 'bm25(${HEADING_WEIGHT}, 1)'
+         FROM (SELECT rowid FROM passages_fts WHERE passages_fts MATCH @match
                ${stats.sharedIndex ? 'AND rowid IN (SELECT rowid FROM passages WHERE campaign_id = @campaign)' : ''}
-               ORDER BY rank LIMIT ${CANDIDATE_POOL}) f
-         JOIN passages p ON p.rowid = f.rowid JOIN sources s ON s.id = p.source_id
+               ORDER BY bm25(passages_fts, ${HEADING_WEIGHT}, 1) LIMIT ${CANDIDATE_POOL}) f
+         CROSS JOIN passages p ON p.rowid = f.rowid CROSS JOIN sources s ON s.id = p.source_id
          WHERE p.campaign_id = @campaign`,
       )
       .all({ match, campaign: store.campaignId }) as CandidateRow[];
