@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { OUTCOME_WORDS, whyNot, type CandidateDecision } from '../knowledge/retrieval';
+import { locate, OUTCOME_WORDS, whyNot, type CandidateDecision } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
 import { branchesOf, type Branch } from '../story/branches';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
@@ -242,7 +242,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         const item = new vscode.TreeItem([d.sourceTitle, ...headings].join(' › '));
         const relevance = d.score === null ? '' : ` · relevance ${d.score.toFixed(2)}`;
         item.description = `${CLASS_LABEL[d.class]} · ${OUTCOME_WORDS[d.outcome]}${relevance}`;
-        item.tooltip = `${d.sourcePath}\n${OUTCOME_WORDS[d.outcome]}: ${plainReason(d)}`;
+        item.tooltip = `${locate(d)}\n${OUTCOME_WORDS[d.outcome]}: ${plainReason(d)}`;
         item.iconPath = new vscode.ThemeIcon(d.outcome === 'selected' ? 'pass' : 'circle-slash');
         item.contextValue = 'provenancePassage';
         return item;

@@ -215,6 +215,10 @@ describe('text kept in front matter', () => {
     assert.ok(places.filter((p) => p.startsWith('stories/nightfall.md') && p.endsWith(' › News')).length > 1, places.join('\n'));
     assert.equal(new Set(places).size, places.length, places.join('\n'));
     assert.ok(places.every((p) => /^stories\/\w+\.md:\d+-\d+( › |$)/.test(p)), places.join('\n'));
+    // A turn played before lines were recorded keeps its decisions as they were stored: named without lines.
+    const { startLine, endLine, ...stored } = record.candidates[0]!;
+    assert.ok(startLine! <= endLine!);
+    assert.match(decisionLine(stored), /^[^·]+· stories\/\w+\.md( › [^:]+)?: \S/, decisionLine(stored));
   });
 
   it('puts the markdown headings written inside a chapter into the heading trail, not into the text', () => {

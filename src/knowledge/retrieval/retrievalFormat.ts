@@ -1,11 +1,12 @@
-import type { CandidateDecision, SelectedPassage } from './retrievalTypes';
+import type { CandidateDecision } from './retrievalTypes';
 import { isMeaningfulWord, tokenize } from './retrievalTerms';
 
 // How retrieval results read as text, for every surface that prints them (CLI, previews in the editor).
 
-/** "places/old-abbey.md:9-12 › The Old Abbey › The Crypt" */
-export function locate(p: Pick<SelectedPassage, 'sourcePath' | 'startLine' | 'endLine' | 'headingPath'>): string {
-  return [`${p.sourcePath}:${p.startLine}-${p.endLine}`, ...p.headingPath].join(' › ');
+/** "places/old-abbey.md:9-12 › The Old Abbey › The Crypt" (without the lines when a stored record has none) */
+export function locate(p: Pick<CandidateDecision, 'sourcePath' | 'startLine' | 'endLine' | 'headingPath'>): string {
+  const lines = p.startLine === undefined ? '' : `:${p.startLine}-${p.endLine}`;
+  return [`${p.sourcePath}${lines}`, ...p.headingPath].join(' › ');
 }
 
 export function excerpt(text: string, max = 160): string {

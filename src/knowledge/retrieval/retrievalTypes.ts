@@ -82,9 +82,12 @@ export interface PassageIdentity {
 }
 
 export interface CandidateDecision extends PassageIdentity {
-  /** The file lines it is written on: they tell apart the passages under one heading. */
-  startLine: number;
-  endLine: number;
+  /**
+   * The file lines it is written on: they tell apart the passages under one heading. Absent from the
+   * decisions of turns played before they were recorded (play.db and bundles keep records as written).
+   */
+  startLine?: number;
+  endLine?: number;
   /** Why relevance admitted (or refused) it: matched terms, similarity against the model's floor. */
   admitted: boolean;
   matchedTerms: string[];
