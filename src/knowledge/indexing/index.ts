@@ -11,6 +11,6 @@ export { assertFts5, migrate, openDatabase } from './sqlite';
 export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
 export type { ProcessOwner } from './processOwner';
 export type { Db, Migration } from './sqlite';
-export { CJK_CHARS, ftsText } from './indexText';
+export { CJK_CHARS, CJK_RUN, ftsText } from './indexText';
 export { KnowledgeStore } from './store';
 export type { PassageRow } from './store';

@@ -1,5 +1,17 @@
-import type { Migration } from './sqlite';
-import { ftsText } from './indexText';
+import type { Db, Migration } from './sqlite';
+import { ftsHeading, ftsText } from './indexText';
+
+/** Writes the full-text rows of the passages `where` selects anew from their text, as an import writes them. */
+function reindexPassages(db: Db, where: string): void {
+  // Read all first: better-sqlite3 cannot write on a connection while a read is still being iterated.
+  const rows = db.prepare(`SELECT rowid, heading_path, text FROM passages ${where}`).all() as { rowid: number; heading_path: string; text: string }[];
+  const remove = db.prepare('DELETE FROM passages_fts WHERE rowid = ?');
+  const insert = db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+  for (const row of rows) {
+    remove.run(row.rowid);
+    insert.run(row.rowid, ftsHeading(JSON.parse(row.heading_path) as string[]), ftsText(row.text));
+  }
+}
 
 /**
  * The knowledge index (`<campaign>/.storyteller/index.db`) is derived from the campaign's files and can be
@@ -134,11 +146,7 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
         );
       `);
       // Refilled from the passages here, so search works before the next import re-chunks them.
-      const insert = db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
-      // Read all first: better-sqlite3 cannot write on a connection while a read is still being iterated.
-      for (const row of db.prepare('SELECT rowid, heading_path, text FROM passages').all() as { rowid: number; heading_path: string; text: string }[]) {
-        insert.run(row.rowid, ftsText((JSON.parse(row.heading_path) as string[]).join(' › ')), ftsText(row.text));
-      }
+      reindexPassages(db, '');
     },
   },
   {
@@ -200,15 +208,7 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
     description: 'katakana words with a long-vowel mark (パーティー) held whole as character pairs',
     up(db) {
       // Only passages holding the mark index differently; an unchanged passage is never rewritten by an import.
-      const rows = db
-        .prepare("SELECT rowid, heading_path, text FROM passages WHERE instr(text || heading_path, 'ー') > 0 OR instr(text || heading_path, 'ｰ') > 0")
-        .all() as { rowid: number; heading_path: string; text: string }[];
-      const remove = db.prepare('DELETE FROM passages_fts WHERE rowid = ?');
-      const insert = db.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
-      for (const row of rows) {
-        remove.run(row.rowid);
-        insert.run(row.rowid, ftsText((JSON.parse(row.heading_path) as string[]).join(' › ')), ftsText(row.text));
-      }
+      reindexPassages(db, "WHERE instr(text || heading_path, 'ー') > 0 OR instr(text || heading_path, 'ｰ') > 0");
     },
   },
 ];

@@ -13,7 +13,7 @@ export function normalizeForIndex(text: string): string {
 export const CJK_CHARS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}ーｰ';
 
 /** Two or more CJK characters in a row. */
-const CJK_RUN = new RegExp(`[${CJK_CHARS}]{2,}`, 'gu');
+export const CJK_RUN = new RegExp(`[${CJK_CHARS}]{2,}`, 'gu');
 
 /**
  * Text as the full-text index holds it: NFC, and each CJK run as its overlapping character pairs
@@ -26,4 +26,9 @@ export function ftsText(text: string): string {
     const chars = [...run];
     return ` ${chars.slice(0, -1).map((c, i) => c + chars[i + 1]!).join(' ')} `;
   });
+}
+
+/** A heading trail as the index's heading column holds it. */
+export function ftsHeading(headingPath: readonly string[]): string {
+  return ftsText(headingPath.join(' › '));
 }

@@ -3,7 +3,7 @@ import type { Campaign } from '../campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
 import { assertFts5, isDamagedDatabase, openDatabase, type Db } from './sqlite';
-import { ftsText } from './indexText';
+import { ftsHeading, ftsText } from './indexText';
 import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord, SourceTriggers } from '../campaign';
 
 interface SourceRow {
@@ -310,7 +310,7 @@ export class KnowledgeStore {
       }
       if (held) deleteRow(held.rowid);
       const { lastInsertRowid } = insertPassage.run(p.id, source.id, source.campaignId, p.index, source.class, headingPath, p.text, p.tokenCount, p.contentHash, p.startLine, p.endLine);
-      insertFts.run(lastInsertRowid, ftsText(p.headingPath.join(' › ')), ftsText(p.text));
+      insertFts.run(lastInsertRowid, ftsHeading(p.headingPath), ftsText(p.text));
     }
     for (const gone of stored.values()) deleteRow(gone.rowid);
   }

@@ -426,13 +426,6 @@ function admitLexically(
  * than inside one that shares a word or two with it.
  */
 function sourceEvidence(candidates: readonly Working[], weights: QueryWeights): Map<string, number> {
-  const evidence = new Map([...termsBySource(candidates)].map(([id, terms]) => [id, [...terms].reduce((n, t) => n + weights.idf.get(t)!, 0)]));
-  const best = Math.max(0, ...evidence.values());
-  return new Map([...evidence].map(([id, e]) => [id, best > 0 ? e / best : 1]));
-}
-
-/** Per source, the terms its candidate passages matched between them. */
-function termsBySource(candidates: readonly Working[]): Map<string, Set<SearchTerm>> {
   const held = new Map<string, Set<SearchTerm>>();
   for (const w of candidates) {
     if (!w.lexical) continue;
@@ -440,7 +433,9 @@ function termsBySource(candidates: readonly Working[]): Map<string, Set<SearchTe
     if (!terms) held.set(w.row.source_id, (terms = new Set()));
     for (const t of w.lexical.matched) terms.add(t);
   }
-  return held;
+  const evidence = new Map([...held].map(([id, terms]) => [id, [...terms].reduce((n, t) => n + weights.idf.get(t)!, 0)]));
+  const best = Math.max(0, ...evidence.values());
+  return new Map([...evidence].map(([id, e]) => [id, best > 0 ? e / best : 1]));
 }
 
 function scoreSurvivors(

@@ -1,4 +1,4 @@
-import { CJK_CHARS, ftsText } from '../indexing';
+import { CJK_CHARS, CJK_RUN, ftsText } from '../indexing';
 import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
 import { otherForms } from './wordForms';
@@ -55,7 +55,6 @@ function withoutDiacritics(text: string): string {
 
 /** A CJK character pair, the unit the index holds CJK text in: it names something as a word does. */
 const CJK_PAIR = new RegExp(`^[${CJK_CHARS}]{2}$`, 'u');
-const CJK_RUN = new RegExp(`[${CJK_CHARS}]{2,}`, 'gu');
 
 /**
  * Chinese, Japanese and Korean function words (pronouns, particles, question words, auxiliaries): like
