@@ -113,7 +113,8 @@ describe('the play panel', () => {
       { action: 'fill', selector: '#action textarea', text: 'I step inside' },
       { action: 'click', selector: '#do' },
     ]);
-    text = await panelShows('play-fork', (t) => !t.includes('Candles gutter'), [{ action: 'click', selector: '#transcript article:first-child .fork' }]);
+    // The story and the notice arrive in two messages: wait for both.
+    text = await panelShows('play-fork', (t) => !t.includes('Candles gutter') && t.includes('Continuing from turn 1'), [{ action: 'click', selector: '#transcript article:first-child .fork' }]);
     assert.match(text, /A second telling/);
     assert.match(text, /Continuing from turn 1 .*the later turn, "I step inside", stays on its branch in the Adventures view/, 'the fork says where the later turn went');
     assert.equal(panel.allTurns().length, 3);
