@@ -188,6 +188,22 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     }
   });
 
+  it('says nothing to a question naming with capitals what no tale names, though a tale uses each of its words', async () => {
+    // A second chance and a north wind, shadows and armour: the tales hold the words, never the name.
+    for (const [question, name] of [
+      ['How does Armor of Shadows work?', 'armor of shadows'],
+      ['How does Second Wind work?', 'second wind'],
+    ] as const) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], question);
+      assert.ok(record.candidates.some((c) => c.matchedTerms.length > 0), `${question}: some passage shared a word`);
+      assert.match(record.abstention ?? '', new RegExp(`never mentions '${name}'`), question);
+    }
+    // A name written otherwise than its tale writes it ("Saint Kavin", "St. Kevin") is still found by what the tale does hold.
+    const { hits } = await searchKnowledge(book.store, "What did Saint Kevin do for King O'Toole?", { limit: 3 });
+    assert.ok(hits.length > 0 && hits.every((h) => h.sourcePath === 'king-o-toole-and-st-kevin.md'), hits.map((h) => h.sourcePath).join(', '));
+  });
+
   it('answers a question about a neighbour asked with the American spelling', async () => {
     // "The Fairy Nurse" spells it "neighbour"; the question's writer did not ("Neighbor Underground" spells it so).
     const { hits } = await searchKnowledge(book.store, 'Who did the neighbor see?', { limit: 5 });

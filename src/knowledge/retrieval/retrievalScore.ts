@@ -1,6 +1,6 @@
 import type { KnowledgeStore } from '../indexing';
 import { englishProbability } from './backgroundEnglish';
-import { occurrences, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
+import { buildMatchExpression, occurrences, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
 
 /**
  * Lexical relevance with meaning: BM25 over stems with the campaign's own term statistics, the exact
@@ -82,6 +82,8 @@ export interface CampaignStatistics {
   /** Words in the campaign's text, and how many of them are a stem: its own language model. */
   words(): number;
   termCount(stem: string): number;
+  /** Passages holding a phrase's words side by side, in any of their spellings. */
+  phraseFrequency(term: SearchTerm): number;
 }
 
 interface CachedStatistics extends CampaignStatistics {
@@ -126,6 +128,8 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const ofThisCampaign = 'FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc WHERE o.term = ? AND p.campaign_id = ?';
   const docFrequency = perStem(shared ? `SELECT count(DISTINCT o.doc) AS n ${ofThisCampaign}` : 'SELECT doc AS n FROM temp.passages_vocab WHERE term = ?');
   const termCount = perStem(shared ? `SELECT count(*) AS n ${ofThisCampaign}` : 'SELECT cnt AS n FROM temp.passages_vocab WHERE term = ?');
+  const phrases = new Map<string, number>();
+  const phraseStatement = store.statement('SELECT count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ?');
   let words: number | undefined;
   const stats: CachedStatistics = {
     key: version,
@@ -134,6 +138,15 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
     sharedIndex: shared,
     docFrequency,
     termCount,
+    phraseFrequency(term) {
+      const expression = buildMatchExpression([term])!;
+      let n = phrases.get(expression);
+      if (n === undefined) {
+        n = (phraseStatement.get(expression, store.campaignId) as { n: number }).n;
+        phrases.set(expression, n);
+      }
+      return n;
+    },
     words(): number {
       words ??= (
         (shared
@@ -164,9 +177,12 @@ function perWord(term: SearchTerm, figure: (stem: string) => number): number {
   return Math.min(...term.stems.map((s, j) => term.otherStems[j]!.reduce((n, other) => n + figure(other), figure(s))));
 }
 
-/** How rare a term is here: a phrase as rare as its rarest word; a word the campaign lacks has df 0. */
+/**
+ * How rare a term is here: a phrase as rare as its rarest word, a capitalised name as the passages holding
+ * it whole ("Second Wind" is not in a tale that has a second chance and a north wind); a word the campaign lacks has df 0.
+ */
 export function inverseFrequency(stats: CampaignStatistics, term: SearchTerm): { idf: number; df: number } {
-  const df = perWord(term, (s) => stats.docFrequency(s));
+  const df = term.capitalized ? stats.phraseFrequency(term) : perWord(term, (s) => stats.docFrequency(s));
   return { idf: Math.log(1 + (stats.passages - df + 0.5) / (df + 0.5)), df };
 }
 
@@ -211,7 +227,7 @@ export interface QueryWeights {
  */
 function backgroundOf(stats: CampaignStatistics, term: SearchTerm): Background {
   const english = perWord(term, englishProbability);
-  const count = perWord(term, (s) => stats.termCount(s));
+  const count = term.capitalized ? stats.phraseFrequency(term) : perWord(term, (s) => stats.termCount(s));
   return { campaign: (count + CAMPAIGN_SMOOTHING * english) / (stats.words() + CAMPAIGN_SMOOTHING), english, count };
 }
 
@@ -315,7 +331,8 @@ export function judge(
     const idf = weights.idf.get(t)!;
     matched.push(t);
     held += idf;
-    score += (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
+    // A capitalised name only says whether the campaign knows it: its words rank the passage, and side by side earn the proximity bonus.
+    if (!t.capitalized) score += (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
     if (inBody.positions.length > 0) positions.push({ idf, at: inBody.positions });
   }
   for (let i = 0; i < positions.length; i++) {

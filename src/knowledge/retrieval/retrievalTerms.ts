@@ -151,6 +151,11 @@ export interface SearchTerm {
   standing: boolean;
   /** The name of an entity (from the state or the library's entity lists), not just a word. */
   name: boolean;
+  /**
+   * Capitalised words of this turn run together ("Armor of Shadows"): counted where the campaign holds them
+   * side by side, not as their rarest word, so a name the campaign never uses is a word it never uses.
+   */
+  capitalized?: boolean;
   /** Where the term came from, for the record. */
   origin: 'input' | 'recent' | 'scene' | 'entity';
 }
@@ -249,6 +254,29 @@ export interface QueryParts {
   knownNames?: readonly string[];
 }
 
+const TITLE_WORD = String.raw`\p{Lu}[\p{L}\p{N}'’-]*\p{Ll}[\p{L}\p{N}'’-]*`;
+/** Small words a name holds between its capitalised ones ("Circle of the Land"); "and" joins two names. */
+const NAME_LINK = String.raw`(?:(?:of|the|a|an|on|in|to|with|for|at|from)\s+)*`;
+const CAPITALIZED_RUN = new RegExp(`${TITLE_WORD}(?:\\s+${NAME_LINK}${TITLE_WORD})+`, 'gu');
+const FIRST_WORD = new RegExp(`^\\S+\\s+${NAME_LINK}`, 'u');
+const SENTENCE_START = /(^|[.!?:;"“(\n])\s*$/u;
+
+/**
+ * Runs of two or more capitalised words in a turn ("How does Armor of Shadows work?"): the names it asks
+ * about. A sentence's first word is capitalised anyway, so it is left out.
+ */
+export function capitalizedNames(text: string): string[][] {
+  const names: string[][] = [];
+  for (const match of text.matchAll(CAPITALIZED_RUN)) {
+    // "Tom Kitten's mother" names Tom Kitten; "Dark One's Blessing" keeps its 's, as the index does.
+    let run = match[0].replace(/['’]s$/u, '');
+    if (SENTENCE_START.test(text.slice(0, match.index))) run = run.replace(FIRST_WORD, '');
+    const tokens = nameTokens(run);
+    if (tokens.length >= 2) names.push(tokens);
+  }
+  return names;
+}
+
 /** How many of the newest story lines join the query: enough for the thread, not the whole transcript. */
 export const RECENT_LINES_IN_QUERY = 2;
 
@@ -305,6 +333,8 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
   };
 
   addText(parts.input, 'input');
+  // A name the turn writes with capitals is also searched whole: whether the campaign holds it side by side decides.
+  for (const name of capitalizedNames(parts.input ?? '')) if (!terms.has(termText(name))) add({ ...term(name, 'input', false, false), capitalized: true });
   addText(parts.scene, 'scene');
   for (const line of (parts.recent ?? []).slice(-RECENT_LINES_IN_QUERY)) addText(line, 'recent');
   for (const name of parts.entities ?? []) {
