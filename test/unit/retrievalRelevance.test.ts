@@ -204,6 +204,21 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.ok(hits.length > 0 && hits.every((h) => h.sourcePath === 'king-o-toole-and-st-kevin.md'), hits.map((h) => h.sourcePath).join(', '));
   });
 
+  it('finds what a question asks though it misspells a word, by the word one letter away that the tales use', async () => {
+    for (const [question, story, section, spelling] of [
+      ['What did Mother Hulde return to the girl?', 'mother-hulda', 5, 'hulda'],
+      ['Why did she dip the spindel into the well?', 'mother-hulda', 1, 'spindle'],
+      ['Who saw Lars pick seventen large shells?', 'little-lasse', 1, 'seventeen'],
+    ] as const) {
+      const { hits, record } = await searchKnowledge(book.store, question, { limit: 5 });
+      assert.ok(
+        hits.some((h) => h.sourcePath === `${story}.md` && h.headingPath[0] === `Section ${section}`),
+        `${question}: got ${hits.map((h) => `${h.sourcePath} › ${h.headingPath.join(' › ')}`).join('; ')}`,
+      );
+      assert.ok(record.terms.includes(spelling), `${question}: searched ${record.terms.join(', ')}`);
+    }
+  });
+
   it('answers a question about a neighbour asked with the American spelling', async () => {
     // "The Fairy Nurse" spells it "neighbour"; the question's writer did not ("Neighbor Underground" spells it so).
     const { hits } = await searchKnowledge(book.store, 'Who did the neighbor see?', { limit: 5 });

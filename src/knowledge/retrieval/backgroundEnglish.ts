@@ -43,3 +43,8 @@ export function englishProbability(stemmed: string): number {
   const { counts, total } = background();
   return ((counts.get(stemmed) ?? 0) + 0.5) / total;
 }
+
+/** Whether everyday English uses the word at all (a misspelling, a name or a coinage it does not). */
+export function isEverydayWord(stemmed: string): boolean {
+  return background().counts.has(stemmed);
+}

@@ -11,9 +11,9 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, RECENT_LINES_IN_QUERY, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, answerStrength, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -216,8 +216,10 @@ interface RankInput {
  * alone, then hybrid score × class weight × boosts among the survivors, then redundancy suppression.
  */
 async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
-  const { terms, queryText } = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
   const stats = campaignStatistics(store);
+  const searched = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
+  const terms = respelled(searched.terms, query.input, (word, before, after) => campaignSpelling(stats, word, before, after));
+  const queryText = searched.queryText;
   const match = buildMatchExpression(poolFinders(stats, terms));
   const byId = new Map<string, Working>();
 

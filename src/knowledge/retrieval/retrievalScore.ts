@@ -1,6 +1,7 @@
 import type { KnowledgeStore } from '../indexing';
-import { englishProbability } from './backgroundEnglish';
-import { buildMatchExpression, occurrences, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
+import { englishProbability, isEverydayWord } from './backgroundEnglish';
+import { stem } from './stemmer';
+import { buildMatchExpression, occurrences, phraseTerm, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
 
 /**
  * Lexical relevance with meaning: BM25 over stems with the campaign's own term statistics, the exact
@@ -84,6 +85,8 @@ export interface CampaignStatistics {
   termCount(stem: string): number;
   /** Passages holding a phrase's words side by side, in any of their spellings. */
   phraseFrequency(term: SearchTerm): number;
+  /** Every stem the index holds (of any campaign in it). */
+  vocabulary(): ReadonlySet<string>;
 }
 
 interface CachedStatistics extends CampaignStatistics {
@@ -131,6 +134,7 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const phrases = new Map<string, number>();
   const phraseStatement = store.statement('SELECT count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ?');
   let words: number | undefined;
+  let vocabulary: Set<string> | undefined;
   const stats: CachedStatistics = {
     key: version,
     passages: n,
@@ -146,6 +150,10 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
         phrases.set(expression, n);
       }
       return n;
+    },
+    vocabulary() {
+      vocabulary ??= new Set((store.statement('SELECT term FROM temp.passages_vocab').all() as { term: string }[]).map((r) => r.term));
+      return vocabulary;
     },
     words(): number {
       words ??= (
@@ -355,4 +363,47 @@ function closest(a: readonly number[], b: readonly number[]): number {
     else j++;
   }
   return best;
+}
+
+/** Words shorter than this are not respelled: too many real words lie one letter from them. */
+const RESPELL_MIN_LENGTH = 5;
+
+/**
+ * The campaign's spelling of a word it never uses and everyday English does not either ("frigtened",
+ * "Farquar"): a word it uses one letter away (dropped, added, changed or two swapped). Of several, the
+ * one the campaign writes beside the word's neighbour in the turn ("Mother Hulde" is Mother Hulda, not
+ * "holde"), else the one it uses most; null when there is none.
+ */
+export function campaignSpelling(stats: CampaignStatistics, word: string, before: string | undefined, after: string | undefined): string | null {
+  if ([...word].length < RESPELL_MIN_LENGTH || !/^[a-z]+$/.test(word)) return null;
+  const own = stem(word);
+  if (stats.docFrequency(own) > 0 || isEverydayWord(own)) return null;
+  const vocabulary = stats.vocabulary();
+  // By stem, as the index holds words. Of the edits sharing one, a letter changed or swapped is likelier the
+  // word than one added, and one added than one dropped ("spindel" is "spindle", not "spindl").
+  const likelihood = (edit: string) => (edit.length === word.length ? 2 : edit.length > word.length ? 1 : 0);
+  const candidates = new Map<string, { edit: string; count: number }>();
+  for (const edit of oneEditAway(word)) {
+    const s = stem(edit);
+    const count = vocabulary.has(s) ? stats.termCount(s) : 0;
+    const known = candidates.get(s);
+    if (count > 0 && (!known || likelihood(edit) > likelihood(known.edit))) candidates.set(s, { edit, count });
+  }
+  const byUse = [...candidates.values()].sort((a, b) => b.count - a.count).map((c) => c.edit);
+  const besideNeighbour = (edit: string) =>
+    (before !== undefined && stats.phraseFrequency(phraseTerm([before, edit])) > 0) || (after !== undefined && stats.phraseFrequency(phraseTerm([edit, after])) > 0);
+  return (byUse.length > 1 ? byUse.find(besideNeighbour) : undefined) ?? byUse[0] ?? null;
+}
+
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+function* oneEditAway(word: string): Generator<string> {
+  for (let i = 0; i <= word.length; i++) {
+    const [head, tail] = [word.slice(0, i), word.slice(i)];
+    if (tail) yield head + tail.slice(1);
+    if (tail.length > 1) yield head + tail[1] + tail[0] + tail.slice(2);
+    for (const c of LETTERS) {
+      if (tail && c !== tail[0]) yield head + c + tail.slice(1);
+      yield head + c + tail;
+    }
+  }
 }

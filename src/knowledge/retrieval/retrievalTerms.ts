@@ -187,6 +187,31 @@ function term(words: string[], origin: SearchTerm['origin'], standing: boolean, 
   return { text: termText(words), words, stems: words.map(stem), otherStems: words.map(otherStemsOf), standing, name, origin };
 }
 
+/** A phrase of words as a search term, to ask the index how often they stand side by side. */
+export function phraseTerm(words: string[]): SearchTerm {
+  return term(words, 'input', false, false);
+}
+
+/** A word of the turn with the words written either side of it, which tell which of two spellings it meant. */
+export type Respeller = (word: string, before: string | undefined, after: string | undefined) => string | null;
+
+/** The turn's terms with the words the campaign spells otherwise (see campaignSpelling) spelled its way. */
+export function respelled(terms: readonly SearchTerm[], input: string, spelling: Respeller): SearchTerm[] {
+  const written = tokenize(input);
+  const respell = (word: string) => {
+    const at = written.indexOf(word);
+    return spelling(word, written[at - 1], written[at + 1]) ?? word;
+  };
+  const byText = new Map<string, SearchTerm>();
+  for (const t of terms) {
+    const words = t.origin === 'input' ? t.words.map(respell) : t.words;
+    const respelt = words.every((w, i) => w === t.words[i]) ? t : { ...term(words, t.origin, t.standing, t.name), capitalized: t.capitalized };
+    // "Starkard and Starkad" is one name asked twice.
+    if (!byText.has(respelt.text)) byText.set(respelt.text, respelt);
+  }
+  return [...byText.values()];
+}
+
 /** Every variant of a term's words, for the index to find it by (a phrase's combinations are few). */
 function variantPhrases(words: readonly string[]): string[][] {
   return words.reduce<string[][]>((sofar, word) => sofar.flatMap((prefix) => [word, ...variantsOf(word)].map((w) => [...prefix, w])), [[]]);
