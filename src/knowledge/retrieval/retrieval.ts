@@ -178,6 +178,16 @@ function poolFinders(stats: CampaignStatistics, terms: SearchTerm[]): SearchTerm
     .map((t) => t.term);
 }
 
+/**
+ * A turn is read closely: its capitalised names whole, its misspellings as the campaign spells them. A
+ * pasted chapter (more terms than its pool is found by) is not: hundreds of names and unknown words, each
+ * asked of the index, cost more than its search, and a few among thousands change nothing.
+ */
+function readClosely(stats: CampaignStatistics, terms: SearchTerm[], input: string): SearchTerm[] {
+  if (terms.length > MAX_POOL_TERMS) return terms.filter((t) => !t.capitalized);
+  return respelled(terms, input, (word, before, after) => campaignSpelling(stats, word, before, after));
+}
+
 /** Multi-word names the library declares (front matter `entities`), searched as phrases. */
 function libraryNames(store: KnowledgeStore): string[] {
   const rows = store
@@ -218,7 +228,7 @@ interface RankInput {
 async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
   const stats = campaignStatistics(store);
   const searched = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
-  const terms = respelled(searched.terms, query.input, (word, before, after) => campaignSpelling(stats, word, before, after));
+  const terms = readClosely(stats, searched.terms, query.input);
   const queryText = searched.queryText;
   const match = buildMatchExpression(poolFinders(stats, terms));
   const byId = new Map<string, Working>();
