@@ -204,6 +204,19 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.ok(hits.length > 0 && hits.every((h) => h.sourcePath === 'king-o-toole-and-st-kevin.md'), hits.map((h) => h.sourcePath).join(', '));
   });
 
+  it('says nothing to a rules question met by a tale that uses its words only in passing, however often other tales use them', async () => {
+    // King O'Toole's tale has the divine and the king's health once or twice each, and a tale of a goodman
+    // turns and orders once; other tales use each word more, which is no evidence for these passages.
+    for (const question of ['How does Divine Health work?', 'How does Divine Strike work?', 'How does Determine Turn Order work?']) {
+      const { hits, record } = await searchKnowledge(book.store, question);
+      assert.deepEqual(hits, [], `${question}: got ${hits.map((h) => h.sourcePath).join(', ')}`);
+      assert.match(record.abstention ?? '', /closest passage/, question);
+    }
+    // The tale still answers a question about itself in the same words.
+    const { hits } = await searchKnowledge(book.store, 'How was the king in good health again?', { limit: 1 });
+    assert.equal(hits[0]?.sourcePath, 'king-o-toole-and-st-kevin.md');
+  });
+
   it('finds what a question asks though it misspells a word, by the word one letter away that the tales use', async () => {
     for (const [question, story, section, spelling] of [
       ['What did Mother Hulde return to the girl?', 'mother-hulda', 5, 'hulda'],

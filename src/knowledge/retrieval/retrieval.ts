@@ -241,7 +241,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
     const heading = stemText([...(JSON.parse(row.heading_path) as string[]), ...(trigger ? [trigger.mention] : [])].join(' '));
     const body = stemmedPassage(row.content_hash, row.text);
-    return toWorking(row, judge(stats, weights, terms, heading, body, row.text.length), trigger);
+    return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }), trigger);
   };
   let pool: CandidateRow[] = [];
   if (match) {

@@ -43,11 +43,12 @@ const PASSAGE_SHARE_OF_BAR = 0.5;
  */
 export const EVIDENCE_FLOOR = 0.5;
 /**
- * One word shows a passage is about it at most this many nats per ln(1 + times the campaign uses it): a
- * word the whole campaign mentions once or twice ("radiator", "restore") is a passing mention, however
- * rare it is in English, while a name the campaign keeps using can decide alone. Tuned on FairytaleQA
- * train with its off-topic halves: at 3 no real question more was refused, at 2 two in a thousand more;
- * 2.5 keeps both settings under 1% of real questions refused.
+ * One word shows a passage is about it at most this many nats per ln(1 + times the passage's file uses
+ * it): a word its file mentions once or twice ("radiator", "restore") is a passing mention, however rare
+ * it is in English, while a name the file keeps using can decide alone. Counted in the file, not the
+ * campaign: a word twenty tales each mention in passing is no tale's subject. Tuned on FairytaleQA train
+ * with its off-topic halves: counted in the file, 2, 2.5 and 3 refused as many real questions (0.7% per
+ * story, 0.8% pooled); 3 answered more SRD headings per story, 2 more everyday questions pooled.
  */
 const PASSING_MENTION_EVIDENCE = 2.5;
 /**
@@ -66,9 +67,12 @@ const STANDALONE_EVIDENCE = PASSING_MENTION_EVIDENCE * Math.log(1 + 3);
  * missing words to count as evidence (a few hundred words are little evidence of what they lack).
  */
 export const MAX_UNSEEN_SHARE = 0.75;
-/** Words' worth of the campaign's own language model a passage's model is smoothed with. */
+/** Words' worth of its file's language model a passage's model is smoothed with. */
 const PASSAGE_SMOOTHING = 1000;
-/** Words' worth of everyday English the campaign's model is smoothed with: a small campaign is little evidence. */
+/**
+ * Words' worth of the rest of the campaign a file's model is smoothed with, and of everyday English the
+ * rest's model is: a small campaign is little evidence, and a file is explained by its own words first.
+ */
 const CAMPAIGN_SMOOTHING = 1000;
 /** A campaign using a word less than this share as often as everyday English does holds it only in passing (said when it abstains). */
 export const EVERYDAY_RATIO = 0.5;
@@ -87,6 +91,9 @@ export interface CampaignStatistics {
   phraseFrequency(term: SearchTerm): number;
   /** Every stem the index holds (of any campaign in it). */
   vocabulary(): ReadonlySet<string>;
+  /** Uses of a term in one source file (a capitalised name: passages holding it), and the file's size in words. */
+  sourceCount(term: SearchTerm, sourceId: string): number;
+  sourceWords(sourceId: string): number;
 }
 
 interface CachedStatistics extends CampaignStatistics {
@@ -97,6 +104,8 @@ const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
 /** Stemmed passage text by content, reused across turns: the text of a passage only changes with its hash. */
 const stemmedCache = new Map<string, StemmedText>();
 const STEMMED_CACHE_LIMIT = 4000;
+/** Per-file counts kept between turns, in (term, file) pairs. */
+const SOURCE_COUNTS_HELD = 200_000;
 
 /** Moves whenever the index changes: `data_version` on another connection's commit, `total_changes()` on this one's. */
 export function indexVersion(store: KnowledgeStore): string {
@@ -135,6 +144,32 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const phraseStatement = store.statement('SELECT count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ?');
   let words: number | undefined;
   let vocabulary: Set<string> | undefined;
+  // A term's uses per file, in one grouped query per stem or name, asked only of this turn's own words.
+  const stemBySourceStatement = store.statement(
+    `SELECT p.source_id AS source, count(*) AS n FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
+     WHERE o.term = ? AND p.campaign_id = ? GROUP BY p.source_id`,
+  );
+  const phraseBySourceStatement = store.statement(
+    'SELECT p.source_id AS source, count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ? GROUP BY p.source_id',
+  );
+  const bySource = new Map<string, Map<string, number>>();
+  let countsHeld = 0;
+  const countsBySource = (statement: typeof stemBySourceStatement, key: string): Map<string, number> => {
+    let counts = bySource.get(key);
+    if (!counts) {
+      counts = new Map((statement.all(key, store.campaignId) as { source: string; n: number }[]).map((r) => [r.source, r.n]));
+      // A long session of turns over a large campaign would otherwise keep every word's count per file.
+      if (countsHeld + counts.size > SOURCE_COUNTS_HELD) {
+        bySource.clear();
+        countsHeld = 0;
+      }
+      bySource.set(key, counts);
+      countsHeld += counts.size;
+    }
+    return counts;
+  };
+  const sourceSizeStatement = store.statement('SELECT coalesce(sum(length(text)), 0) AS chars FROM passages WHERE source_id = ?');
+  const sourceSizes = new Map<string, number>();
   const stats: CachedStatistics = {
     key: version,
     passages: n,
@@ -150,6 +185,19 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
         phrases.set(expression, n);
       }
       return n;
+    },
+    sourceCount(term, sourceId) {
+      if (term.capitalized) return countsBySource(phraseBySourceStatement, buildMatchExpression([term])!).get(sourceId) ?? 0;
+      return perWord(term, (s) => countsBySource(stemBySourceStatement, s).get(sourceId) ?? 0);
+    },
+    sourceWords(sourceId) {
+      let size = sourceSizes.get(sourceId);
+      if (size === undefined) {
+        // Its share of the campaign's text: counting its words exactly would read every word of the index.
+        size = ((sourceSizeStatement.get(sourceId) as { chars: number }).chars / Math.max(1, n * chars)) * stats.words();
+        sourceSizes.set(sourceId, size);
+      }
+      return size;
     },
     vocabulary() {
       vocabulary ??= new Set((store.statement('SELECT term FROM temp.passages_vocab').all() as { term: string }[]).map((r) => r.term));
@@ -307,6 +355,18 @@ export function passageHolds(weights: QueryWeights, judgement: LexicalJudgement)
 }
 
 /**
+ * How often a file uses a term, as a language model: its own uses smoothed with the rest of the campaign's
+ * (and that with English's). A word the other tales use and this one never does is not this tale's word: a
+ * passage missing it is not excused by its being common elsewhere. In a campaign of one file, the campaign's model.
+ */
+function fileModel(stats: CampaignStatistics, term: SearchTerm, background: Background, sourceId: string): { probability: number; count: number } {
+  const count = stats.sourceCount(term, sourceId);
+  const size = stats.sourceWords(sourceId);
+  const rest = (Math.max(0, background.count - count) + CAMPAIGN_SMOOTHING * background.english) / (Math.max(0, stats.words() - size) + CAMPAIGN_SMOOTHING);
+  return { probability: (count + CAMPAIGN_SMOOTHING * rest) / (size + CAMPAIGN_SMOOTHING), count };
+}
+
+/**
  * BM25 with stems, exact spellings, the heading, and proximity; the share of the query's evidence held;
  * and the passage's evidence against everyday English for this turn's words.
  */
@@ -314,10 +374,9 @@ export function judge(
   stats: CampaignStatistics,
   weights: QueryWeights,
   terms: readonly SearchTerm[],
-  heading: StemmedText,
-  body: StemmedText,
-  length: number,
+  passage: { heading: StemmedText; body: StemmedText; length: number; sourceId: string },
 ): LexicalJudgement {
+  const { heading, body, length, sourceId } = passage;
   const norm = 1 - BM25_B + (BM25_B * length) / Math.max(1, stats.averageLength);
   const words = heading.words.length + body.words.length;
   let score = 0;
@@ -331,8 +390,9 @@ export function judge(
     const background = weights.background.get(t);
     if (background) {
       const found = inBody.positions.length + inHeading.positions.length;
-      const ratio = Math.log((found + PASSAGE_SMOOTHING * background.campaign) / (words + PASSAGE_SMOOTHING) / background.english);
-      evidence += found > 0 ? Math.min(ratio, PASSING_MENTION_EVIDENCE * Math.log(1 + background.count)) : ratio;
+      const file = fileModel(stats, t, background, sourceId);
+      const ratio = Math.log((found + PASSAGE_SMOOTHING * file.probability) / (words + PASSAGE_SMOOTHING) / background.english);
+      evidence += found > 0 ? Math.min(ratio, PASSING_MENTION_EVIDENCE * Math.log(1 + file.count)) : ratio;
     }
     const tf = inBody.positions.length + HEADING_TF * inHeading.positions.length + EXACT_TF * (inBody.exact + inHeading.exact);
     if (tf === 0) continue;
