@@ -217,6 +217,15 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.equal(hits[0]?.sourcePath, 'king-o-toole-and-st-kevin.md');
   });
 
+  it('does not take a number the tales head their sections with for what a rules question is about, and still finds a number asked alone', async () => {
+    // Every tale has a "Section 15"; the question's words meet one passage only on "carrying".
+    const { hits, record } = await searchKnowledge(book.store, 'What is the carrying capacity for a strength score of 15?');
+    assert.deepEqual(hits, [], hits.map((h) => `${h.sourcePath} › ${h.headingPath.join(' › ')}`).join('; '));
+    assert.match(record.abstention ?? '', /never mentions 'capacity'/);
+    const numbered = await searchKnowledge(book.store, '17', { limit: 1 });
+    assert.deepEqual(numbered.hits[0]?.headingPath, ['Section 17']);
+  });
+
   it('finds what a question asks though it misspells a word, by the word one letter away that the tales use', async () => {
     for (const [question, story, section, spelling] of [
       ['What did Mother Hulde return to the girl?', 'mother-hulda', 5, 'hulda'],

@@ -296,7 +296,8 @@ export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTe
     const { idf: value, df } = inverseFrequency(stats, t);
     idf.set(t, value * ORIGIN_WEIGHT[t.origin]);
     total += value * ORIGIN_WEIGHT[t.origin];
-    if (t.origin !== 'input') continue;
+    // Subtitles spell numbers out, so English's count of a numeral says nothing; a number weighs by idf alone.
+    if (t.origin !== 'input' || /\d/.test(t.text)) continue;
     if (df === 0) unseen.push(t);
     background.set(t, backgroundOf(stats, t));
   }
