@@ -13,7 +13,7 @@ import type {
 } from './retrievalTypes';
 import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -236,12 +236,12 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const weights = queryWeights(stats, terms);
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
   const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'));
-  const judgeRow = (row: CandidateRow): Working => {
+  const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
     const heading = stemText([...(JSON.parse(row.heading_path) as string[]), ...(trigger ? [trigger.mention] : [])].join(' '));
     const body = stemmedPassage(row.content_hash, row.text);
-    return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }), trigger);
+    return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
   };
   let pool: CandidateRow[] = [];
   if (match) {
@@ -275,7 +275,10 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
         .all({ sources: JSON.stringify(unreached) }) as CandidateRow[]),
     );
   }
-  for (const row of pool) byId.set(row.id, judgeRow(row));
+  // Each candidate is weighed by how its own file uses the turn's words; a pasted chapter, by the campaign's
+  // use of them: its hundreds of words counted file by file would cost more than its search.
+  const files = terms.length <= MAX_POOL_TERMS ? stats.fileUse([...new Set(pool.map((row) => row.source_id))]) : null;
+  for (const row of pool) byId.set(row.id, judgeRow(row, files));
 
   let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };
   let floor: number | null = null;

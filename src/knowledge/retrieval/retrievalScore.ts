@@ -91,9 +91,14 @@ export interface CampaignStatistics {
   phraseFrequency(term: SearchTerm): number;
   /** Every stem the index holds (of any campaign in it). */
   vocabulary(): ReadonlySet<string>;
-  /** Uses of a term in one source file (a capitalised name: passages holding it), and the file's size in words. */
-  sourceCount(term: SearchTerm, sourceId: string): number;
-  sourceWords(sourceId: string): number;
+  /** How the given files (a turn's candidates') use its words, counted as they are asked for. */
+  fileUse(sourceIds: readonly string[]): FileUse;
+}
+
+/** Uses of a term in one file (a capitalised name: passages holding it whole), and the file's size in words. */
+export interface FileUse {
+  count(term: SearchTerm, sourceId: string): number;
+  words(sourceId: string): number;
 }
 
 interface CachedStatistics extends CampaignStatistics {
@@ -104,8 +109,23 @@ const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
 /** Stemmed passage text by content, reused across turns: the text of a passage only changes with its hash. */
 const stemmedCache = new Map<string, StemmedText>();
 const STEMMED_CACHE_LIMIT = 4000;
-/** Per-file counts kept between turns, in (term, file) pairs. */
-const SOURCE_COUNTS_HELD = 200_000;
+/** A term's uses in each file that has it (a name: passages holding it whole), and files' sizes in characters. */
+const FILE_STEM_COUNTS = `SELECT p.source_id AS source, count(*) AS n FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
+  WHERE o.term = @stem AND p.source_id IN (SELECT value FROM json_each(@sources)) GROUP BY p.source_id`;
+const FILE_PHRASE_COUNTS = `SELECT p.source_id AS source, count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid
+  WHERE passages_fts MATCH @match AND p.source_id IN (SELECT value FROM json_each(@sources)) GROUP BY p.source_id`;
+const FILE_SIZES = 'SELECT source_id AS source, sum(length(text)) AS n FROM passages WHERE source_id IN (SELECT value FROM json_each(@sources)) GROUP BY source_id';
+/** (term, file) counts kept between turns before they are dropped. */
+const FILE_COUNTS_HELD = 200_000;
+
+interface FileCounts {
+  /** By term ('stem:…', 'name:…', or 'size' for characters), the files counted so far. */
+  byTerm: Map<string, Map<string, number>>;
+  held: number;
+}
+function emptyFileCounts(): FileCounts {
+  return { byTerm: new Map(), held: 0 };
+}
 
 /** Moves whenever the index changes: `data_version` on another connection's commit, `total_changes()` on this one's. */
 export function indexVersion(store: KnowledgeStore): string {
@@ -144,32 +164,7 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const phraseStatement = store.statement('SELECT count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ?');
   let words: number | undefined;
   let vocabulary: Set<string> | undefined;
-  // A term's uses per file, in one grouped query per stem or name, asked only of this turn's own words.
-  const stemBySourceStatement = store.statement(
-    `SELECT p.source_id AS source, count(*) AS n FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
-     WHERE o.term = ? AND p.campaign_id = ? GROUP BY p.source_id`,
-  );
-  const phraseBySourceStatement = store.statement(
-    'SELECT p.source_id AS source, count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ? GROUP BY p.source_id',
-  );
-  const bySource = new Map<string, Map<string, number>>();
-  let countsHeld = 0;
-  const countsBySource = (statement: typeof stemBySourceStatement, key: string): Map<string, number> => {
-    let counts = bySource.get(key);
-    if (!counts) {
-      counts = new Map((statement.all(key, store.campaignId) as { source: string; n: number }[]).map((r) => [r.source, r.n]));
-      // A long session of turns over a large campaign would otherwise keep every word's count per file.
-      if (countsHeld + counts.size > SOURCE_COUNTS_HELD) {
-        bySource.clear();
-        countsHeld = 0;
-      }
-      bySource.set(key, counts);
-      countsHeld += counts.size;
-    }
-    return counts;
-  };
-  const sourceSizeStatement = store.statement('SELECT coalesce(sum(length(text)), 0) AS chars FROM passages WHERE source_id = ?');
-  const sourceSizes = new Map<string, number>();
+  let fileCounts = emptyFileCounts();
   const stats: CachedStatistics = {
     key: version,
     passages: n,
@@ -186,18 +181,35 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
       }
       return n;
     },
-    sourceCount(term, sourceId) {
-      if (term.capitalized) return countsBySource(phraseBySourceStatement, buildMatchExpression([term])!).get(sourceId) ?? 0;
-      return perWord(term, (s) => countsBySource(stemBySourceStatement, s).get(sourceId) ?? 0);
-    },
-    sourceWords(sourceId) {
-      let size = sourceSizes.get(sourceId);
-      if (size === undefined) {
-        // Its share of the campaign's text: counting its words exactly would read every word of the index.
-        size = ((sourceSizeStatement.get(sourceId) as { chars: number }).chars / Math.max(1, n * chars)) * stats.words();
-        sourceSizes.set(sourceId, size);
-      }
-      return size;
+    fileUse(sourceIds) {
+      // Kept between turns, as every other figure here, but a long session over a large campaign would keep
+      // every word's count in every file: past the bound, a turn starts afresh.
+      if (fileCounts.held > FILE_COUNTS_HELD) fileCounts = emptyFileCounts();
+      const counted = fileCounts;
+      // Counted only in these files, each (term, file) once: a common word is in thousands of a large campaign's files.
+      const inTheseFiles = (key: string, sql: string, parameters: Record<string, string>): Map<string, number> => {
+        let counts = counted.byTerm.get(key);
+        if (!counts) counted.byTerm.set(key, (counts = new Map()));
+        const uncounted = sourceIds.filter((id) => !counts.has(id));
+        if (uncounted.length > 0) {
+          for (const id of uncounted) counts.set(id, 0);
+          for (const r of store.statement(sql).all({ ...parameters, sources: JSON.stringify(uncounted) }) as { source: string; n: number }[]) counts.set(r.source, r.n);
+          counted.held += uncounted.length;
+        }
+        return counts;
+      };
+      const stemCounts = (s: string) => inTheseFiles(`stem:${s}`, FILE_STEM_COUNTS, { stem: s });
+      const nameCounts = (term: SearchTerm) => {
+        const match = buildMatchExpression([term])!;
+        return inTheseFiles(`name:${match}`, FILE_PHRASE_COUNTS, { match });
+      };
+      const sizes = inTheseFiles('size', FILE_SIZES, {});
+      // A file's share of the campaign's text: counting its words exactly would read every word it holds.
+      const wordsPerChar = stats.words() / Math.max(1, n * chars);
+      return {
+        count: (term, sourceId) => (term.capitalized ? (nameCounts(term).get(sourceId) ?? 0) : perWord(term, (s) => stemCounts(s).get(sourceId) ?? 0)),
+        words: (sourceId) => (sizes.get(sourceId) ?? 0) * wordsPerChar,
+      };
     },
     vocabulary() {
       vocabulary ??= new Set((store.statement('SELECT term FROM temp.passages_vocab').all() as { term: string }[]).map((r) => r.term));
@@ -358,11 +370,13 @@ export function passageHolds(weights: QueryWeights, judgement: LexicalJudgement)
 /**
  * How often a file uses a term, as a language model: its own uses smoothed with the rest of the campaign's
  * (and that with English's). A word the other tales use and this one never does is not this tale's word: a
- * passage missing it is not excused by its being common elsewhere. In a campaign of one file, the campaign's model.
+ * passage missing it is not excused by its being common elsewhere. In a campaign of one file, and without
+ * the files' counts (a pasted chapter), the campaign's model.
  */
-function fileModel(stats: CampaignStatistics, term: SearchTerm, background: Background, sourceId: string): { probability: number; count: number } {
-  const count = stats.sourceCount(term, sourceId);
-  const size = stats.sourceWords(sourceId);
+function fileModel(stats: CampaignStatistics, term: SearchTerm, background: Background, sourceId: string, files: FileUse | null): { probability: number; count: number } {
+  if (!files) return { probability: background.campaign, count: background.count };
+  const count = files.count(term, sourceId);
+  const size = files.words(sourceId);
   const rest = (Math.max(0, background.count - count) + CAMPAIGN_SMOOTHING * background.english) / (Math.max(0, stats.words() - size) + CAMPAIGN_SMOOTHING);
   return { probability: (count + CAMPAIGN_SMOOTHING * rest) / (size + CAMPAIGN_SMOOTHING), count };
 }
@@ -376,6 +390,7 @@ export function judge(
   weights: QueryWeights,
   terms: readonly SearchTerm[],
   passage: { heading: StemmedText; body: StemmedText; length: number; sourceId: string },
+  files: FileUse | null,
 ): LexicalJudgement {
   const { heading, body, length, sourceId } = passage;
   const norm = 1 - BM25_B + (BM25_B * length) / Math.max(1, stats.averageLength);
@@ -391,7 +406,7 @@ export function judge(
     const background = weights.background.get(t);
     if (background) {
       const found = inBody.positions.length + inHeading.positions.length;
-      const file = fileModel(stats, t, background, sourceId);
+      const file = fileModel(stats, t, background, sourceId, files);
       const ratio = Math.log((found + PASSAGE_SMOOTHING * file.probability) / (words + PASSAGE_SMOOTHING) / background.english);
       evidence += found > 0 ? Math.min(ratio, PASSING_MENTION_EVIDENCE * Math.log(1 + file.count)) : ratio;
     }
