@@ -168,8 +168,12 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
  * rarest words the campaign holds. Every term still counts in judging the pool and in the evidence.
  */
 const MAX_POOL_TERMS = 64;
+/** A pasted chapter rather than a turn: more terms than a pool is found by. */
+function isPastedChapter(terms: readonly SearchTerm[]): boolean {
+  return terms.length > MAX_POOL_TERMS;
+}
 function poolFinders(stats: CampaignStatistics, terms: SearchTerm[]): SearchTerm[] {
-  if (terms.length <= MAX_POOL_TERMS) return terms;
+  if (!isPastedChapter(terms)) return terms;
   return terms
     .map((term) => ({ term, df: inverseFrequency(stats, term).df }))
     .filter((t) => t.df > 0)
@@ -184,7 +188,7 @@ function poolFinders(stats: CampaignStatistics, terms: SearchTerm[]): SearchTerm
  * asked of the index, cost more than its search, and a few among thousands change nothing.
  */
 function readClosely(stats: CampaignStatistics, terms: SearchTerm[], input: string): SearchTerm[] {
-  if (terms.length > MAX_POOL_TERMS) return terms.filter((t) => !t.capitalized);
+  if (isPastedChapter(terms)) return terms.filter((t) => !t.capitalized);
   return respelled(terms, input, (word, before, after) => campaignSpelling(stats, word, before, after));
 }
 
@@ -277,7 +281,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   }
   // Each candidate is weighed by how its own file uses the turn's words; a pasted chapter, by the campaign's
   // use of them: its hundreds of words counted file by file would cost more than its search.
-  const files = terms.length <= MAX_POOL_TERMS ? stats.fileUse([...new Set(pool.map((row) => row.source_id))]) : null;
+  const files = isPastedChapter(terms) ? null : stats.fileUse([...new Set(pool.map((row) => row.source_id))]);
   for (const row of pool) byId.set(row.id, judgeRow(row, files));
 
   let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };

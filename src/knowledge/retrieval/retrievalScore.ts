@@ -187,24 +187,26 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
       // every word's count in every file: past the bound, a turn starts afresh.
       if (fileCounts.held > FILE_COUNTS_HELD) fileCounts = emptyFileCounts();
       const counted = fileCounts;
+      /** Terms already counted in every one of these files: judging each candidate asks again. */
+      const complete = new Map<string, Map<string, number>>();
       // Counted only in these files, each (term, file) once: a common word is in thousands of a large campaign's files.
-      const inTheseFiles = (key: string, sql: string, parameters: Record<string, string>): Map<string, number> => {
-        let counts = counted.byTerm.get(key);
-        if (!counts) counted.byTerm.set(key, (counts = new Map()));
+      const inTheseFiles = (key: string, sql: string, parameters: () => Record<string, string>): Map<string, number> => {
+        let counts = complete.get(key);
+        if (counts) return counts;
+        counts = counted.byTerm.get(key) ?? new Map<string, number>();
+        counted.byTerm.set(key, counts);
         const uncounted = sourceIds.filter((id) => !counts.has(id));
         if (uncounted.length > 0) {
           for (const id of uncounted) counts.set(id, 0);
-          for (const r of store.statement(sql).all({ ...parameters, sources: JSON.stringify(uncounted) }) as { source: string; n: number }[]) counts.set(r.source, r.n);
+          for (const r of store.statement(sql).all({ ...parameters(), sources: JSON.stringify(uncounted) }) as { source: string; n: number }[]) counts.set(r.source, r.n);
           counted.held += uncounted.length;
         }
+        complete.set(key, counts);
         return counts;
       };
-      const stemCounts = (s: string) => inTheseFiles(`stem:${s}`, FILE_STEM_COUNTS, { stem: s });
-      const nameCounts = (term: SearchTerm) => {
-        const match = buildMatchExpression([term])!;
-        return inTheseFiles(`name:${match}`, FILE_PHRASE_COUNTS, { match });
-      };
-      const sizes = inTheseFiles('size', FILE_SIZES, {});
+      const stemCounts = (s: string) => inTheseFiles(`stem:${s}`, FILE_STEM_COUNTS, () => ({ stem: s }));
+      const nameCounts = (term: SearchTerm) => inTheseFiles(`name:${term.text}`, FILE_PHRASE_COUNTS, () => ({ match: buildMatchExpression([term])! }));
+      const sizes = inTheseFiles('size', FILE_SIZES, () => ({}));
       // A file's share of the campaign's text: counting its words exactly would read every word it holds.
       const wordsPerChar = stats.words() / Math.max(1, n * chars);
       return {
