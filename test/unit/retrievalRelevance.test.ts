@@ -283,6 +283,16 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     ]);
   });
 
+  it("ranks among the first five the passage that tells what a question's small words ask ('must not', 'after', 'herself')", async () => {
+    // Each shares its one or two topic words with many sections of its tale; the small words say which.
+    await goldAmongFirstFive(book.store, [
+      ['east-of-sun-and-west-of-moon', 'What must the maiden not do?'],
+      ['the-raspberry-worm', 'How did the girls feel after they could not find their way home?'],
+      ['mother-hulda', 'When the girl came to herself, where was she?'],
+      ['soria-moria-castle', 'Why would the princesses not stay?'],
+    ]);
+  });
+
   it('still answers a real question made of everyday words, from the story it is about', async () => {
     const { hits } = await searchKnowledge(book.store, 'What did the people not do because they were afraid?');
     assert.ok(hits.some((h) => h.sourcePath === 'story-of-prince-yamato-take.md'), hits.map((h) => h.sourcePath).join(', '));

@@ -11,7 +11,7 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
@@ -237,7 +237,8 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const match = buildMatchExpression(poolFinders(stats, terms));
   const byId = new Map<string, Working>();
 
-  const weights = queryWeights(stats, terms);
+  // A pasted chapter's hundred small words would only add noise to the ranking its thousands of words decide.
+  const weights = queryWeights(stats, terms, isPastedChapter(terms) ? [] : smallWords(query.input));
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
   const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'));
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {

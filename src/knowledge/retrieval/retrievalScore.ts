@@ -20,6 +20,12 @@ export const HEADING_TF = 2;
 export const EXACT_TF = 0.5;
 /** Two query terms side by side add this share of the rarer one's weight, decaying with distance. */
 export const PROXIMITY_WEIGHT = 0.3;
+/**
+ * A small word of the turn (see smallWords) counts this share of a meaningful word with its rarity, in
+ * ranking only. Tuned on FairytaleQA train (all 232 stories): 0.35 and 0.5 alike lift R@1 by a point per
+ * story and pooled, R@5 by half a point to one; leaving the question frames in lost half of that.
+ */
+const SMALL_WORD_WEIGHT = 0.5;
 /** Words apart beyond which two terms are no longer "together". */
 const PROXIMITY_WINDOW = 12;
 /** This turn's words say what it is about; the story so far, the scene and the state frame it. */
@@ -254,7 +260,12 @@ function perWord(term: SearchTerm, figure: (stem: string) => number): number {
  */
 export function inverseFrequency(stats: CampaignStatistics, term: SearchTerm): { idf: number; df: number } {
   const df = term.capitalized ? stats.phraseFrequency(term) : perWord(term, (s) => stats.docFrequency(s));
-  return { idf: Math.log(1 + (stats.passages - df + 0.5) / (df + 0.5)), df };
+  return { idf: rarity(stats, df), df };
+}
+
+/** BM25's inverse document frequency of something `df` passages hold. */
+function rarity(stats: CampaignStatistics, df: number): number {
+  return Math.log(1 + (stats.passages - df + 0.5) / (df + 0.5));
 }
 
 export interface LexicalJudgement {
@@ -279,6 +290,8 @@ interface Background {
 
 export interface QueryWeights {
   idf: Map<SearchTerm, number>;
+  /** The turn's small words' stems and their rarity: they only rank (see SMALL_WORD_WEIGHT). */
+  smallWords: { stem: string; idf: number }[];
   total: number;
   /** Meaningful words of this turn the campaign has never seen, and their share of the turn's words. */
   unseen: SearchTerm[];
@@ -302,7 +315,7 @@ function backgroundOf(stats: CampaignStatistics, term: SearchTerm): Background {
   return { campaign: (count + CAMPAIGN_SMOOTHING * english) / (stats.words() + CAMPAIGN_SMOOTHING), english, count };
 }
 
-export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTerm[]): QueryWeights {
+export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTerm[], smallWordStems: readonly string[]): QueryWeights {
   const idf = new Map<SearchTerm, number>();
   const unseen: SearchTerm[] = [];
   const background = new Map<SearchTerm, Background>();
@@ -319,6 +332,7 @@ export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTe
   const size = Math.min(1, Math.log(Math.max(2, stats.passages)) / Math.log(ANSWER_FULL_SIZE));
   return {
     idf,
+    smallWords: smallWordStems.map((s) => ({ stem: s, idf: rarity(stats, stats.docFrequency(s)) })),
     total,
     unseen,
     unseenShare: background.size === 0 ? 0 : unseen.length / background.size,
@@ -421,6 +435,10 @@ export function judge(
     // A capitalised name only says whether the campaign knows it: its words rank the passage, and side by side earn the proximity bonus.
     if (!t.capitalized) score += (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
     if (inBody.positions.length > 0) positions.push({ idf, at: inBody.positions });
+  }
+  for (const small of weights.smallWords) {
+    const tf = body.at.get(small.stem)?.length ?? 0;
+    if (tf > 0) score += (SMALL_WORD_WEIGHT * small.idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
   }
   for (let i = 0; i < positions.length; i++) {
     for (let j = i + 1; j < positions.length; j++) {

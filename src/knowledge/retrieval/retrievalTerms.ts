@@ -128,6 +128,18 @@ function cjkWords(run: string): string[] {
   return words;
 }
 
+/** Words that only frame a question ("What did …", "How does … work?"): they tell no passage from another. */
+const QUESTION_FRAME = new Set('what who whom whose how why when where which did do does was were is are work works happen happens happened mean means'.split(' '));
+
+/**
+ * The stems of a turn's small words: too common or too short to say what it is about, yet telling which
+ * passage tells it ("What must the maiden not do?" is answered where the tale says "must not", "after"
+ * asks for what came later). They only order what its meaningful words admitted; question frames are left out.
+ */
+export function smallWords(text: string): string[] {
+  return [...new Set(tokenize(text).filter((word) => !isMeaningfulWord(word) && !QUESTION_FRAME.has(word)).map(stem))];
+}
+
 export function isMeaningfulWord(word: string): boolean {
   if (STOP_WORDS.has(word)) return false;
   return word.length >= 3 || (word.length === 2 && (/\d/.test(word) || CJK_PAIR.test(word)));
