@@ -22,8 +22,9 @@ export const EXACT_TF = 0.5;
 export const PROXIMITY_WEIGHT = 0.3;
 /**
  * A small word of the turn (see smallWords) counts this share of a meaningful word with its rarity, in
- * ranking only. Tuned on FairytaleQA train (all 232 stories): 0.35 and 0.5 alike lift R@1 by a point per
- * story and pooled, R@5 by half a point to one; leaving the question frames in lost half of that.
+ * ranking only, and as a partner in the proximity bonus. Tuned on FairytaleQA train (all 232 stories): 0.35
+ * and 0.5 alike lift R@1 by a point per story and pooled, R@5 by half a point to one; leaving the question
+ * frames in lost half of that; as proximity partners, R@1 +0.005 and R@5 +0.003 more.
  */
 const SMALL_WORD_WEIGHT = 0.5;
 /** Words apart beyond which two terms are no longer "together". */
@@ -437,8 +438,11 @@ export function judge(
     if (inBody.positions.length > 0) positions.push({ idf, at: inBody.positions });
   }
   for (const small of weights.smallWords) {
-    const tf = body.at.get(small.stem)?.length ?? 0;
-    if (tf > 0) score += (SMALL_WORD_WEIGHT * small.idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
+    const at = body.at.get(small.stem);
+    if (!at) continue;
+    score += (SMALL_WORD_WEIGHT * small.idf * at.length * (BM25_K1 + 1)) / (at.length + BM25_K1 * norm);
+    // Beside the turn's other words ("the maiden must not"), at their lesser weight.
+    positions.push({ idf: SMALL_WORD_WEIGHT * small.idf, at });
   }
   for (let i = 0; i < positions.length; i++) {
     for (let j = i + 1; j < positions.length; j++) {
