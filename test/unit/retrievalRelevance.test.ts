@@ -89,6 +89,19 @@ describe('retrieval relevance on real text', () => {
     assert.ok(refused.every((c) => /never mentions|no passage holds enough|too common/.test(c.reason)), refused.map((c) => c.reason).join('\n'));
   });
 
+  it('counts a word its forms put in every passage of a one-story campaign for the passages holding it, never against them', async () => {
+    // 'get', 'got' and 'gotten' together are in more passages than the story has: the sum once made the word weigh below nothing.
+    const story = await fairyTales(['the-corpse-watchers']);
+    try {
+      const { hits, record } = await searchKnowledge(story.store, 'What did the youngest get?', { limit: 5 });
+      const negative = record.candidates.filter((c) => c.lexicalScore !== null && c.lexicalScore < 0);
+      assert.deepEqual(negative.map((c) => `${c.headingPath.join(' › ')}: ${c.lexicalScore}`), []);
+      assert.ok(hits.length > 0 && hits.every((h) => h.score! > 0), hits.map((h) => `${h.headingPath.join(' › ')} ${h.score}`).join('; '));
+    } finally {
+      story.dispose();
+    }
+  });
+
   it('finds a word in the other of British and American spelling', async () => {
     // The tales spell "grey" and "colored" and "recognized"; a writer types the other spelling.
     for (const [query, file, written] of [

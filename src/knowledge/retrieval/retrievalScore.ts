@@ -263,7 +263,8 @@ function perWord(term: SearchTerm, figure: (stem: string) => number): number {
  * it whole ("Second Wind" is not in a tale that has a second chance and a north wind); a word the campaign lacks has df 0.
  */
 export function inverseFrequency(stats: CampaignStatistics, term: SearchTerm): { idf: number; df: number } {
-  const df = term.capitalized ? stats.phraseFrequency(term) : perWord(term, (s) => stats.docFrequency(s));
+  // Summed over a word's forms, passages holding two of them ("eat" and "ate") count twice: never more than all.
+  const df = Math.min(stats.passages, term.capitalized ? stats.phraseFrequency(term) : perWord(term, (s) => stats.docFrequency(s)));
   return { idf: rarity(stats, df), df };
 }
 
