@@ -294,15 +294,18 @@ interface Tally {
   passages: number;
   tokens: number;
   abstained: number;
+  /** Questions whose first result comes from another story than the one asked about. */
+  otherStoryFirst: number;
 }
 
-const newTally = (): Tally => ({ questions: 0, hits: { 1: 0, 3: 0, 5: 0 }, passages: 0, tokens: 0, abstained: 0 });
+const newTally = (): Tally => ({ questions: 0, hits: { 1: 0, 3: 0, 5: 0 }, passages: 0, tokens: 0, abstained: 0, otherStoryFirst: 0 });
 
 function count(t: Tally, ranked: { path: string; start: number; end: number; tokens: number }[], gold: { path: string; ranges: [number, number][] }): void {
   t.questions++;
   t.passages += ranked.length;
   t.tokens += ranked.reduce((n, r) => n + r.tokens, 0);
   if (ranked.length === 0) t.abstained++;
+  else if (ranked[0]!.path !== gold.path) t.otherStoryFirst++;
   const first = ranked.findIndex((r) => r.path === gold.path && gold.ranges.some(([a, b]) => r.start <= b && r.end >= a));
   for (const k of K) if (first !== -1 && first < k) t.hits[k]!++;
 }
@@ -313,6 +316,7 @@ function merge(into: Tally, from: Tally): void {
   into.passages += from.passages;
   into.tokens += from.tokens;
   into.abstained += from.abstained;
+  into.otherStoryFirst += from.otherStoryFirst;
 }
 
 export interface QualityRow {
@@ -320,6 +324,7 @@ export interface QualityRow {
   passagesPerQuestion: number;
   tokensPerQuestion: number;
   falseAbstention: number;
+  otherStoryFirst: number;
 }
 
 function summarize(t: Tally): QualityRow {
@@ -329,6 +334,7 @@ function summarize(t: Tally): QualityRow {
     passagesPerQuestion: Math.round((t.passages / Math.max(1, t.questions)) * 10) / 10,
     tokensPerQuestion: Math.round(t.tokens / Math.max(1, t.questions)),
     falseAbstention: r(t.abstained),
+    otherStoryFirst: r(t.otherStoryFirst),
   };
 }
 
@@ -463,9 +469,9 @@ export async function measureFairytales(split: Split, sample?: number, log: (lin
 
 function printTable(r: FairytaleResult, log: (line: string) => void): void {
   const row = (label: string, q: QualityRow) =>
-    `  ${label.padEnd(34)} ${K.map((k) => q.recall[k]!.toFixed(3)).join('  ')}   ${String(q.passagesPerQuestion).padStart(4)}  ${String(q.tokensPerQuestion).padStart(6)}   ${(q.falseAbstention * 100).toFixed(1)}%`;
+    `  ${label.padEnd(34)} ${K.map((k) => q.recall[k]!.toFixed(3)).join('  ')}   ${String(q.passagesPerQuestion).padStart(4)}  ${String(q.tokensPerQuestion).padStart(6)}   ${`${(q.falseAbstention * 100).toFixed(1)}%`.padStart(11)}   ${`${(q.otherStoryFirst * 100).toFixed(1)}%`.padStart(15)}`;
   log(`fairytaleqa ${r.split}: ${r.stories} stories, ${r.questions} questions (hit = a returned passage overlaps a gold section)`);
-  log(`  ${''.padEnd(34)} R@1    R@3    R@5    pass  tokens   got nothing`);
+  log(`  ${''.padEnd(34)} R@1    R@3    R@5    pass  tokens   got nothing   other story 1st`);
   log(row('raw bm25, one story per campaign', r.perStory.bm25));
   log(row('product, one story per campaign', r.perStory.product));
   log(row(`raw bm25, ${r.stories} stories pooled`, r.pooled.bm25));
