@@ -304,6 +304,9 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
       ['mother-hulda', 'When the girl came to herself, where was she?'],
       ['soria-moria-castle', 'Why would the princesses not stay?'],
     ]);
+    const { hits } = await searchKnowledge(book.store, 'What must the maiden not do?', { limit: 5 });
+    const told = hits.find((h) => h.sourcePath === 'east-of-sun-and-west-of-moon.md' && h.headingPath[0] === 'Section 6')!;
+    assert.match(told.reason, /^matched 'maiden'; ranked up by its small words 'must', 'not'$/);
   });
 
   it('still answers a real question made of everyday words, from the story it is about', async () => {

@@ -358,7 +358,8 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
           ? { admitted: true, reason: `similarity ${similarity.toFixed(3)} ≥ floor ${floor.toFixed(3)}` }
           : { admitted: false, reason: `similarity ${similarity.toFixed(3)} below the floor ${floor.toFixed(3)}` };
     d.admitted = lexicalVerdict.admitted || semanticVerdict?.admitted === true;
-    d.reason = [lexicalVerdict.reason, semanticVerdict?.reason].filter(Boolean).join('; ');
+    const rankedUp = lexicalVerdict.admitted && w.lexical!.smallMatched.length > 0 ? `ranked up by its small words ${quoteList(w.lexical!.smallMatched)}` : '';
+    d.reason = [lexicalVerdict.reason, semanticVerdict?.reason, rankedUp].filter(Boolean).join('; ');
     (d.admitted ? admitted : rest).push(w);
     // The outcome ('not-relevant') says it was refused; the reason says why, once.
     if (!d.admitted && !d.reason) d.reason = 'it shares no word of this turn that says what it is about';

@@ -276,6 +276,8 @@ function rarity(stats: CampaignStatistics, df: number): number {
 export interface LexicalJudgement {
   score: number;
   matched: SearchTerm[];
+  /** The turn's small words it holds: they ranked it, and the writer sees which. */
+  smallMatched: string[];
   /** Share of the query's evidence (Σ idf) the passage holds. */
   coverage: number;
   /**
@@ -295,8 +297,8 @@ interface Background {
 
 export interface QueryWeights {
   idf: Map<SearchTerm, number>;
-  /** The turn's small words' stems and their rarity: they only rank (see SMALL_WORD_WEIGHT). */
-  smallWords: { stem: string; idf: number }[];
+  /** The turn's small words, their stems and rarity: they only rank (see SMALL_WORD_WEIGHT). */
+  smallWords: { word: string; stem: string; idf: number }[];
   total: number;
   /** Meaningful words of this turn the campaign has never seen, and their share of the turn's words. */
   unseen: SearchTerm[];
@@ -320,7 +322,7 @@ function backgroundOf(stats: CampaignStatistics, term: SearchTerm): Background {
   return { campaign: (count + CAMPAIGN_SMOOTHING * english) / (stats.words() + CAMPAIGN_SMOOTHING), english, count };
 }
 
-export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTerm[], smallWordStems: readonly string[]): QueryWeights {
+export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTerm[], small: readonly { word: string; stem: string }[]): QueryWeights {
   const idf = new Map<SearchTerm, number>();
   const unseen: SearchTerm[] = [];
   const background = new Map<SearchTerm, Background>();
@@ -337,7 +339,7 @@ export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTe
   const size = Math.min(1, Math.log(Math.max(2, stats.passages)) / Math.log(ANSWER_FULL_SIZE));
   return {
     idf,
-    smallWords: smallWordStems.map((s) => ({ stem: s, idf: rarity(stats, stats.docFrequency(s)) })),
+    smallWords: small.map((s) => ({ ...s, idf: rarity(stats, stats.docFrequency(s.stem)) })),
     total,
     unseen,
     unseenShare: background.size === 0 ? 0 : unseen.length / background.size,
@@ -421,6 +423,7 @@ export function judge(
   let held = 0;
   let evidence = 0;
   const matched: SearchTerm[] = [];
+  const smallMatched: string[] = [];
   const positions: { idf: number; at: number[] }[] = [];
   for (const t of terms) {
     const inBody = occurrences(body, t);
@@ -444,6 +447,7 @@ export function judge(
   for (const small of weights.smallWords) {
     const at = body.at.get(small.stem);
     if (!at) continue;
+    smallMatched.push(small.word);
     score += (SMALL_WORD_WEIGHT * small.idf * at.length * (BM25_K1 + 1)) / (at.length + BM25_K1 * norm);
     // Beside the turn's other words ("the maiden must not"), at their lesser weight.
     positions.push({ idf: SMALL_WORD_WEIGHT * small.idf, at });
@@ -454,7 +458,7 @@ export function judge(
       if (gap <= PROXIMITY_WINDOW) score += (PROXIMITY_WEIGHT * Math.min(positions[i]!.idf, positions[j]!.idf)) / gap;
     }
   }
-  return { score, matched, coverage: weights.total > 0 ? held / weights.total : 0, evidence };
+  return { score, matched, smallMatched, coverage: weights.total > 0 ? held / weights.total : 0, evidence };
 }
 
 /** Smallest distance between two sorted position lists. */

@@ -128,16 +128,22 @@ function cjkWords(run: string): string[] {
   return words;
 }
 
-/** Words that only frame a question ("What did …", "How does … work?"): they tell no passage from another. */
-const QUESTION_FRAME = new Set('what who whom whose how why when where which did do does was were is are work works happen happens happened mean means'.split(' '));
+/**
+ * Words that only frame a question ("What did …", "How does … work?"), and the articles and joints every
+ * passage is full of: they tell no passage from another.
+ */
+const TELL_NOTHING = new Set(
+  'what who whom whose how why when where which did do does was were is are work works happen happens happened mean means a an the of to and'.split(' '),
+);
 
 /**
- * The stems of a turn's small words: too common or too short to say what it is about, yet telling which
+ * A turn's small words and their stems: too common or too short to say what it is about, yet telling which
  * passage tells it ("What must the maiden not do?" is answered where the tale says "must not", "after"
- * asks for what came later). They only order what its meaningful words admitted; question frames are left out.
+ * asks for what came later). They only order what its meaningful words admitted.
  */
-export function smallWords(text: string): string[] {
-  return [...new Set(tokenize(text).filter((word) => !isMeaningfulWord(word) && !QUESTION_FRAME.has(word)).map(stem))];
+export function smallWords(text: string): { word: string; stem: string }[] {
+  const words = [...new Set(tokenize(text).filter((word) => !isMeaningfulWord(word) && !TELL_NOTHING.has(word)))];
+  return words.map((word) => ({ word, stem: stem(word) }));
 }
 
 export function isMeaningfulWord(word: string): boolean {
