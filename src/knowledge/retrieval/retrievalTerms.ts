@@ -8,6 +8,9 @@ import { otherForms } from './wordForms';
  * a writer's text (quotes, `NEAR`, `*`, column filters) can never change the meaning of the MATCH query.
  */
 
+/** Verbs that frame a question rather than name its topic: "How does grappling work?" is about grappling. */
+const QUESTION_FRAME_VERBS = 'work works happen happens happened mean means';
+
 /**
  * Function words: they carry no topic, so a term made only of these is never searched. Content words,
  * however common ("said", "walk", "ask"), are searched and weighed by how rare they are in the campaign.
@@ -25,8 +28,7 @@ const STOP_WORDS = new Set(
     'would yet you your yours yourself yourselves ' +
     // What "couldn't", "didn't" … leave once the apostrophe splits them: the negation of a function word.
     'aren couldn didn doesn hadn hasn haven isn mustn needn shouldn wasn weren wouldn ' +
-    // Words that frame a question rather than name its topic: "How does grappling work?" is about grappling.
-    'work works happen happens happened mean means'
+    QUESTION_FRAME_VERBS
   ).split(' '),
 );
 
@@ -133,7 +135,7 @@ function cjkWords(run: string): string[] {
  * passage is full of: they tell no passage from another.
  */
 const TELL_NOTHING = new Set(
-  'what who whom whose how why when where which did do does was were is are work works happen happens happened mean means a an the of to and'.split(' '),
+  `what who whom whose how why when where which did do does was were is are ${QUESTION_FRAME_VERBS} a an the of to and`.split(' '),
 );
 
 /**
