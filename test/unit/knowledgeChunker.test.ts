@@ -18,9 +18,29 @@ describe('knowledge: markdown to passages', () => {
     const text = '# Spells\n\n## Aid\n\nHit points rise.\n\n## Alarm\n\nA bell rings.\n\n## Blur\n\nYou shimmer.\n';
     const { passages } = parseDocument(text, 'markdown');
     assert.equal(passages.length, 1);
-    assert.deepEqual(passages[0]!.headingPath, ['Spells', 'Aid']);
-    assert.match(passages[0]!.text, /Hit points rise\.\n\n## Alarm\n\nA bell rings\.\n\n## Blur\n\nYou shimmer\./);
-    assert.deepEqual([passages[0]!.startLine, passages[0]!.endLine], [5, 13]);
+    // Headed by what the three sections share, never by the first of them alone; each keeps its heading in the text.
+    assert.deepEqual(passages[0]!.headingPath, ['Spells']);
+    assert.match(passages[0]!.text, /^## Aid\n\nHit points rise\.\n\n## Alarm\n\nA bell rings\.\n\n## Blur\n\nYou shimmer\.$/);
+    assert.deepEqual([passages[0]!.startLine, passages[0]!.endLine], [3, 13]);
+  });
+
+  it('keeps the trail of a passage whose short text runs on into its own subsections', () => {
+    const text = '# Paladin\n\n## Class Features\n\nYou gain these.\n\n### Hit Points\n\nHit dice: 1d10.\n';
+    const { passages } = parseDocument(text, 'markdown');
+    assert.deepEqual(passages.map((p) => [p.headingPath, p.startLine]), [[['Paladin', 'Class Features'], 5]]);
+    assert.match(passages[0]!.text, /^You gain these\.\n\n### Hit Points\n\nHit dice: 1d10\.$/);
+  });
+
+  it('heads a passage that started mid-section and runs into the next one by the trail they share, adding no heading above its first line', () => {
+    // One paragraph just under the ceiling: the line after it cannot join, and starts a passage mid-section.
+    let long = '';
+    for (let i = 0; estimateTokens(`${long} Sentence ${i} of the long section.`) <= MAX_PASSAGE_TOKENS; i++) long = `${long} Sentence ${i} of the long section.`.trim();
+    const text = `# Book\n\n## Long\n\n${long}\n\nA short closing line.\n\n## Next\n\nThe next section.\n`;
+    const { passages } = parseDocument(text, 'markdown');
+    const last = passages.at(-1)!;
+    assert.deepEqual(last.headingPath, ['Book']);
+    assert.match(last.text, /^A short closing line\.\n\n## Next\n\nThe next section\.$/);
+    assert.equal(last.startLine, 7);
   });
 
   it('never overlaps: every word of the body appears in exactly one passage', () => {

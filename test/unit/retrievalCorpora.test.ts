@@ -45,6 +45,15 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
     assert.equal(combat.class, 'reference');
   });
 
+  it('heads a rules passage that runs through two short sections by what both are under, never by the first alone', async () => {
+    // Paladin's "Spellcasting Focus" is too short to stand alone and runs on into "Divine Smite".
+    const { hits } = await searchKnowledge(store, 'How does the paladin divine smite work?', { limit: 3 });
+    const smite = hits.find((h) => h.sourcePath === 'srd/Classes/Paladin.md' && h.text.includes('### Divine Smite\n'));
+    assert.ok(smite, hits.map((h) => `${h.sourcePath} › ${h.headingPath.join(' › ')}`).join('; '));
+    assert.deepEqual(smite.headingPath, ['Paladin']);
+    assert.match(smite.text, /^#### Spellcasting Focus\n\nYou can use a holy symbol/);
+  });
+
   it('assembles nothing for a scene the library knows nothing about', async () => {
     const result = await retrieveKnowledge(store, {
       input: 'We board the starship and plot a jump to the orbital casino.',

@@ -83,7 +83,8 @@ export interface PassageRecord extends DraftPassage {
  * A source indexed by another parser or chunking is parsed again. 2: markdown-it replaced remark (CRLF
  * paragraphs, task-list boxes, footnote labels, table rows as written). The parser, not the chunking, so
  * the vectors of passages whose text did not change stay current. Chunking 4: markdown headings written
- * inside a front-matter value (Torys' `### The Farm`) head the text after them.
+ * inside a front-matter value (Torys' `### The Farm`) head the text after them. 5: a passage running on into
+ * a section outside its trail is headed by the trail they share, with its opening heading written in.
  */
 export const PARSER_VERSION = 2;
-export const CHUNKING_VERSION = 4;
+export const CHUNKING_VERSION = 5;

@@ -28,7 +28,13 @@ interface Unit {
   tokens: number;
 }
 
-type Block = { kind: 'heading'; depth: number; text: string; line: number } | { kind: 'unit'; unit: Unit };
+interface Heading {
+  depth: number;
+  text: string;
+  line: number;
+}
+
+type Block = ({ kind: 'heading' } & Heading) | { kind: 'unit'; unit: Unit };
 
 /**
  * Containers (quotes, lists) nested this deep are far past anything written by hand, and still far from
@@ -455,18 +461,25 @@ function lineCounter(text: string, firstLine: number): (offset: number) => numbe
 /**
  * Heading-aware packing: units accumulate under the current heading trail; a heading closes the
  * passage once it has MIN_PASSAGE_TOKENS, otherwise the heading is written into the text and packing goes
- * on. Nothing overlaps, and no passage passes MAX_PASSAGE_TOKENS.
+ * on. A passage that runs on into a section outside its trail (SRD's "Spellcasting Focus", then "Divine
+ * Smite") is headed by the trail the two share, with the heading it opened under written in too: its
+ * trail names what all of it is under, never one section of several. Nothing overlaps, and no passage
+ * passes MAX_PASSAGE_TOKENS.
  */
 function pack(blocks: Block[]): DraftPassage[] {
   const passages: DraftPassage[] = [];
-  const trail: { depth: number; text: string }[] = [];
+  const trail: Heading[] = [];
   let parts: string[] = [];
   // Words and characters of the parts, so the joined text is measured without joining it at every block.
   let partsWords = 0;
   let partsChars = 0;
   let startLine = 0;
   let endLine = 0;
-  let passageTrail: string[] = [];
+  let passageTrail: Heading[] = [];
+  /** The heading the passage's text starts under, while it is not yet written into it. */
+  let opening = null as Heading | null;
+  /** A heading no text has followed yet: the one a passage starting now opens under. */
+  let fresh = null as Heading | null;
   const hasContent = (): boolean => parts.length > 0;
   // As the passage's token count will be: the parts joined by blank lines, then `extra` after one more.
   const joinedTokens = (extra?: { words: number; chars: number }): number =>
@@ -476,7 +489,7 @@ function pack(blocks: Block[]): DraftPassage[] {
     if (!hasContent()) return;
     const text = parts.join('\n\n');
     passages.push({
-      headingPath: passageTrail,
+      headingPath: passageTrail.map((h) => h.text),
       text,
       tokenCount: joinedTokens(),
       contentHash: createHash('sha256').update(normalizeForIndex(text)).digest('hex'),
@@ -489,7 +502,8 @@ function pack(blocks: Block[]): DraftPassage[] {
   };
   const add = (text: string, words: number, from: number, to: number): void => {
     if (!hasContent()) {
-      passageTrail = trail.map((h) => h.text);
+      passageTrail = [...trail];
+      opening = fresh;
       startLine = from;
       endLine = to;
     }
@@ -498,6 +512,10 @@ function pack(blocks: Block[]): DraftPassage[] {
     partsChars += text.length;
     endLine = Math.max(endLine, to);
   };
+  const written = (h: Heading): { text: string; words: number } => {
+    const text = `${'#'.repeat(h.depth)} ${h.text}`;
+    return { text, words: countWords(text) };
+  };
 
   for (const block of blocks) {
     if (block.kind === 'heading') {
@@ -505,19 +523,37 @@ function pack(blocks: Block[]): DraftPassage[] {
       // By depth, not by count: a file whose headings start at `##`, or that skips a level, must not
       // keep an earlier sibling in the trail.
       while (trail.length > 0 && trail[trail.length - 1]!.depth >= block.depth) trail.pop();
-      trail.push({ depth: block.depth, text: block.text });
-      if (hasContent()) {
-        const written = `${'#'.repeat(block.depth)} ${block.text}`;
-        const words = countWords(written);
-        if (joinedTokens({ words, chars: written.length }) > MAX_PASSAGE_TOKENS) close();
-        else add(written, words, block.line, block.line);
+      const heading = { depth: block.depth, text: block.text, line: block.line };
+      trail.push(heading);
+      fresh = heading;
+      if (!hasContent()) continue;
+      const line = written(heading);
+      if (joinedTokens({ words: line.words, chars: line.text.length }) > MAX_PASSAGE_TOKENS) {
+        close();
+        continue;
       }
+      const shared = passageTrail.findIndex((h, i) => trail[i] !== h);
+      if (shared !== -1) {
+        passageTrail = passageTrail.slice(0, shared);
+        if (opening) {
+          const first = written(opening);
+          parts.unshift(first.text);
+          partsWords += first.words;
+          partsChars += first.text.length;
+          startLine = opening.line;
+          opening = null;
+        }
+      }
+      add(line.text, line.words, block.line, block.line);
+      // Written here: no later passage may open under it and write it again.
+      fresh = null;
       continue;
     }
     for (const piece of block.unit.tokens > MAX_PASSAGE_TOKENS ? splitUnit(block.unit) : [block.unit]) {
       // Joining adds separators, so check the joined text, not the sum, against the ceiling.
       if (hasContent() && joinedTokens({ words: piece.words, chars: piece.text.length }) > MAX_PASSAGE_TOKENS) close();
       add(piece.text, piece.words, piece.startLine, piece.endLine);
+      fresh = null;
     }
   }
   close();
