@@ -54,6 +54,12 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
     assert.match(smite.text, /^#### Spellcasting Focus\n\nYou can use a holy symbol/);
   });
 
+  it('never reads a real word as a misspelling of one that starts with another letter', async () => {
+    // 'router' is too rare in everyday English for its list, and one letter from the SRD's 'outer' (planes).
+    const { record } = await searchKnowledge(store, 'How do I reset my router password?', { limit: 3 });
+    assert.ok(!record.terms.includes('outer'), record.terms.join(', '));
+  });
+
   it('assembles nothing for a scene the library knows nothing about', async () => {
     const result = await retrieveKnowledge(store, {
       input: 'We board the starship and plot a jump to the orbital casino.',

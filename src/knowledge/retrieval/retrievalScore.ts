@@ -479,7 +479,7 @@ const RESPELL_MIN_LENGTH = 5;
 
 /**
  * The campaign's spelling of a word it never uses and everyday English does not either ("frigtened",
- * "Farquar"): a word it uses one letter away (dropped, added, changed or two swapped). Of several, the
+ * "Farquar"): a word it uses one letter away (dropped, added, changed or two swapped) after the first. Of several, the
  * one the campaign writes beside the word's neighbour in the turn ("Mother Hulde" is Mother Hulda, not
  * "holde"), else the one it uses most; null when there is none.
  */
@@ -505,8 +505,12 @@ export function campaignSpelling(stats: CampaignStatistics, word: string, before
 }
 
 const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+/**
+ * Edits that keep the first letter: a misspelling nearly always does, while a real word English uses too
+ * rarely for the everyday list often lies one letter in front of another ("router" is not "outer").
+ */
 function* oneEditAway(word: string): Generator<string> {
-  for (let i = 0; i <= word.length; i++) {
+  for (let i = 1; i <= word.length; i++) {
     const [head, tail] = [word.slice(0, i), word.slice(i)];
     if (tail) yield head + tail.slice(1);
     if (tail.length > 1) yield head + tail[1] + tail[0] + tail.slice(2);
