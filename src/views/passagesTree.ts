@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { PassageRecord, SourceRecord } from '../knowledge/campaign';
+import { passageLabel } from '../knowledge/indexing';
 import type { KnowledgeService } from './knowledgeService';
 import { sourceUri } from './sourcesTree';
 import { TreeProvider } from './treeProvider';
@@ -37,13 +38,14 @@ export class PassagesTree extends TreeProvider<PassageNode> {
   }
 
   getTreeItem({ root, source, passage }: PassageNode): vscode.TreeItem {
-    const trail = passage.headingPath.length > 0 ? passage.headingPath.join(' › ') : '(before the first heading)';
-    const item = new vscode.TreeItem(passage.headingPath.at(-1) ?? trail, vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(passageLabel(passage), vscode.TreeItemCollapsibleState.None);
     item.id = `passage:${root}:${passage.id}`;
     item.iconPath = new vscode.ThemeIcon('symbol-text');
     item.description = `${passage.tokenCount} tokens · lines ${passage.startLine}–${passage.endLine}`;
     const text = passage.text.length > PREVIEW_CHARS ? `${passage.text.slice(0, PREVIEW_CHARS)}…` : passage.text;
-    item.tooltip = `${trail}\n${source.path}:${passage.startLine}-${passage.endLine}\n\n${text}`;
+    const tooltip = [`${source.path}:${passage.startLine}-${passage.endLine}`, '', text];
+    if (passage.headingPath.length > 0) tooltip.unshift(passage.headingPath.join(' › '));
+    item.tooltip = tooltip.join('\n');
     item.command = { command: 'storyteller.openPassage', title: 'Open Passage', arguments: [{ root, source, passage }] };
     item.contextValue = 'passage';
     return item;

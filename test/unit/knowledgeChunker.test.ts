@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MAX_PASSAGE_TOKENS, MIN_PASSAGE_TOKENS, parseDocument } from '../../src/knowledge/indexing/chunker';
+import { MAX_PASSAGE_TOKENS, MIN_PASSAGE_TOKENS, parseDocument, passageLabel } from '../../src/knowledge/indexing/chunker';
 import { estimateTokens } from '../../src/knowledge/campaign/tokens';
 
 const words = (n: number, word = 'lorem'): string => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
@@ -22,6 +22,12 @@ describe('knowledge: markdown to passages', () => {
     assert.deepEqual(passages[0]!.headingPath, ['Spells']);
     assert.match(passages[0]!.text, /^## Aid\n\nHit points rise\.\n\n## Alarm\n\nA bell rings\.\n\n## Blur\n\nYou shimmer\.$/);
     assert.deepEqual([passages[0]!.startLine, passages[0]!.endLine], [3, 13]);
+    assert.equal(passageLabel(passages[0]!), 'Aid', 'listed by the section it opens with');
+  });
+
+  it('names each passage in a list by its own heading, and text above every heading as such', () => {
+    const text = `Preface words.\n\n# Westhaven\n\n${words(80)}\n\n## The Watch\n\n${words(90)}\n`;
+    assert.deepEqual(parseDocument(text, 'markdown').passages.map(passageLabel), ['(before the first heading)', 'The Watch']);
   });
 
   it('keeps the trail of a passage whose short text runs on into its own subsections', () => {

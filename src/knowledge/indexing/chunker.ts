@@ -19,6 +19,15 @@ export interface ParsedDocument {
 
 export type DocumentKind = 'markdown' | 'text';
 
+/**
+ * A passage's name in a list: the heading it opens with when it runs through several sections (written
+ * first in its text, see pack), else the last heading of its trail.
+ */
+export function passageLabel(passage: Pick<DraftPassage, 'headingPath' | 'text'>): string {
+  const opening = /^#{1,6} (.+)\n/.exec(passage.text)?.[1];
+  return opening ?? passage.headingPath.at(-1) ?? '(before the first heading)';
+}
+
 /** A piece of text with the file lines it came from: the unit the packer works in. */
 interface Unit {
   text: string;

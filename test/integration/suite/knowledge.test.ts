@@ -71,6 +71,11 @@ describe('campaign knowledge in the workbench', () => {
     const watch = passages.find((p) => p.passage.text.includes('## The Town Watch'));
     assert.ok(watch, 'a passage holding the section "The Town Watch"');
     assert.match(String(api.passages.getTreeItem(watch).description), /\d+ tokens · lines \d+–\d+/);
+    // Too short to stand alone, The Broken Circle runs on into Magic: listed by its own heading, under the one both share.
+    const circle = passages.find((p) => p.passage.text.startsWith('## The Broken Circle\n'));
+    assert.ok(circle, 'a passage opening with the section "The Broken Circle"');
+    assert.equal(api.passages.getTreeItem(circle).label, 'The Broken Circle');
+    assert.match(String(api.passages.getTreeItem(circle).tooltip), /^Westhaven\ncanon\.md:18-/);
     await vscode.commands.executeCommand('storyteller.openPassage', watch);
     const editor = vscode.window.activeTextEditor!;
     assert.equal(editor.document.uri.fsPath, file('canon.md'));
