@@ -37,6 +37,20 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
     }
   });
 
+  it("puts first the page a question names by its title, above a story that keeps mentioning it", async () => {
+    // The stories mention these names more often and beside more of the question's words; the page titled so is about them.
+    for (const [question, page] of [
+      ['Who is Ice?', 'torys/world/oro-oro-ponoro-poron/dragons/ice.md'],
+      ['Who is Firecomb?', 'torys/world/tumulted-sea/leuber/firecomb.md'],
+      ['Who is Tuvdak the Magnificent?', 'torys/world/oro-oro-ponoro-poron/dragons/tuvdak-the-magnificent.md'],
+    ] as const) {
+      const { hits, record } = await searchKnowledge(store, question, { limit: 5 });
+      assert.equal(hits[0]?.sourcePath, page, `${question}: ${hits.map((h) => h.sourcePath).join(', ')}`);
+      const decision = record.candidates.find((c) => c.passageId === hits[0]!.passageId)!;
+      assert.ok(decision.boosts.some((b) => b.name.startsWith('linked to')), `${question}: ${JSON.stringify(decision.boosts)}`);
+    }
+  });
+
   it('answers a rules question from the SRD, as reference', async () => {
     const { hits } = await searchKnowledge(store, 'How does grappling work?', { limit: 3 });
     const combat = hits.find((h) => h.sourcePath === 'srd/Gameplay/Combat.md');

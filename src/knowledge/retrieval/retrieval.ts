@@ -490,7 +490,8 @@ function scoreSurvivors(
     const boosts: CandidateDecision['boosts'] = [];
     if (w.row.priority !== 'normal') boosts.push({ name: `priority ${w.row.priority}`, factor: PRIORITY_BOOST[w.row.priority] });
     const linked = (JSON.parse(w.row.entities) as string[]).map((e) => termText(tokenize(e)));
-    const named = linked.find((e) => termTexts.has(e) || stateNames.has(e));
+    // A source whose key or name this turn mentions says it is about what was mentioned, as an entity link does.
+    const named = linked.find((e) => termTexts.has(e) || stateNames.has(e)) ?? w.trigger?.mention;
     if (named) boosts.push({ name: `linked to '${named}'`, factor: ENTITY_BOOST });
     const tag = (JSON.parse(w.row.tags) as string[]).map((t) => termText(tokenize(t))).find((t) => termTexts.has(t));
     if (tag) boosts.push({ name: `tag '${tag}'`, factor: TAG_BOOST });
