@@ -38,7 +38,7 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
   });
 
   it("puts first the page a question names by its title, above a story that keeps mentioning it", async () => {
-    // The stories mention these names more often and beside more of the question's words; the page titled so is about them.
+    // Stories and other pages mention these names too, many passages of them in a row; the page titled so is about them.
     for (const [question, page] of [
       ['Who is Ice?', 'torys/world/oro-oro-ponoro-poron/dragons/ice.md'],
       ['Who is Firecomb?', 'torys/world/tumulted-sea/leuber/firecomb.md'],
