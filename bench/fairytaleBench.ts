@@ -333,37 +333,58 @@ export const EVERYDAY_IN_TALE_WORDS = {
   ],
 } as const;
 
+/** A section heading of a rulebook: its text, its file (relative to the corpus) and its line. */
+export interface RulebookHeading {
+  heading: string;
+  file: string;
+  line: number;
+}
+
 /**
- * Rules questions drawn from the D&D SRD's and the Fate SRD's own section headings ("How does Attack Rolls
- * and Damage work?"), a heading of two or more meaningful words each, alternately into a tuning half
- * (asked with `train`) and a reporting half (asked with `val`): hundreds of questions nobody wrote to pass.
- * The SRD's monsters, spells and treasure are left out: a fairy tale may rightly answer about a green dragon.
+ * The D&D SRD's or the Fate SRD's section headings of two or more meaningful words ("Attack Rolls and
+ * Damage"), in file order. The SRD's monsters, spells and treasure are left out: a fairy tale may rightly
+ * answer about a green dragon.
  */
-export function rulesQuestions(corpus: 'dnd-srd-5.1' | 'fate-srd', split: Split): string[] {
-  const headings = new Map<string, string>();
+export function rulebookHeadings(corpus: 'dnd-srd-5.1' | 'fate-srd'): RulebookHeading[] {
+  const root = corpusPath(corpus);
+  const found: RulebookHeading[] = [];
   const walk = (dir: string): void => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
       else if (entry.name.endsWith('.md')) {
-        for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-          const heading = /^#{2,6}\s+(.*)$/.exec(line)?.[1]
-            ?.replace(/<[^>]*>/g, ' ')
-            .replace(/[*_`\u200b]/g, '')
-            .replace(/\s+/g, ' ')
-            .trim();
-          if (!heading || !/^[\p{L}][\p{L}\s,'’-]*$/u.test(heading)) continue;
-          const words = tokenize(heading);
-          if (words.length <= 8 && words.filter(isMeaningfulWord).length >= 2) headings.set(heading.toLowerCase(), heading);
-        }
+        fs.readFileSync(file, 'utf8')
+          .split('\n')
+          .forEach((line, i) => {
+            const heading = /^#{2,6}\s+(.*)$/.exec(line)?.[1]
+              ?.replace(/<[^>]*>/g, ' ')
+              .replace(/[*_`\u200b]/g, '')
+              .replace(/\s+/g, ' ')
+              .trim();
+            if (!heading || !/^[\p{L}][\p{L}\s,'’-]*$/u.test(heading)) return;
+            const words = tokenize(heading);
+            if (words.length <= 8 && words.filter(isMeaningfulWord).length >= 2) found.push({ heading, file: path.relative(root, file), line: i + 1 });
+          });
       }
     }
   };
-  if (corpus === 'fate-srd') walk(corpusPath(corpus));
-  else for (const folder of ['Characterizations', 'Classes', 'Equipment', 'Gamemastering', 'Gameplay', 'Races']) walk(corpusPath(corpus, folder));
-  const sorted = [...headings.values()].sort((a, b) => a.localeCompare(b));
-  return sorted.filter((_, i) => i % 2 === (split === 'train' ? 0 : 1)).map((h) => `How does ${h} work?`);
+  if (corpus === 'fate-srd') walk(root);
+  else for (const folder of ['Characterizations', 'Classes', 'Equipment', 'Gamemastering', 'Gameplay', 'Races']) walk(path.join(root, folder));
+  return found;
 }
+
+/**
+ * Rules questions drawn from a rulebook's headings ("How does Attack Rolls and Damage work?"), each heading
+ * once, alternately into a tuning half (asked with `train`) and a reporting half (asked with `val`):
+ * hundreds of off-topic questions for the fairy tales that nobody wrote to pass.
+ */
+export function rulesQuestions(corpus: 'dnd-srd-5.1' | 'fate-srd', split: Split): string[] {
+  const headings = new Map(rulebookHeadings(corpus).map((h) => [h.heading.toLowerCase(), h.heading]));
+  const sorted = [...headings.values()].sort((a, b) => a.localeCompare(b));
+  return sorted.filter((_, i) => i % 2 === (split === 'train' ? 0 : 1)).map(headingQuestion);
+}
+
+export const headingQuestion = (heading: string): string => `How does ${heading} work?`;
 
 /** Every off-topic set asked of the fairy tales, by kind. */
 function offTopicSets(split: Split): { kind: string; questions: readonly string[] }[] {

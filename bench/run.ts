@@ -3,6 +3,7 @@ import { runEntitiesBench } from './entitiesBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
+import { measureRulebook } from './rulebookBench';
 import { runSupersessionBench } from './supersessionBench';
 
 /**
@@ -20,6 +21,8 @@ const PARTS: BenchPart[] = [
   { name: 'retrieval', run: (log) => runRetrievalBench(log) },
   // Reported on validation only; constants were tuned on a train sample (`tsx bench/fairytaleBench.ts train 30`).
   { name: 'fairytales', run: (log) => measureFairytales('val', undefined, log) },
+  // Nothing was tuned on these: a rulebook asked about its own sections.
+  { name: 'rulebook', run: (log) => measureRulebook(log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
 ];
