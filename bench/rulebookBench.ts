@@ -49,7 +49,7 @@ export async function measureRulebook(log: (line: string) => void = () => undefi
     const tally = () => ({ at1: 0, at5: 0, tokens: 0, nothing: 0 });
     const product = tally();
     const bm25 = tally();
-    const count1 = (t: ReturnType<typeof tally>, found: Found[], gold: { file: string; line: number }) => {
+    const tallyHits = (t: ReturnType<typeof tally>, found: Found[], gold: { file: string; line: number }) => {
       const rank = found.findIndex((f) => f.path === `srd/${gold.file}` && f.start <= gold.line && f.end >= gold.line);
       if (rank === 0) t.at1++;
       if (rank !== -1) t.at5++;
@@ -63,10 +63,10 @@ export async function measureRulebook(log: (line: string) => void = () => undefi
       const lines = fs.readFileSync(path.join(corpusPath('dnd-srd-5.1'), h.file), 'utf8').split('\n');
       const first = lines.findIndex((l, i) => i >= h.line && l.trim() !== '');
       const gold = { file: h.file, line: first + 1 };
-      count1(product, hits.map((x) => ({ path: x.sourcePath, start: x.startLine, end: x.endLine, tokens: x.tokenCount })), gold);
+      tallyHits(product, hits.map((x) => ({ path: x.sourcePath, start: x.startLine, end: x.endLine, tokens: x.tokenCount })), gold);
       const words = [...new Set(question.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
       const ids = rawSearch.all(words.map((w) => `"${w}"`).join(' OR ')) as { rowid: number }[];
-      count1(bm25, ids.map((r) => passages[r.rowid - 1]!), gold);
+      tallyHits(bm25, ids.map((r) => passages[r.rowid - 1]!), gold);
     }
     const row = (t: ReturnType<typeof tally>): Row => ({
       recall1: Math.round((t.at1 / headings.length) * 1000) / 1000,
