@@ -333,11 +333,11 @@ export const EVERYDAY_IN_TALE_WORDS = {
   ],
 } as const;
 
-/** A section heading of a rulebook: its text, its file (relative to the corpus) and its line. */
+/** A section heading of a rulebook: its text, its file (relative to the corpus), and the section's first line after it. */
 export interface RulebookHeading {
   heading: string;
   file: string;
-  line: number;
+  firstLine: number;
 }
 
 /**
@@ -353,18 +353,19 @@ export function rulebookHeadings(corpus: 'dnd-srd-5.1' | 'fate-srd'): RulebookHe
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
       else if (entry.name.endsWith('.md')) {
-        fs.readFileSync(file, 'utf8')
-          .split('\n')
-          .forEach((line, i) => {
-            const heading = /^#{2,6}\s+(.*)$/.exec(line)?.[1]
-              ?.replace(/<[^>]*>/g, ' ')
-              .replace(/[*_`\u200b]/g, '')
-              .replace(/\s+/g, ' ')
-              .trim();
-            if (!heading || !/^[\p{L}][\p{L}\s,'’-]*$/u.test(heading)) return;
-            const words = tokenize(heading);
-            if (words.length <= 8 && words.filter(isMeaningfulWord).length >= 2) found.push({ heading, file: path.relative(root, file), line: i + 1 });
-          });
+        const lines = fs.readFileSync(file, 'utf8').split('\n');
+        lines.forEach((line, i) => {
+          const heading = /^#{2,6}\s+(.*)$/.exec(line)?.[1]
+            ?.replace(/<[^>]*>/g, ' ')
+            .replace(/[*_`\u200b]/g, '')
+            .replace(/\s+/g, ' ')
+            .trim();
+          if (!heading || !/^[\p{L}][\p{L}\s,'’-]*$/u.test(heading)) return;
+          const words = tokenize(heading);
+          if (words.length > 8 || words.filter(isMeaningfulWord).length < 2) return;
+          const firstLine = lines.findIndex((l, j) => j > i && l.trim() !== '') + 1;
+          found.push({ heading, file: path.relative(root, file), firstLine });
+        });
       }
     }
   };
@@ -472,22 +473,34 @@ function summarize(t: Tally): QualityRow {
   };
 }
 
+/** Where a returned text lies in the campaign, and what it costs. */
+export interface Located {
+  path: string;
+  start: number;
+  end: number;
+  tokens: number;
+}
+
 /** One row per section in a bare FTS5 table, `porter unicode61`, ranked by bm25: the anchor. */
-class RawBm25 {
+export class RawBm25 {
   private readonly db = new Database(':memory:');
-  private readonly rows: { path: string; start: number; end: number; tokens: number }[] = [];
+  private readonly rows: Located[] = [];
+  private readonly insert;
   constructor() {
     this.db.exec("CREATE VIRTUAL TABLE s USING fts5 (body, tokenize = 'porter unicode61')");
+    this.insert = this.db.prepare('INSERT INTO s (rowid, body) VALUES (?, ?)');
   }
   add(story: Story, written: Written): void {
-    const insert = this.db.prepare('INSERT INTO s (rowid, body) VALUES (?, ?)');
     for (const s of story.sections) {
       const [start, end] = written.lines.get(s.section)!;
-      this.rows.push({ path: written.path, start, end, tokens: estimateTokens(s.text) });
-      insert.run(this.rows.length, s.text);
+      this.addRow({ path: written.path, start, end, tokens: estimateTokens(s.text) }, s.text);
     }
   }
-  search(question: string): { path: string; start: number; end: number; tokens: number }[] {
+  addRow(row: Located, text: string): void {
+    this.rows.push(row);
+    this.insert.run(this.rows.length, text);
+  }
+  search(question: string): Located[] {
     const words = [...new Set(question.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
     if (words.length === 0) return [];
     const ids = this.db
@@ -500,7 +513,8 @@ class RawBm25 {
   }
 }
 
-async function productSearch(store: KnowledgeStore, question: string) {
+/** What `storyteller search --limit 5` returns for a question, located. */
+export async function productSearch(store: KnowledgeStore, question: string): Promise<Located[]> {
   const { hits } = await searchKnowledge(store, question, { limit: LIMIT });
   return hits.map((h) => ({ path: h.sourcePath, start: h.startLine, end: h.endLine, tokens: h.tokenCount }));
 }

@@ -1,10 +1,6 @@
-import Database from 'better-sqlite3';
-import fs from 'node:fs';
-import path from 'node:path';
-import { searchKnowledge } from '../src/knowledge/retrieval/retrieval';
 import { corpusPath } from '../test/support/corpora';
 import { importCorpora } from '../test/support/knowledgeFixtures';
-import { headingQuestion, rulebookHeadings } from './fairytaleBench';
+import { headingQuestion, productSearch, RawBm25, rulebookHeadings, type Located, type RulebookHeading } from './fairytaleBench';
 
 /**
  * A rulebook asked about its own sections: "How does Attack Rolls and Damage work?" of the D&D SRD, for every
@@ -12,15 +8,6 @@ import { headingQuestion, rulebookHeadings } from './fairytaleBench';
  * it, raw FTS5 bm25 (`porter unicode61`) over the same passages, heading trail and text, in the same run. Nothing
  * was tuned on these questions: they measure how chunking and ranking carry over to a rulebook's structure.
  */
-
-const LIMIT = 5;
-
-interface Found {
-  path: string;
-  start: number;
-  end: number;
-  tokens: number;
-}
 
 interface Row {
   recall1: number;
@@ -36,21 +23,19 @@ export async function measureRulebook(log: (line: string) => void = () => undefi
   const headings = all.filter((h) => count.get(h.heading.toLowerCase()) === 1);
 
   const library = await importCorpora('rulebook', { srd: { corpus: corpusPath('dnd-srd-5.1'), class: 'reference' } });
-  const raw = new Database(':memory:');
+  const bm25Anchor = new RawBm25();
   try {
-    raw.exec("CREATE VIRTUAL TABLE s USING fts5 (body, tokenize = 'porter unicode61')");
     const passages = library.store.db
       .prepare('SELECT p.heading_path AS trail, p.text, p.start_line AS start, p.end_line AS end, p.token_count AS tokens, s.path FROM passages p JOIN sources s ON s.id = p.source_id')
-      .all() as (Found & { trail: string; text: string })[];
-    const insert = raw.prepare('INSERT INTO s (rowid, body) VALUES (?, ?)');
-    passages.forEach((p, i) => insert.run(i + 1, `${(JSON.parse(p.trail) as string[]).join(' ')}\n${p.text}`));
-    const rawSearch = raw.prepare(`SELECT rowid FROM s WHERE s MATCH ? ORDER BY bm25(s) LIMIT ${LIMIT}`);
+      .all() as (Located & { trail: string; text: string })[];
+    for (const { trail, text, ...row } of passages) bm25Anchor.addRow(row, `${(JSON.parse(trail) as string[]).join(' ')}\n${text}`);
 
     const tally = () => ({ at1: 0, at5: 0, tokens: 0, nothing: 0 });
     const product = tally();
     const bm25 = tally();
-    const tallyHits = (t: ReturnType<typeof tally>, found: Found[], gold: { file: string; line: number }) => {
-      const rank = found.findIndex((f) => f.path === `srd/${gold.file}` && f.start <= gold.line && f.end >= gold.line);
+    const tallyHits = (t: ReturnType<typeof tally>, found: Located[], gold: RulebookHeading) => {
+      // The section's first line: in the passage under its heading, or in the one it runs on into.
+      const rank = found.findIndex((f) => f.path === `srd/${gold.file}` && f.start <= gold.firstLine && f.end >= gold.firstLine);
       if (rank === 0) t.at1++;
       if (rank !== -1) t.at5++;
       if (found.length === 0) t.nothing++;
@@ -58,15 +43,8 @@ export async function measureRulebook(log: (line: string) => void = () => undefi
     };
     for (const h of headings) {
       const question = headingQuestion(h.heading);
-      const { hits } = await searchKnowledge(library.store, question, { limit: LIMIT });
-      // The section's first line after its heading: in the passage under the heading, or in one it runs on into.
-      const lines = fs.readFileSync(path.join(corpusPath('dnd-srd-5.1'), h.file), 'utf8').split('\n');
-      const first = lines.findIndex((l, i) => i >= h.line && l.trim() !== '');
-      const gold = { file: h.file, line: first + 1 };
-      tallyHits(product, hits.map((x) => ({ path: x.sourcePath, start: x.startLine, end: x.endLine, tokens: x.tokenCount })), gold);
-      const words = [...new Set(question.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
-      const ids = rawSearch.all(words.map((w) => `"${w}"`).join(' OR ')) as { rowid: number }[];
-      tallyHits(bm25, ids.map((r) => passages[r.rowid - 1]!), gold);
+      tallyHits(product, await productSearch(library.store, question), h);
+      tallyHits(bm25, bm25Anchor.search(question), h);
     }
     const row = (t: ReturnType<typeof tally>): Row => ({
       recall1: Math.round((t.at1 / headings.length) * 1000) / 1000,
@@ -82,7 +60,7 @@ export async function measureRulebook(log: (line: string) => void = () => undefi
     }
     return result;
   } finally {
-    raw.close();
+    bm25Anchor.close();
     library.dispose();
   }
 }
