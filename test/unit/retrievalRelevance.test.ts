@@ -273,6 +273,18 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.match(hits[0]?.text ?? '', /eldest/, hits[0]?.sourcePath);
   });
 
+  it('matches "die" for "dies" and "cried" for "cry", forms Porter stems apart', async () => {
+    // Porter stems "dies" to "di" beside "die", and "cry" beside "cried" to "cri": the tale says "we will live or die with you".
+    const { record } = await searchKnowledge(book.store, 'What will happen to the falcons if their elder brother dies?', { limit: 5 });
+    const gold = record.candidates.find((c) => c.sourcePath === 'gray-eagle-and-his-five-brothers.md' && c.headingPath[0] === 'Section 4');
+    assert.ok(gold?.matchedTerms.includes('dies'), `the section saying "die" matched ${gold?.matchedTerms.join(', ')}`);
+    const { hits } = await searchKnowledge(book.store, 'Why did the girl cry?', { limit: 5 });
+    assert.ok(
+      hits.some((h) => /\bcried\b/.test(h.text) && !/\bcry\b/.test(h.text) && /matched .*'cry'/.test(h.reason)),
+      hits.map((h) => h.reason).join('; '),
+    );
+  });
+
   it('answers a real question whose other words no tale uses, from the story its rare words are about', async () => {
     // 'declined' and 'become' are nearly absent from the tales; 'schoolmaster' and 'pastor' are this story's.
     const { hits } = await searchKnowledge(book.store, 'What happened when the schoolmaster declined to become the pastor?');

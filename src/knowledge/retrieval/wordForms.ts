@@ -18,15 +18,15 @@ draw drew drawn|dream dreamt|drink drank drunk|drive drove driven|dwell dwelt|ea
 feed fed|feel felt|fight fought|find found|flee fled|fling flung|fly flew flown|forbid forbade forbidden
 forsake forsook forsaken|freeze froze frozen|get got gotten
 give gave given|go went gone goes|grow grew grown|hang hung|hear heard|hide hid hidden|hold held|keep kept
-kneel knelt|know knew known|lay laid lie lain lying|lead led|leap leapt|leave left|lend lent|light lit
+kneel knelt|know knew known|lay laid lie lies lied lain lying|lead led|leap leapt|leave left|lend lent|light lit
 lose lost|make made|meet met|pay paid|ride rode ridden|ring rang rung|rise risen
 run ran|say said|see saw seen|seek sought|sell sold|send sent|shake shook shaken|shine shone|shoot shot
 sing sang sung|sink sank sunk|sit sat|slay slew slain|sleep slept|slide slid|speak spoke spoken|spend spent
 spin spun|spring sprang sprung|stand stood|steal stole stolen|stick stuck|sting stung|stride strode stridden
 strike struck stricken|swear swore sworn|sweep swept|swim swam swum|swing swung|take took taken|teach taught
 tear tore torn|tell told|think thought|throw threw thrown|tread trod trodden
-wake woke woken|wear wore worn|weave wove woven|weep wept|win won|write wrote written|die died dying
-tie tied tying
+wake woke woken|wear wore worn|weave wove woven|weep wept|win won|write wrote written|die dies died dying
+tie ties tied tying
 `;
 
 const IRREGULAR_PLURALS = `
@@ -44,6 +44,12 @@ const COMPARED_ADJECTIVES =
   'dark bright deep high low wide narrow near far close dear cruel kind clever sweet cold hot warm fat thin ' +
   'heavy light quick slow swift fine pretty ugly lovely hard soft loud quiet safe wild large little tiny ' +
   'early late easy busy angry hungry lucky noble humble gentle simple grand rare strange black white';
+
+/**
+ * Short words ending in a consonant and "y", whose forms Porter's stemmer splits in two: "cry" and "crying"
+ * stem to "cry", "cries" and "cried" to "cri" ("Why did the girl cry?" is answered by "she cried").
+ */
+const SHORT_Y_WORDS = 'cry try fly dry fry spy pry ply shy sky';
 
 /** Comparisons that no rule makes. */
 const IRREGULAR_COMPARISONS = 'better best|worse worst|older oldest elder eldest';
@@ -76,6 +82,7 @@ function groupsOf(lists: string): Groups {
 const VERBS = groupsOf(IRREGULAR_VERBS);
 const FORMS = groupsOf(`${IRREGULAR_VERBS}|${IRREGULAR_PLURALS}|${IRREGULAR_COMPARISONS}`);
 for (const adjective of COMPARED_ADJECTIVES.split(' ')) join(FORMS, [compared(adjective, 'er'), compared(adjective, 'est')]);
+for (const word of SHORT_Y_WORDS.split(' ')) join(FORMS, [word, `${word}ing`, `${word.slice(0, -1)}ies`, `${word.slice(0, -1)}ied`]);
 
 /** The word's other forms (lower-case, as tokenized), never the word itself; empty for most words. */
 export function otherForms(word: string): string[] {
