@@ -285,6 +285,15 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     );
   });
 
+  it("admits, of a turn the tales answer, no passage of another tale that shares only the turn's common verb", async () => {
+    const { hits, record } = await searchKnowledge(book.store, 'I walk to the well and ask Mother Hulda for work', { limit: 5 });
+    assert.ok(hits.length > 0 && hits.every((h) => h.sourcePath === 'mother-hulda.md'), hits.map((h) => h.sourcePath).join(', '));
+    const askOnly = record.candidates.filter((c) => c.sourcePath !== 'mother-hulda.md' && c.matchedTerms.join() === 'ask');
+    assert.ok(askOnly.length > 10, `other tales matched 'ask': ${askOnly.length}`);
+    // Refused by relevance, so a prompt never spends its budget on them either: search's cut is not what keeps them out.
+    assert.deepEqual(askOnly.filter((c) => c.admitted || !/matched only 'ask', words too common here/.test(c.reason)).map((c) => c.reason), []);
+  });
+
   it('answers a real question whose other words no tale uses, from the story its rare words are about', async () => {
     // 'declined' and 'become' are nearly absent from the tales; 'schoolmaster' and 'pastor' are this story's.
     const { hits } = await searchKnowledge(book.store, 'What happened when the schoolmaster declined to become the pastor?');
