@@ -363,7 +363,9 @@ export function rulebookHeadings(corpus: 'dnd-srd-5.1' | 'fate-srd'): RulebookHe
           if (!heading || !/^[\p{L}][\p{L}\s,'’-]*$/u.test(heading)) return;
           const words = tokenize(heading);
           if (words.length > 8 || words.filter(isMeaningfulWord).length < 2) return;
-          const firstLine = lines.findIndex((l, j) => j > i && l.trim() !== '') + 1;
+          let next = i + 1;
+          while (next < lines.length && lines[next]!.trim() === '') next++;
+          const firstLine = next + 1;
           found.push({ heading, file: path.relative(root, file), firstLine });
         });
       }
@@ -423,7 +425,7 @@ function writeStory(dir: string, story: Story): Written {
   return { path: rel, lines };
 }
 
-interface Tally {
+export interface Tally {
   questions: number;
   hits: Record<number, number>;
   passages: number;
@@ -433,9 +435,10 @@ interface Tally {
   otherStoryFirst: number;
 }
 
-const newTally = (): Tally => ({ questions: 0, hits: { 1: 0, 3: 0, 5: 0 }, passages: 0, tokens: 0, abstained: 0, otherStoryFirst: 0 });
+export const newTally = (): Tally => ({ questions: 0, hits: { 1: 0, 3: 0, 5: 0 }, passages: 0, tokens: 0, abstained: 0, otherStoryFirst: 0 });
 
-function count(t: Tally, ranked: { path: string; start: number; end: number; tokens: number }[], gold: { path: string; ranges: [number, number][] }): void {
+/** Counts one question: `ranked` is what was returned, `gold` the lines of its answer. */
+export function count(t: Tally, ranked: Located[], gold: { path: string; ranges: [number, number][] }): void {
   t.questions++;
   t.passages += ranked.length;
   t.tokens += ranked.reduce((n, r) => n + r.tokens, 0);
@@ -462,7 +465,7 @@ export interface QualityRow {
   otherStoryFirst: number;
 }
 
-function summarize(t: Tally): QualityRow {
+export function summarize(t: Tally): QualityRow {
   const r = (n: number) => Math.round((n / Math.max(1, t.questions)) * 1000) / 1000;
   return {
     recall: Object.fromEntries(K.map((k) => [k, r(t.hits[k]!)])),
