@@ -7,3 +7,4 @@ export type { ServerFailure, ServerFailureKind } from './openaiClient';
 export { OpenAICompatibleEmbedder, embedderFor } from './openaiEmbedder';
 export { ModelServerError, checkServer, listModels, ollamaClient, ollamaContextLength, pullOllamaModel } from './servers';
 export type { PullProgress, ServerCheck, ServerModel } from './servers';
+export type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolProtocol, ToolSpec } from './toolCalls';
