@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { CampaignError, findCampaignRoot, type Campaign } from '../knowledge/campaign';
 import { calibratedModels } from '../knowledge/retrieval';
-import { embedderFor } from '../knowledge/models';
+import { embedderFor } from '../models';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
 import type { KnowledgeStore, Parser } from '../knowledge/indexing';
 import { defaultSettings, openSession, type CampaignSession, type StorytellerSettings } from '../session';

@@ -1,4 +1,4 @@
-import { API_KEY_ENV, BackendConfigError, resolveBackend, type ModelBackend } from '../knowledge/models';
+import { API_KEY_ENV, BackendConfigError, resolveBackend, type ModelBackend } from '../models';
 import { UsageError, stringOption, type CliIo, type ParsedArgs } from './command';
 
 /** Options of every command that talks to a model server. */

@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE_CAP_BYTES } from '../knowledge/campaign';
-import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../knowledge/models';
+import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, type KnowledgeBudgets } from '../knowledge/retrieval';
 
 /**

@@ -2,7 +2,7 @@ import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBui
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
-import { NarratorError, type Narrator } from './narrator';
+import { NarratorError, type Narrator } from '../models/narrator';
 import type { KnowledgeBudgets } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';

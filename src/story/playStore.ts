@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
 import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
-import { PLAY_MIGRATIONS } from './playSchema';
+import { PLAY_MIGRATIONS } from '../knowledge/indexing';
 import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 import type {
   ActionKind,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { worldFactsFromState, type WorldFact } from '../knowledge/conflicts';
-import { promptField } from './promptField';
+import { promptField } from '../models/promptField';
 import type { Persona } from './types';
 
 /**

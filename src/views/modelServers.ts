@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import { checkServer, describeBackend, listModels, ModelServerError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../knowledge/models';
-import { NarratorError } from '../story/narrator';
+import { checkServer, describeBackend, listModels, ModelServerError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../models';
+import { NarratorError } from '../models/narrator';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
 

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { resolveOllamaHost } from '../knowledge/models';
+import { resolveOllamaHost } from '../models';
 import { DEFAULTS, resolveServers, type StorytellerSettings as CoreSettings } from '../session';
 import { Disposable } from './disposable';
 

@@ -11,7 +11,7 @@ import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { openDatabase, type Db } from '../../src/knowledge/indexing/sqlite';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { CHUNKING_VERSION } from '../../src/knowledge/campaign/types';
-import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+import { PLAY_MIGRATIONS } from '../../src/knowledge/indexing/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { runCaptured } from '../support/cliRun';
 import { FakeOllama } from '../support/fakeOllama';

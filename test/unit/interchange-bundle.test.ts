@@ -14,7 +14,7 @@ import {
   importCampaignBundle,
   type CampaignBundle,
 } from '../../src/knowledge/interchange/bundle';
-import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+import { PLAY_MIGRATIONS } from '../../src/knowledge/indexing/playSchema';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { listTree, readTree, runCliCaptured, withIndexedSession } from '../support/interchange';
 

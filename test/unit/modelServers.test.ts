@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { checkServer, listModels, ModelServerError, pullOllamaModel, resolveBackend, type PullProgress } from '../../src/knowledge/models';
+import { checkServer, listModels, ModelServerError, pullOllamaModel, resolveBackend, type PullProgress } from '../../src/models';
 import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
 
 describe('Ollama server: model list, preflight and pull', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { DEFAULT_OLLAMA_HOST, resolveOllamaHost } from '../../src/knowledge/models/ollamaHost';
+import { DEFAULT_OLLAMA_HOST, resolveOllamaHost } from '../../src/models/ollamaHost';
 
 describe('Ollama host resolution', () => {
   const cases: [string | undefined, string | undefined, string][] = [

@@ -9,7 +9,7 @@ import { openDatabase, type Db } from '../../src/knowledge/indexing/sqlite';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, whyNot } from '../../src/knowledge/retrieval/retrieval';
 import { castFromKnowledgeStore } from '../../src/story/cast';
-import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+import { PLAY_MIGRATIONS } from '../../src/knowledge/indexing/playSchema';
 import { makeCampaign, removeDir } from '../support/campaignDirs';
 import { storeWith, type FixtureSource } from '../support/knowledgeFixtures';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { assertFts5, migrate, openDatabase, type Migration } from '../../src/knowledge/indexing/sqlite';
 import { INDEX_MIGRATIONS } from '../../src/knowledge/indexing/indexSchema';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
-import { PLAY_MIGRATIONS } from '../../src/story/playSchema';
+import { PLAY_MIGRATIONS } from '../../src/knowledge/indexing/playSchema';
 
 describe('database migrations', () => {
   let dir: string;

@@ -8,7 +8,7 @@ import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { renderContextMarkdown, renderContextSummary } from '../../src/story/contextReport';
 import { StoryEngine } from '../../src/story/engine';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
-import { OllamaNarrator } from '../../src/story/narrator';
+import { OllamaNarrator } from '../../src/models/narrator';
 import { PlayStore } from '../../src/story/playStore';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 

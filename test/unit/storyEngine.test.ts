@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { StoryEngine, type EngineSettings } from '../../src/story/engine';
-import { NarratorError, OllamaNarrator } from '../../src/story/narrator';
+import { NarratorError, OllamaNarrator } from '../../src/models/narrator';
 import { INTERRUPTED_MESSAGE, PlayStore } from '../../src/story/playStore';
 import type { ChatMessage } from '../../src/story/types';
 import { turnsLeftByCrash } from '../support/crashedPlay';

@@ -7,7 +7,7 @@ import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { StoryEngine } from '../../src/story/engine';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
-import { OllamaNarrator } from '../../src/story/narrator';
+import { OllamaNarrator } from '../../src/models/narrator';
 import { PlayStore } from '../../src/story/playStore';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { FakeOllama } from '../support/fakeOllama';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { castFromSchema } from '../../src/story/cast';
 import { StoryEngine } from '../../src/story/engine';
 import { buildMemoryPrompt, rankMemories } from '../../src/story/memory';
-import { OllamaNarrator } from '../../src/story/narrator';
+import { OllamaNarrator } from '../../src/models/narrator';
 import { PlayStore } from '../../src/story/playStore';
 import type { ChatMessage, Turn } from '../../src/story/types';
 import { parseStatSchema } from '../../src/story/worldState';

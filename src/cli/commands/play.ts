@@ -1,9 +1,9 @@
 import readline from 'node:readline';
 import { CampaignError, type Campaign } from '../../knowledge/campaign';
 import { calibratedModels } from '../../knowledge/retrieval';
-import { describeBackend } from '../../knowledge/models';
+import { describeBackend } from '../../models';
 import type { TurnOutcome } from '../../story/engine';
-import { NarratorError } from '../../story/narrator';
+import { NarratorError } from '../../models/narrator';
 import { campaignAdventure, type PlayStore } from '../../story/playStore';
 import { defaultSettings, openSession, type CampaignSession } from '../../session';
 import { renderContextSummary } from '../../story/contextReport';

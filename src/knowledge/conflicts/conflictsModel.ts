@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Ollama, type Message } from 'ollama';
 import { z } from 'zod';
-import { cappedFetch } from '../../story/replyLimits';
-import { promptField } from '../../story/promptField';
+import { cappedFetch } from '../../models/replyLimits';
+import { promptField } from '../../models/promptField';
 import type { EntityNames } from './facts';
 import { nameKey } from './factsNormalize';
 

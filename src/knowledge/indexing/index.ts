@@ -3,6 +3,7 @@ export { passageLabel } from './chunker';
 export { documentKind, importCampaign, indexFile, isCandidateSource } from './importer';
 export type { FileOutcome, ImportOptions, ImportReport } from './importer';
 export { INDEX_MIGRATIONS } from './indexSchema';
+export { PLAY_MIGRATIONS } from './playSchema';
 export { campaignStatus, findSource, locateCampaign, rebuildIndex, sourceStatus } from './operations';
 export { inThreadParser, workerParser } from './parsePool';
 export { inProcessWriter, workerWriter } from './indexWriter';

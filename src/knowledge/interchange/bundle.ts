@@ -9,7 +9,7 @@ import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
 import { KnowledgeStore } from '../indexing';
 import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceRecord } from '../campaign';
-import { PLAY_MIGRATIONS } from '../../story/playSchema';
+import { PLAY_MIGRATIONS } from '../indexing';
 
 /**
  * A campaign bundle: one versioned JSON file holding every file of the campaign (exact bytes), the

@@ -3,7 +3,7 @@ import { CANDIDATE_COLUMNS, ELIGIBLE, type CandidateRow } from './retrievalRows'
 import type { RetrievalStage, SemanticStatus } from './retrievalTypes';
 import type { KnowledgeStore } from '../indexing';
 import { CHUNKING_VERSION } from '../campaign';
-import { cappedFetch, describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from '../../story/replyLimits';
+import { cappedFetch, describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from '../../models/replyLimits';
 
 /** Anything that turns texts into vectors, one per text, in order. */
 export interface Embedder {

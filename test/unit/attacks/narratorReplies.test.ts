@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { checkCanonConsistency } from '../../../src/knowledge/conflicts/conflictsModel';
-import { NarratorError, OllamaNarrator, type GenerateResult } from '../../../src/story/narrator';
-import { MAX_REPLY_BYTES } from '../../../src/story/replyLimits';
+import { NarratorError, OllamaNarrator, type GenerateResult } from '../../../src/models/narrator';
+import { MAX_REPLY_BYTES } from '../../../src/models/replyLimits';
 import { FakeOllama } from '../../support/fakeOllama';
 import { streamEndlessly } from '../../support/loopback';
 

@@ -1,5 +1,5 @@
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../retrieval';
-import { describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from '../../story/replyLimits';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/retrieval';
+import { describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from './replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 

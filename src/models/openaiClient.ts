@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { cappedFetch, MAX_REPLY_BYTES } from '../../story/replyLimits';
+import { cappedFetch, MAX_REPLY_BYTES } from './replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 
 /**

@@ -1,7 +1,7 @@
 import { Ollama } from 'ollama';
-import { resolveOllamaHost } from '../knowledge/models';
+import { resolveOllamaHost } from './ollamaHost';
 import { cappedFetch, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
-import type { ChatMessage } from './types';
+import type { ChatMessage } from '../story/types';
 
 export type NarratorErrorKind =
   | 'server-down' // nothing answers at the host

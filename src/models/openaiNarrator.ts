@@ -1,4 +1,6 @@
-import { classifyOpenAIError, describeBackend, describeServerFailure, listModels, ModelServerError, openAIClient, type ModelBackend } from '../knowledge/models';
+import { describeBackend, type ModelBackend } from './backend';
+import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
+import { listModels, ModelServerError } from './servers';
 import { IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
 import { describeBytes, MAX_REPLY_BYTES, replyTooLargeIn } from './replyLimits';
 

@@ -1,4 +1,4 @@
-import type { Migration } from '../knowledge/indexing';
+import type { Migration } from './sqlite';
 
 /**
  * Play data (`<campaign>/.storyteller/play.db`) is what the writer played: it is not derived, so it is
