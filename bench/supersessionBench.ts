@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { analyzeStoreConflicts } from '../src/knowledge/conflicts/conflictsIndex';
-import type { WorldFact } from '../src/knowledge/conflicts/conflictsState';
+import type { WorldFact } from '../src/knowledge/retrieval/retrievalTypes';
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge } from '../src/knowledge/retrieval/retrieval';
 import type { RetrievalQuery } from '../src/knowledge/retrieval/retrievalTypes';
 import { indexKnowledge } from '../src/story/indexKnowledge';

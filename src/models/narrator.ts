@@ -1,7 +1,6 @@
 import { Ollama } from 'ollama';
 import { resolveOllamaHost } from './ollamaHost';
 import { cappedFetch, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
-import type { ChatMessage } from '../story/types';
 
 export type NarratorErrorKind =
   | 'server-down' // nothing answers at the host
@@ -25,6 +24,12 @@ export class NarratorError extends Error {
     super(message);
     this.name = 'NarratorError';
   }
+}
+
+/** One message of a chat with a model. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
 }
 
 export interface GenerateRequest {

@@ -1,4 +1,4 @@
-import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from '../knowledge/retrieval';
+import { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, type Embedder } from './embedder';
 import { describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from './replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';

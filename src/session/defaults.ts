@@ -1,6 +1,7 @@
 import { DEFAULT_SIZE_CAP_BYTES } from '../knowledge/campaign';
 import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, type KnowledgeBudgets } from '../knowledge/retrieval';
+import { DEFAULT_SETTINGS } from '../story/engine';
 
 /**
  * What a campaign session needs beyond its campaign.yaml. The CLI builds it from these defaults and its
@@ -37,7 +38,7 @@ export const DEFAULTS = Object.freeze({
   embeddingProvider: 'narrator' as EmbeddingProvider,
   narratorModel: 'llama3.1:8b',
   embeddingModel: '',
-  contextLength: 8192,
+  contextLength: DEFAULT_SETTINGS.contextLength,
   budgets: Object.freeze({
     alwaysInclude: DEFAULT_KNOWLEDGE_BUDGETS.alwaysInclude,
     canon: DEFAULT_KNOWLEDGE_BUDGETS.canon,
@@ -45,7 +46,7 @@ export const DEFAULTS = Object.freeze({
     inspiration: DEFAULT_KNOWLEDGE_BUDGETS.inspiration,
   }),
   sizeCapBytes: DEFAULT_SIZE_CAP_BYTES,
-  memoryCadence: 8,
+  memoryCadence: DEFAULT_SETTINGS.memoryEvery,
 });
 
 export interface ServerChoice {

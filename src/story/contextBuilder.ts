@@ -1,5 +1,5 @@
 import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage, TokenMeasure } from '../knowledge/retrieval';
-import { neutralizeMarkers, promptField } from '../models/promptField';
+import { neutralizeMarkers, promptField } from '../models';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';

@@ -2,12 +2,11 @@ import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBui
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
-import { NarratorError, type Narrator } from '../models/narrator';
+import { NarratorError, type Narrator } from '../models';
 import type { KnowledgeBudgets } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
 import { TokenEstimator } from './tokenEstimator';
-import { DEFAULTS } from '../session/defaults';
 import type { Adventure, AssembledContext, ChatMessage, Memory, PlayerAction, Turn } from './types';
 import { applyDelta, extractStateBlock, NarrationStream, initialState, normalizeState, parseStateBlock, type StateValue, type WorldState } from './worldState';
 
@@ -29,10 +28,11 @@ export interface EngineSettings {
   temperature?: number;
 }
 
+/** Story's own defaults; the session passes the writer's settings down over them (its DEFAULTS start from these). */
 export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
-  contextLength: DEFAULTS.contextLength,
+  contextLength: 8192,
   replyReserve: 1024,
-  memoryEvery: DEFAULTS.memoryCadence,
+  memoryEvery: 8,
   memoryTopK: 5,
   shares: DEFAULT_SHARES,
   autoMemories: true,

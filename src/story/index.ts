@@ -1,12 +1,9 @@
 // The story engine's public surface, for the VS Code panel and the CLI.
 export { PlayStore, INTERRUPTED_MESSAGE, type NewAdventure, type AdventurePatch } from './playStore';
 export { StoryEngine, TurnInProgressError, DEFAULT_SETTINGS, type EngineSettings, type TurnHandlers, type TurnOutcome } from './engine';
-export { OllamaNarrator, NarratorError, type Narrator, type NarratorErrorKind, type GenerateRequest, type GenerateResult } from '../models/narrator';
 export { noKnowledge, type KnowledgePort, type CastEntry } from './ports';
 export { castFromKnowledgeStore, castFromSchema } from './cast';
 export { TokenEstimator } from './tokenEstimator';
-export { MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from '../models/replyLimits';
-export { promptField } from '../models/promptField';
 export { buildMemoryPrompt, buildCastBrief, MEMORY_MAX_WORDS } from './memory';
 export { parseStatSchema, renderStateSection, hasWorldState, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 export { transcriptMarkdown } from './transcript';

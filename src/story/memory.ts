@@ -1,4 +1,4 @@
-import { promptField } from '../models/promptField';
+import { promptField } from '../models';
 import type { CastEntry } from './ports';
 import type { ChatMessage, Memory, Persona, Turn } from './types';
 import { renderHistoryTurn } from './contextBuilder';

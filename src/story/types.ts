@@ -1,5 +1,6 @@
 import type { RetrievalRecord } from '../knowledge/retrieval';
-import type { StatSchema, WorldState } from './worldState';
+import { z } from 'zod';
+import type { ChatMessage } from '../models';
 
 // The story engine's vocabulary, shared by the store, the engine, the CLI and the VS Code panel.
 
@@ -17,6 +18,45 @@ export interface PlayerAction {
   kind: ActionKind;
   text: string;
 }
+
+export type { ChatMessage };
+
+/** An adventure's stat schema (`stats.yaml`): what its world state may hold. */
+const StatDefSchema = z
+  .object({
+    initial: z.union([z.number(), z.string()]),
+    min: z.number().optional(),
+    max: z.number().optional(),
+    /** Allowed values of a text stat. */
+    options: z.array(z.string()).optional(),
+    desc: z.string().optional(),
+  })
+  .strict();
+
+const NpcSchema = z
+  .object({
+    name: z.string().min(1),
+    desc: z.string().optional(),
+    keys: z.array(z.string()).optional(),
+    stats: z.record(z.string(), StatDefSchema).default({}),
+  })
+  .strict();
+
+export const StatSchemaSchema = z
+  .object({
+    world: z.record(z.string(), StatDefSchema).default({}),
+    player: z.record(z.string(), StatDefSchema).default({}),
+    npcs: z.record(z.string(), NpcSchema).default({}),
+    flags: z.record(z.string(), z.object({ initial: z.boolean().default(false), desc: z.string().optional() }).strict()).default({}),
+    milestones: z.record(z.string(), z.object({ desc: z.string().optional() }).strict()).default({}),
+  })
+  .strict();
+
+export type StatDef = z.infer<typeof StatDefSchema>;
+export type StatSchema = z.infer<typeof StatSchemaSchema>;
+export type StateValue = number | string | boolean;
+/** Flat map from path to value. */
+export type WorldState = Record<string, StateValue>;
 
 /** The protagonist. Only the writer edits it: no model output ever reaches these fields. */
 export interface Persona {
@@ -118,10 +158,6 @@ export interface ContextSection {
   superseded?: { id: string; reason: string }[];
 }
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
 
 export interface ContextBudget {
   contextLength: number;

@@ -1,7 +1,10 @@
-import { z } from 'zod';
-import { worldFactsFromState, type WorldFact } from '../knowledge/conflicts';
-import { promptField } from '../models/promptField';
-import type { Persona } from './types';
+import { worldFactsFromState } from '../knowledge/conflicts';
+import type { WorldFact } from '../knowledge/retrieval';
+import { promptField } from '../models';
+import { StatSchemaSchema, type Persona, type StatDef, type StatSchema, type StateValue, type WorldState } from './types';
+
+// The state's types live with the rest of story's types; they are named here too, beside the code that reads them.
+export type { StatDef, StatSchema, StateValue, WorldState };
 
 /**
  * World state from the adventure's stat schema. Values live under stable paths (`player.hp`,
@@ -9,42 +12,6 @@ import type { Persona } from './types';
  * name: replayed history holds literal paths, and a rename must not break them. The name appears only in
  * labels ("Kaelen (player): hp 100/100").
  */
-
-const StatDefSchema = z
-  .object({
-    initial: z.union([z.number(), z.string()]),
-    min: z.number().optional(),
-    max: z.number().optional(),
-    /** Allowed values of a text stat. */
-    options: z.array(z.string()).optional(),
-    desc: z.string().optional(),
-  })
-  .strict();
-
-const NpcSchema = z
-  .object({
-    name: z.string().min(1),
-    desc: z.string().optional(),
-    keys: z.array(z.string()).optional(),
-    stats: z.record(z.string(), StatDefSchema).default({}),
-  })
-  .strict();
-
-export const StatSchemaSchema = z
-  .object({
-    world: z.record(z.string(), StatDefSchema).default({}),
-    player: z.record(z.string(), StatDefSchema).default({}),
-    npcs: z.record(z.string(), NpcSchema).default({}),
-    flags: z.record(z.string(), z.object({ initial: z.boolean().default(false), desc: z.string().optional() }).strict()).default({}),
-    milestones: z.record(z.string(), z.object({ desc: z.string().optional() }).strict()).default({}),
-  })
-  .strict();
-
-export type StatDef = z.infer<typeof StatDefSchema>;
-export type StatSchema = z.infer<typeof StatSchemaSchema>;
-export type StateValue = number | string | boolean;
-/** Flat map from path to value. */
-export type WorldState = Record<string, StateValue>;
 
 export class StatSchemaError extends Error {}
 

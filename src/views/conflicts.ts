@@ -6,10 +6,11 @@ import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, t
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflicts';
 import { supersedesEdit } from '../knowledge/conflicts';
 import { analyzeStoreConflicts } from '../knowledge/conflicts';
-import { describeWorldFact, supersededByState, type WorldFact } from '../knowledge/conflicts';
+import { describeWorldFact, supersededByState } from '../knowledge/conflicts';
+import type { WorldFact } from '../knowledge/retrieval';
 import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, type SuggestedConflict } from '../knowledge/conflicts';
 import type { FactStatement } from '../knowledge/conflicts';
-import { stripInlineMarkup } from '../knowledge/conflicts';
+import { stripInlineMarkup } from '../knowledge/names';
 import { passageRetrievalCounts } from '../knowledge/health';
 import type { Db } from '../knowledge/indexing';
 import type { KnowledgeStore } from '../knowledge/indexing';

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { checkServer, describeBackend, listModels, ModelServerError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../models';
-import { NarratorError } from '../models/narrator';
+import { checkServer, describeBackend, listModels, ModelServerError, NarratorError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../models';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { buildEntityNames } from '../../src/knowledge/conflicts/facts';
+import { buildEntityNames } from '../../src/knowledge/names';
 import {
   buildConsistencyMessages,
   checkCanonConsistency,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { CalibrationError, calibrateSemanticFloor } from '../../src/knowledge/retrieval/calibration';
-import { OllamaEmbedder, embedPassages, getEmbeddingModel } from '../../src/knowledge/retrieval/embeddings';
+import { embedPassages, getEmbeddingModel } from '../../src/knowledge/retrieval/embeddings';
+import { OllamaEmbedder } from '../../src/models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval/retrieval';
 import type { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { corpusPath } from '../support/corpora';

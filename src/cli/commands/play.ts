@@ -1,9 +1,8 @@
 import readline from 'node:readline';
 import { CampaignError, type Campaign } from '../../knowledge/campaign';
 import { calibratedModels } from '../../knowledge/retrieval';
-import { describeBackend } from '../../models';
+import { describeBackend, NarratorError } from '../../models';
 import type { TurnOutcome } from '../../story/engine';
-import { NarratorError } from '../../models/narrator';
 import { campaignAdventure, type PlayStore } from '../../story/playStore';
 import { defaultSettings, openSession, type CampaignSession } from '../../session';
 import { renderContextSummary } from '../../story/contextReport';

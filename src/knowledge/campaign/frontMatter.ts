@@ -1,7 +1,6 @@
 import YAML, { isCollection, isMap, isScalar, isSeq, LineCounter, type Document } from 'yaml';
 import { z } from 'zod';
-import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceIssue } from './types';
-import { SELECTIVE_LOGIC } from './triggers';
+import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, SELECTIVE_LOGIC, VISIBILITIES, type SourceIssue } from './types';
 import { readTomlFrontMatter } from './tomlFrontMatter';
 
 /** What a source's front matter may say about it. Every key is optional; absent keys fall back to defaults. */

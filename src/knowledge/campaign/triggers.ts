@@ -1,14 +1,11 @@
 import type { FrontMatter } from './frontMatter';
+import type { SelectiveLogic } from './types';
 
 /**
  * What makes a source eligible by being mentioned, as its front matter declares it: SillyTavern World Info
  * keys with their selective logic and match options (the lorebook import writes exactly these fields), and
  * the names the writer gave it. Retrieval decides what is mentioned; this is the shared vocabulary.
  */
-
-/** SillyTavern's `selectiveLogic` numbers, in order: 0 AND ANY, 1 NOT ALL, 2 NOT ANY, 3 AND ALL. */
-export const SELECTIVE_LOGIC = ['and_any', 'not_all', 'not_any', 'and_all'] as const;
-export type SelectiveLogic = (typeof SELECTIVE_LOGIC)[number];
 
 /** A regular-expression key (`/pattern/flags`): SillyTavern runs it; here an imported pattern is never run. */
 export const isRegexKey = (key: string): boolean => /^\/(.+)\/([dgimsuvy]*)$/s.test(key);

@@ -13,6 +13,10 @@ export type Priority = (typeof PRIORITIES)[number];
 export const SCOPES = ['invariant', 'initial', 'descriptive', 'historical'] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/** SillyTavern's `selectiveLogic` numbers, in order: 0 AND ANY, 1 NOT ALL, 2 NOT ANY, 3 AND ALL. */
+export const SELECTIVE_LOGIC = ['and_any', 'not_all', 'not_any', 'and_all'] as const;
+export type SelectiveLogic = (typeof SELECTIVE_LOGIC)[number];
+
 /** Where a source's class came from, so every surface can say why a file is Canon. */
 export type ClassOrigin =
   | { kind: 'front-matter' }

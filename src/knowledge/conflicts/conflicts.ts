@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { buildEntityNames, extractFacts, type EntityNames, type FactSourceInput, type FactStatement } from './facts';
+import { extractFacts, type FactSourceInput, type FactStatement } from './facts';
+import { buildEntityNames, type EntityNames } from '../names';
 import { valuesConflict } from './factsNormalize';
 
 /**

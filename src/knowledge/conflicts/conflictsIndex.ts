@@ -1,5 +1,6 @@
 import { analyzeConflicts, FactCache, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput } from './conflicts';
-import { buildEntityNames, type EntityNames, type FactStatement } from './facts';
+import type { FactStatement } from './facts';
+import { buildEntityNames, type EntityNames } from '../names';
 import { factSourceFromSplit } from './factsInput';
 import { splitFrontMatter } from '../campaign';
 import type { CanonSupersession } from './conflictsState';

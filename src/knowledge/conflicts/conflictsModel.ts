@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
-import { Ollama, type Message } from 'ollama';
 import { z } from 'zod';
-import { cappedFetch } from '../../models/replyLimits';
-import { promptField } from '../../models/promptField';
-import type { EntityNames } from './facts';
-import { nameKey } from './factsNormalize';
+import { OllamaJsonChat, promptField, type ChatMessage } from '../../models';
+import { nameKey, type EntityNames } from '../names';
 
 /**
  * "Check Canon Consistency": the narrator model compares canon passages that share an entity and suggests
@@ -94,7 +91,7 @@ function framed(label: string, passage: ConsistencyPassage): string {
   return `<excerpt id="${label}" source="${where.replace(/"/g, "'")}">\n${body}\n</excerpt>`;
 }
 
-export function buildConsistencyMessages(pair: PassagePair): Message[] {
+export function buildConsistencyMessages(pair: PassagePair): ChatMessage[] {
   return [
     {
       role: 'system',
@@ -181,10 +178,8 @@ export interface ConsistencyCheckResult {
 
 /** Runs the check pair by pair; one bad reply never loses the others. Stops early when `signal` aborts. */
 export async function checkCanonConsistency(options: ConsistencyCheckOptions): Promise<ConsistencyCheckResult> {
-  // Each reply is read up to the cap every model reply shares; a bigger one fails that pair, named.
-  const client = new Ollama({ host: options.host, fetch: cappedFetch() });
-  const abort = () => client.abort();
-  options.signal?.addEventListener('abort', abort);
+  // A reply past the cap every model reply shares fails that pair, named.
+  const chat = new OllamaJsonChat(options.host, options.signal);
   const result: ConsistencyCheckResult = { suggestions: [], failures: [] };
   const keys = new Set<string>();
   try {
@@ -192,14 +187,8 @@ export async function checkCanonConsistency(options: ConsistencyCheckOptions): P
       if (options.signal?.aborted) break;
       const pair = options.pairs[i]!;
       try {
-        const response = await client.chat({
-          model: options.model,
-          messages: buildConsistencyMessages(pair),
-          stream: false,
-          format: z.toJSONSchema(ConsistencyReplySchema),
-          options: { temperature: 0 },
-        });
-        for (const suggestion of parseConsistencyReply(response.message.content, pair)) {
+        const reply = await chat.ask(options.model, buildConsistencyMessages(pair), z.toJSONSchema(ConsistencyReplySchema));
+        for (const suggestion of parseConsistencyReply(reply, pair)) {
           if (keys.has(suggestion.key)) continue;
           keys.add(suggestion.key);
           result.suggestions.push(suggestion);
@@ -211,7 +200,7 @@ export async function checkCanonConsistency(options: ConsistencyCheckOptions): P
       options.onProgress?.(i + 1, options.pairs.length);
     }
   } finally {
-    options.signal?.removeEventListener('abort', abort);
+    chat.close();
   }
   return result;
 }

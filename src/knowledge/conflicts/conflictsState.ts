@@ -1,6 +1,7 @@
-import type { EntityNames, FactStatement } from './facts';
-import { attributeKey, nameKey, stripInlineMarkup, valueKey, valuesConflict } from './factsNormalize';
-import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine, TokenMeasure } from '../retrieval';
+import type { FactStatement } from './facts';
+import { attributeKey, valueKey, valuesConflict } from './factsNormalize';
+import { nameKey, stripInlineMarkup, type EntityNames } from '../names';
+import type { KnowledgeSection, RetrievalResult, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldFact } from '../retrieval';
 import { estimateTokens } from '../campaign';
 
 /**
@@ -9,16 +10,6 @@ import { estimateTokens } from '../campaign';
  * re-asserting the stale statement as current truth. The story engine asks which canon facts the current
  * state supersedes and drops those lines from the passages it sends.
  */
-
-/** One fact of the current world state, about a named entity. */
-export interface WorldFact {
-  entity: string;
-  /** Absent: the entity's condition as a whole (`bridge = destroyed`). */
-  attribute?: string;
-  value: string;
-  /** Where it came from, for the reason shown to the writer (`world.bridge`). */
-  statePath?: string;
-}
 
 export interface StateSupersession {
   statement: FactStatement;

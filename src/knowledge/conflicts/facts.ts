@@ -1,4 +1,5 @@
-import { attributeKey, nameKey, stripInlineMarkup, valueKey } from './factsNormalize';
+import { attributeKey, valueKey } from './factsNormalize';
+import { nameKey, stripInlineMarkup, type EntityNames } from '../names';
 import { atxHeading, type KnowledgeClass } from '../campaign';
 
 /**
@@ -71,94 +72,6 @@ export interface FrontMatterFact {
   quote: string;
 }
 
-/** Names that identify one entity, grouped: titles with the aliases they declare, case- and diacritic-free. */
-export class EntityNames {
-  private readonly parent = new Map<string, string>();
-  private readonly display = new Map<string, string>();
-  /** Raw spelling → canonical key: headings repeat on every fact under them. */
-  private readonly resolved = new Map<string, string | undefined>();
-
-  /** Declares that every one of `names` is the same entity; the first is its display name. */
-  declare(names: readonly string[]): void {
-    const keys = names.map(nameKey).filter(Boolean);
-    if (keys.length === 0) return;
-    this.resolved.clear();
-    for (let i = 0; i < keys.length; i++) {
-      if (!this.parent.has(keys[i]!)) {
-        this.parent.set(keys[i]!, keys[i]!);
-        this.display.set(keys[i]!, names[i]!.trim());
-      }
-    }
-    for (const key of keys.slice(1)) this.union(keys[0]!, key);
-  }
-
-  /** The entity's canonical key when `name` is a declared name, else undefined. */
-  resolve(name: string): string | undefined {
-    if (this.resolved.has(name)) return this.resolved.get(name);
-    const key = nameKey(name);
-    const root = this.parent.has(key) ? this.find(key) : undefined;
-    this.resolved.set(name, root);
-    return root;
-  }
-
-  /**
-   * The canonical key of a declared name; a name nobody declared (a heading such as "Hit Points") is an
-   * entity of its own file only, so generic headings repeated across files never pair up.
-   */
-  keyFor(name: string, path: string): string {
-    return this.resolve(name) ?? `${path}#${nameKey(name)}`;
-  }
-
-  displayName(key: string): string | undefined {
-    return this.display.get(key);
-  }
-
-  /** Every declared spelling of the entity `key` belongs to. */
-  namesOf(key: string): string[] {
-    const root = this.parent.has(key) ? this.find(key) : key;
-    return [...this.parent.keys()].filter((k) => this.find(k) === root).map((k) => this.display.get(k)!);
-  }
-
-  /** Every entity with all its declared spellings, in declaration order. */
-  entities(): { key: string; display: string; names: string[] }[] {
-    const groups = new Map<string, string[]>();
-    for (const key of this.parent.keys()) {
-      const root = this.find(key);
-      groups.set(root, [...(groups.get(root) ?? []), this.display.get(key)!]);
-    }
-    return [...groups].map(([key, names]) => ({ key, display: this.display.get(key)!, names }));
-  }
-
-  private find(key: string): string {
-    let root = key;
-    while (this.parent.get(root) !== root) root = this.parent.get(root)!;
-    this.parent.set(key, root);
-    return root;
-  }
-
-  private union(a: string, b: string): void {
-    const ra = this.find(a);
-    const rb = this.find(b);
-    // The earlier-declared root stays canonical, so keys do not move when later sources add aliases.
-    if (ra !== rb) this.parent.set(rb, ra);
-  }
-}
-
-/**
- * The declared names of every source. A source's title and the `entities` that share a word with it are
- * one entity (`Sister Mara` = `Mara`); an entity with nothing in common with the title (a location list
- * naming several people) is a separate entity, so linking names never merges different characters.
- */
-export function buildEntityNames(sources: readonly Pick<FactSourceInput, 'title' | 'entities'>[]): EntityNames {
-  const names = new EntityNames();
-  for (const source of sources) {
-    const titleWords = new Set(nameKey(source.title).split(' '));
-    const aliases = source.entities.filter((e) => nameKey(e).split(' ').some((w) => titleWords.has(w)));
-    names.declare([source.title, ...aliases]);
-    for (const other of source.entities) if (!aliases.includes(other)) names.declare([other]);
-  }
-  return names;
-}
 
 /** Headings that name a part of an entity's sheet, not an entity: facts under them belong to the heading above. */
 const SECTION_HEADINGS = new Set(

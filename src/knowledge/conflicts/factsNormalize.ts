@@ -1,46 +1,9 @@
 /**
- * Normalization shared by fact extraction and conflict detection: how names, attributes and values are
- * compared. Deterministic and deliberately conservative — two values conflict only when neither could be
+ * Normalization shared by fact extraction and conflict detection: how attributes and values are compared
+ * (names: see ../names). Deterministic and deliberately conservative — two values conflict only when neither could be
  * read as a restatement of the other.
  */
-
-/** Markdown and wiki-link decoration removed, so `**[[Old Abbey:the Abbey]]**` reads `the Abbey`. */
-export function stripInlineMarkup(text: string): string {
-  if (!/[*_`[<!]/.test(text)) return text.replace(/\s+/g, ' ').trim();
-  return text
-    .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .replace(/\[\[([^\]|:]+)[:|]([^\]]+)\]\]/g, '$2')
-    .replace(/\[\[([^\]]+)\]\]/g, '$1')
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .replace(/\[([^\]]*)\]\[[^\]]*\]/g, '$1')
-    .replace(/<[^>]+>/g, '')
-    .replace(/(\*\*|__)(.+?)\1/g, '$2')
-    .replace(/(^|[^\w*])[*_]([^*_\s][^*_]*?)[*_](?=[^\w*]|$)/g, '$1$2')
-    .replace(/`([^`]*)`/g, '$1')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-/** Case-, diacritic-, punctuation- and whitespace-insensitive form of a piece of text. */
-export function foldText(text: string): string {
-  return stripInlineMarkup(text)
-    .normalize('NFKD')
-    .replace(/\p{M}+/gu, '')
-    .toLowerCase()
-    .replace(/[’']/g, '')
-    .replace(/[^\p{L}\p{N}.+-]+/gu, ' ')
-    .replace(/(^|\s)[.+-]+(?=\s|$)/g, ' ')
-    .replace(/\.(?=\s|$)/g, '')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-const LEADING_ARTICLE = /^(the|a|an) /;
-
-/** The key two spellings of one name share: `The Old Abbey`, `old abbey` and `Old Abbéy` meet. */
-export function nameKey(name: string): string {
-  return foldText(name).replace(LEADING_ARTICLE, '');
-}
+import { foldText, LEADING_ARTICLE } from '../names';
 
 /** `Ages` under a list heading and `Age` on a sheet name one attribute: a plain trailing plural is dropped. */
 export function attributeKey(attribute: string): string {

@@ -7,7 +7,4 @@ export { StoreCanonFacts, analyzeStoreConflicts } from './conflictsIndex';
 export { checkCanonConsistency, pairPassagesByEntity } from './conflictsModel';
 export type { ConsistencyPassage, SuggestedConflict } from './conflictsModel';
 export { describeWorldFact, supersedeRetrievedCanon, supersededByState, worldFactsFromState } from './conflictsState';
-export type { WorldFact } from './conflictsState';
-export { buildEntityNames, EntityNames } from './facts';
 export type { FactStatement } from './facts';
-export { nameKey, stripInlineMarkup } from './factsNormalize';

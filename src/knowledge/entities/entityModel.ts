@@ -1,5 +1,5 @@
 import { atxHeading, splitFrontMatter, type KnowledgeClass } from '../campaign';
-import { buildEntityNames, nameKey, stripInlineMarkup, type EntityNames } from '../conflicts';
+import { buildEntityNames, nameKey, stripInlineMarkup, type EntityNames } from '../names';
 import { findWikiLinks, type WikiLink } from './links';
 
 /**

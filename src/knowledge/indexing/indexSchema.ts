@@ -15,7 +15,7 @@ function reindexPassages(db: Db, where: string): void {
 
 /**
  * The knowledge index (`<campaign>/.storyteller/index.db`) is derived from the campaign's files and can be
- * deleted and rebuilt at any time. Play data lives in a separate database (src/story/playSchema.ts) so that
+ * deleted and rebuilt at any time. Play data lives in a separate database (playSchema.ts, beside this file) so that
  * a rebuild can never touch it.
  */
 export const INDEX_MIGRATIONS: readonly Migration[] = [

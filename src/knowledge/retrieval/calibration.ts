@@ -1,4 +1,5 @@
-import { blobToVector, dot, embedPassages, normalized, type EmbedReport, type Embedder } from './embeddings';
+import type { Embedder } from '../../models';
+import { blobToVector, dot, embedPassages, normalized, type EmbedReport } from './embeddings';
 import type { KnowledgeStore } from '../indexing';
 
 /**

@@ -1,4 +1,3 @@
-import type { WorldFact } from '../conflicts';
 import type { KnowledgeClass } from '../campaign';
 
 /**
@@ -21,6 +20,16 @@ export interface KnowledgeBudgets {
    * reference, then lower-priority canon; always-include canon is never removed by it.
    */
   total?: number;
+}
+
+/** One fact of the current world state, about a named entity: what supersedes canon that play moved past. */
+export interface WorldFact {
+  entity: string;
+  /** Absent: the entity's condition as a whole (`bridge = destroyed`). */
+  attribute?: string;
+  value: string;
+  /** Where it came from, for the reason shown to the writer (`world.bridge`). */
+  statePath?: string;
 }
 
 export interface RetrievalQuery {

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { loadCampaign } from '../../../src/knowledge/campaign';
 import { KnowledgeStore, importCampaign } from '../../../src/knowledge/indexing';
 import { importLorebookFile } from '../../../src/knowledge/interchange';
-import { StoryEngine, OllamaNarrator, PlayStore } from '../../../src/story';
+import { StoryEngine, PlayStore } from '../../../src/story';
+import { OllamaNarrator } from '../../../src/models';
 import { indexKnowledge } from '../../../src/story/indexKnowledge';
 import { EXAMPLE_CAMPAIGN, corpusPath } from '../../support/corpora';
 
