@@ -151,11 +151,20 @@ export function renderAction(action: PlayerAction, personaName: string): string 
   }
 }
 
-/** One past turn as the model rereads it. A cut-off reply says so; a turn that produced nothing is skipped. */
+/**
+ * One past turn as the model rereads it. A cut-off reply says so; a turn that produced nothing is skipped.
+ * The narration is what a model wrote: data, framed as a passage's text is, so it cannot close a frame or open a section.
+ */
 export function renderHistoryTurn(turn: Turn, personaName: string): string | null {
   if (turn.status === 'error' && turn.narration === '') return null;
-  const reply = turn.status === 'incomplete' ? `${turn.narration}\n[this reply was cut off before it ended]` : turn.narration;
+  const narration = neutralizeMarkers(turn.narration);
+  const reply = turn.status === 'incomplete' ? `${narration}\n[this reply was cut off before it ended]` : narration;
   return `${renderAction(turn.action, personaName)}\n${reply}`.trim();
+}
+
+/** A memory as a prompt lists it: one line of data, whoever wrote it (a model, mostly). */
+export function memoryLine(memory: Pick<Memory, 'text'>): string {
+  return `- ${promptField(memory.text)}`;
 }
 
 function section(id: SectionId, title: string, stable: boolean, body: string, estimator: TokenEstimator, budget: number | null): ContextSection {
@@ -249,7 +258,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   let memoryTokens = 0;
   const ordered = [...req.memories.filter((m) => m.pinned), ...req.memories.filter((m) => !m.pinned)];
   for (const memory of ordered) {
-    const line = `- ${memory.text}`;
+    const line = memoryLine(memory);
     const cost = estimator.count(line);
     if (!memory.pinned && memoryTokens + cost > memoryBudget) {
       memoryLeftOut.push({ id: memory.id, reason: `over the memory budget (${memoryTokens + cost}/${memoryBudget} tokens)` });
@@ -267,7 +276,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   memories.leftOut = memoryLeftOut;
 
   const summaryBudget = Math.floor(flexible * shares.summary);
-  let summary = section('story-summary', 'The story so far', false, req.summary ?? '', estimator, summaryBudget);
+  let summary = section('story-summary', 'The story so far', false, neutralizeMarkers(req.summary ?? ''), estimator, summaryBudget);
   if (summary.tokens > summaryBudget) {
     warnings.push(`the story summary (${summary.tokens} tokens) is over its budget of ${summaryBudget} and was left out`);
     summary = { ...section('story-summary', 'The story so far', false, '', estimator, summaryBudget), leftOut: [{ id: 'story-summary', reason: 'over budget' }] };

@@ -1,7 +1,7 @@
-import { promptField } from '../models';
+import { neutralizeMarkers, promptField } from '../models';
 import type { CastEntry } from './ports';
 import type { ChatMessage, Memory, Persona, Turn } from './types';
-import { renderHistoryTurn } from './contextBuilder';
+import { memoryLine, renderHistoryTurn } from './contextBuilder';
 import { isMeaningfulWord, tokenize } from '../knowledge/retrieval';
 
 /**
@@ -101,7 +101,7 @@ export function buildMemoryPrompt(input: { persona: Persona; cast: readonly Cast
 
 /** The running summary, rebuilt on the memories (and the previous summary) with the same brief. */
 export function buildSummaryPrompt(input: { persona: Persona; cast: readonly CastEntry[]; setting: string; previous: string | null; memories: readonly Memory[] }): ChatMessage[] {
-  const text = input.memories.map((m) => `- ${m.text}`).join('\n');
+  const text = input.memories.map(memoryLine).join('\n');
   const brief = buildCastBrief({ persona: input.persona, cast: input.cast, setting: input.setting, blockText: text });
   return [
     {
@@ -110,7 +110,7 @@ export function buildSummaryPrompt(input: { persona: Persona; cast: readonly Cas
     },
     {
       role: 'user',
-      content: [brief, input.previous ? `Summary so far:\n${input.previous}` : '', `Memories, oldest first:\n${text}`, 'Updated summary:'].filter(Boolean).join('\n\n'),
+      content: [brief, input.previous ? `Summary so far:\n${neutralizeMarkers(input.previous)}` : '', `Memories, oldest first:\n${text}`, 'Updated summary:'].filter(Boolean).join('\n\n'),
     },
   ];
 }
