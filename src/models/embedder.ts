@@ -1,4 +1,5 @@
 import { Ollama } from 'ollama';
+import { causeOf, RedirectRefusedError } from './origin';
 import { cappedFetch, describeEmbeddingTooLarge, embeddingReplyLimit, replyTooLargeIn } from './replyLimits';
 
 /** Anything that turns texts into vectors, one per text, in order. */
@@ -39,6 +40,8 @@ export class OllamaEmbedder implements Embedder {
 }
 
 function describeOllamaError(error: unknown, host: string, model: string, timeoutMs: number): string {
+  const redirect = causeOf(error, RedirectRefusedError);
+  if (redirect) return `Ollama at ${host} ${redirect.message}`;
   const e = error as { name?: string; message?: string; status_code?: number; cause?: { code?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return `Ollama at ${host} did not answer within ${timeoutMs} ms`;
   if (e.name === 'ResponseError') {

@@ -1,6 +1,7 @@
 // Model servers: where they are, how they are reached, and every conversation with them (the one room that talks to a model).
 export { resolveOllamaHost } from './ollamaHost';
-export { API_KEY_ENV, BackendConfigError, MODEL_PROVIDERS, describeBackend, resolveBackend } from './backend';
+export { API_KEY_ENV, BackendConfigError, MODEL_PROVIDERS, describeBackend, refuseCredentials, resolveBackend } from './backend';
+export { RedirectRefusedError } from './origin';
 export type { ModelBackend, ModelProvider } from './backend';
 export { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 export type { ServerFailure, ServerFailureKind } from './openaiClient';

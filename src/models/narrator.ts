@@ -1,5 +1,6 @@
 import { Ollama } from 'ollama';
 import { resolveOllamaHost } from './ollamaHost';
+import { causeOf, RedirectRefusedError } from './origin';
 import { cappedFetch, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
 
 export type NarratorErrorKind =
@@ -263,6 +264,8 @@ export class OllamaNarrator implements Narrator {
     if (error instanceof ReplyTooLargeError) {
       return new NarratorError('too-large', `Ollama at ${this.host} sent more than ${describeBytes(error.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, partial);
     }
+    const redirect = causeOf(error, RedirectRefusedError);
+    if (redirect) return new NarratorError('server-error', `Ollama at ${this.host} ${redirect.message}`, partial);
     if (error instanceof NotOllamaError) {
       return new NarratorError('not-ollama', `the server at ${this.host} is not answering as Ollama does: ${message}. Check the Ollama host in settings or OLLAMA_HOST.`, partial);
     }

@@ -1,6 +1,7 @@
 import type OpenAI from 'openai';
 import { cappedFetch, MAX_REPLY_BYTES } from './replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
+import { causeOf, RedirectRefusedError } from './origin';
 
 /**
  * The official client pointed at one server. Retries are off (a retried generation would be paid and
@@ -61,6 +62,8 @@ export function classifyOpenAIError(error: unknown, backend: ModelBackend): Serv
 }
 
 function classify(error: unknown): ServerFailure {
+  const redirect = causeOf(error, RedirectRefusedError);
+  if (redirect) return { kind: 'refused', status: redirect.status, detail: redirect.message };
   // The client's own error kinds exist only once a client was made, so before that no error is one of them.
   if (!library) return { kind: 'mid-stream', status: null, detail: error instanceof Error ? error.message : String(error) };
   const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = library;

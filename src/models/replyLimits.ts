@@ -1,3 +1,5 @@
+import { causeOf, sameOriginFetch } from './origin';
+
 /**
  * Most bytes read of one model reply, on every backend. A narration turn is a few kilobytes and a model
  * lookup less; a server that streams without end (a looping model, something that is not a model server)
@@ -14,10 +16,7 @@ export class ReplyTooLargeError extends Error {
 
 /** The ReplyTooLargeError behind a client's error, however deeply the client wrapped it. */
 export function replyTooLargeIn(error: unknown): ReplyTooLargeError | undefined {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (e instanceof ReplyTooLargeError) return e;
-  }
-  return undefined;
+  return causeOf(error, ReplyTooLargeError);
 }
 
 /**
@@ -40,11 +39,13 @@ export function describeBytes(bytes: number): string {
 
 /**
  * A fetch for a model client (the `ollama` and `openai` clients both take one) whose response bodies end
- * in `ReplyTooLargeError` once they pass `maxBytes`; the connection is dropped there.
+ * in `ReplyTooLargeError` once they pass `maxBytes`; the connection is dropped there. A redirect to
+ * another origin is refused (`RedirectRefusedError`).
  */
 export function cappedFetch(maxBytes = MAX_REPLY_BYTES, base: typeof fetch = fetch): typeof fetch {
+  const guarded = sameOriginFetch(base);
   return async (input, init) => {
-    const response = await base(input, init);
+    const response = await guarded(input, init);
     if (!response.body) return response;
     let received = 0;
     const body = response.body.pipeThrough(

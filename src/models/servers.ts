@@ -1,5 +1,6 @@
 import { Ollama } from 'ollama';
 import { describeBackend, type ModelBackend } from './backend';
+import { causeOf, RedirectRefusedError, sameOriginFetch } from './origin';
 import { classifyOpenAIError, describeServerFailure, openAIClient, type ServerFailureKind } from './openaiClient';
 
 /** A model a server offers, with its context length when the server says it. */
@@ -25,14 +26,16 @@ const LIST_TIMEOUT_MS = 5000;
 export function ollamaClient(host: string, timeoutMs: number, signal?: AbortSignal): Ollama {
   return new Ollama({
     host,
-    fetch: (input, init) => {
+    fetch: sameOriginFetch((input, init) => {
       const signals = [AbortSignal.timeout(timeoutMs), ...(signal ? [signal] : []), ...(init?.signal ? [init.signal] : [])];
       return fetch(input, { ...init, signal: AbortSignal.any(signals) });
-    },
+    }),
   });
 }
 
 function ollamaFailure(host: string, error: unknown): ModelServerError {
+  const redirect = causeOf(error, RedirectRefusedError);
+  if (redirect) return new ModelServerError('refused', `Ollama at ${host} ${redirect.message}`);
   const e = error as { name?: string; message?: string; status_code?: number };
   if (e.name === 'TimeoutError') return new ModelServerError('timeout', `Ollama at ${host} did not answer in time`);
   if (e.name === 'AbortError') return new ModelServerError('cancelled', 'cancelled');
@@ -120,7 +123,7 @@ export interface PullProgress {
 export async function pullOllamaModel(host: string, model: string, onProgress: (progress: PullProgress) => void, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) throw new ModelServerError('cancelled', `pulling '${model}' was cancelled`);
   // Downloads take long; only connecting is bounded (a stalled connection is for the writer to cancel).
-  const client = new Ollama({ host });
+  const client = new Ollama({ host, fetch: sameOriginFetch() });
   let stream;
   try {
     stream = await client.pull({ model, stream: true });

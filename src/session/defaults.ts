@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE_CAP_BYTES } from '../knowledge/campaign';
-import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../models';
+import { BackendConfigError, refuseCredentials, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, type KnowledgeBudgets } from '../knowledge/retrieval';
 import { DEFAULT_SETTINGS } from '../story/engine';
 
@@ -63,8 +63,11 @@ export interface ServerChoice {
 export function resolveServers(choice: ServerChoice): Pick<StorytellerSettings, 'narratorBackend' | 'embeddingBackend' | 'backendProblem'> {
   let backendProblem: string | null = null;
   const backend = (provider: ModelProvider): ModelBackend | null => {
-    if (provider === 'ollama') return { provider, baseUrl: choice.ollamaHost };
     try {
+      if (provider === 'ollama') {
+        refuseCredentials(choice.ollamaHost);
+        return { provider, baseUrl: choice.ollamaHost };
+      }
       const resolved = resolveBackend(provider, choice.openaiCompatibleBaseUrl);
       return { ...resolved, apiKey: choice.apiKeys.get(resolved.baseUrl) };
     } catch (error) {
