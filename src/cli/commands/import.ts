@@ -3,7 +3,7 @@ import { CampaignError, findCampaignRoot } from '../../knowledge/campaign';
 import { indexFile, type FileOutcome } from '../../knowledge/indexing';
 import { LorebookError } from '../../knowledge/interchange';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/interchange';
-import { BundleError, describePlayData, importCampaignBundle } from '../../knowledge/interchange';
+import { BundleError, bundleImportReport, importCampaignBundle } from '../../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/campaign';
 import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 import { openCliSession } from '../knowledgeAccess';
@@ -88,13 +88,9 @@ export const importCommand: Command = {
     if (!into) throw new UsageError('--into <dir> is required: a new or empty folder for the campaign');
     try {
       const summary = await importCampaignBundle(path.resolve(io.cwd, bundle), path.resolve(io.cwd, into));
-      emit(io, args, summary, () =>
-        [
-          `Restored campaign ${summary.campaignId} into ${path.relative(io.cwd, summary.target) || summary.target}: ${summary.files} files.`,
-          `Play data: ${describePlayData(summary.playRows)}.`,
-        ].join('\n'),
-      );
-      return EXIT.ok;
+      emit(io, args, summary, () => bundleImportReport(summary, path.relative(io.cwd, summary.target) || summary.target).join('\n'));
+      // A member left out is a finding: the writer should know the bundle held more than a campaign.
+      return summary.notRestored.length > 0 ? EXIT.findings : EXIT.ok;
     } catch (error) {
       if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'import', error.message);
       throw error;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, unsafeRelativePath } from '../campaign';
+import { loadCampaign, ReadRefusedError, pathInside, readFileBounded, unsafeName, unsafeRelativePath } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
@@ -65,29 +65,32 @@ export interface LorebookImportResult {
   notes: string[];
 }
 
-// Names Windows refuses whatever the extension; a campaign must open on every writer's machine.
-const RESERVED_NAMES = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
 const MAX_SLUG = 60;
 const NOT_CARRIED = 'not carried';
 
 /**
  * A file stem from a title, in any script: letters, marks and digits of every language are kept (so
  * Chinese titles stay Chinese), everything else becomes `-`; lowercase, NFC, at most 60 characters, and
- * never a name Windows reserves. Safe on Windows, macOS and Linux.
+ * never a name some file system reads as another (a Windows device such as `con` or `com¹`). Safe on Windows,
+ * macOS and Linux.
  */
 export function portableSlug(title: string): string {
   const dashed = title.normalize('NFC').toLowerCase().replace(/[^\p{L}\p{M}\p{N}]+/gu, '-').replace(/^-+/, '');
   const slug = Array.from(dashed).slice(0, MAX_SLUG).join('').replace(/-+$/, '');
   if (!slug) return 'entry';
-  return RESERVED_NAMES.test(slug) ? `${slug}-entry` : slug;
+  return unsafeName(`${slug}.md`) ? `${slug}-entry` : slug;
 }
 
-/** A campaign-relative folder, refused when it could land outside the campaign or in its data folder. */
+/**
+ * A campaign-relative folder, refused when it could land outside the campaign, or names a folder imported
+ * content never writes into (the data folder, .git, .vscode … in any spelling) or a Windows device.
+ */
 export function normalizeCampaignFolder(folder: string): string {
   const posix = folder.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
-  if (unsafeRelativePath(posix) || posix.split('/')[0] === DATA_DIR) {
-    throw new LorebookError(folder, `folder must be a plain path inside the campaign (not absolute, no '..', not ${DATA_DIR})`);
-  }
+  const unsafe = unsafeRelativePath(posix);
+  if (unsafe) throw new LorebookError(folder, `folder must be a plain path inside the campaign: it ${unsafe}`);
+  const name = unsafeName(posix);
+  if (name) throw new LorebookError(folder, `the folder ${posix}/ is refused: ${name}; choose another folder`);
   return posix;
 }
 
