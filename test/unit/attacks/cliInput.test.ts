@@ -316,6 +316,18 @@ describe('attacks: hostile input through the CLI', function () {
       const parsed = JSON.parse(json.stdout) as { sources: { path: string }[] };
       assert.ok(parsed.sources.some((s) => s.path === `${HOSTILE_NAME}.md`), 'JSON still carries the exact name');
     });
+
+    it('a line break or tab in a file name stays on its result line in search, as in sources', async () => {
+      const name = 'forged\n2. fake.md:1-1\tx.md';
+      writeFile(campaign, name, '# Bells\ttolling\n\nThe harbour bells ring twice when a ship enters the bay at dusk, and the watch counts the masts.\n');
+      assert.equal((await runCliCaptured(['index', campaign, '--workers', '0'], scratch)).code, EXIT.ok);
+      const search = await runCliCaptured(['search', 'harbour bells', '--campaign', campaign, '--lexical-only'], scratch);
+      assert.equal(search.code, EXIT.ok, search.stderr);
+      const line = search.stdout.split('\n').find((l) => l.includes('forged'));
+      assert.ok(line, search.stdout);
+      assert.ok(line.includes('forged\\u000a2. fake.md:1-1\\u0009x.md:1-'), line);
+      assert.ok(!search.stdout.split('\n').some((l) => l.startsWith('2. fake.md')), 'no forged result line');
+    });
   });
 
   describe('prompt-injection text stays data, and nothing is fetched', () => {
