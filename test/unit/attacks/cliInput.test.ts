@@ -325,7 +325,7 @@ describe('attacks: hostile input through the CLI', function () {
       assert.equal(search.code, EXIT.ok, search.stderr);
       const line = search.stdout.split('\n').find((l) => l.includes('forged'));
       assert.ok(line, search.stdout);
-      assert.ok(line.includes('forged\\u000a2. fake.md:1-1\\u0009x.md:1-'), line);
+      assert.ok(line.includes('forged\\u000a2. fake.md:1-1\\u0009x.md:3-3 › Bells tolling'), line);
       assert.ok(!search.stdout.split('\n').some((l) => l.startsWith('2. fake.md')), 'no forged result line');
     });
   });
