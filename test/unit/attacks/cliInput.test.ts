@@ -130,6 +130,35 @@ describe('attacks: hostile input through the CLI', function () {
       }
     });
 
+    it('entries keyed __proto__, constructor and 0 are all imported, and a field named __proto__ is kept', async () => {
+      const bookFile = path.join(scratch, 'keys.json');
+      fs.writeFileSync(
+        bookFile,
+        '{"entries":{"__proto__":{"key":["ward"],"comment":"Warding","content":"A ward hums.","__proto__":{"polluted":true}},' +
+          '"constructor":{"key":["forge"],"comment":"Forge","content":"The forge glows."},"0":{"key":["gate"],"comment":"Gate","content":"The gate is shut."}}}',
+      );
+      const { code, stdout, stderr } = await runCliCaptured(['import-lorebook', bookFile, '--class', 'canon', '--campaign', campaign, '--json'], scratch);
+      assert.equal(code, EXIT.ok, stderr);
+      const result = JSON.parse(stdout) as { written: { title: string; entryId: string }[]; fields: { field: string; entries: number; keptAs: string[] }[] };
+      assert.deepEqual(result.written.map((w) => [w.entryId, w.title]).sort(), [['0', 'Gate'], ['__proto__', 'Warding'], ['constructor', 'Forge']]);
+      assert.deepEqual(result.fields.find((f) => f.field === '__proto__'), { field: '__proto__', entries: 1, keptAs: ['sillytavern.entry.__proto__'] });
+      const warding = fs.readFileSync(path.join(campaign, 'lore', 'warding.md'), 'utf8');
+      assert.match(warding, /__proto__:\s+polluted: true/);
+      assert.equal(({} as { polluted?: boolean }).polluted, undefined, 'no prototype was touched');
+    });
+
+    it('a field nested 100,000 levels deep is refused naming the file and the field, nothing written', async () => {
+      const depth = 100_000;
+      const bookFile = path.join(scratch, 'deep.json');
+      fs.writeFileSync(bookFile, `{"entries":{"0":{"key":["a"],"content":"x","extensions":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}}}`);
+      const before = campaignFiles(campaign);
+      const { code, stderr } = await runCliCaptured(['import-lorebook', bookFile, '--class', 'canon', '--campaign', campaign], scratch);
+      assert.equal(code, EXIT.failure);
+      assert.match(stderr, /deep\.json: the JSON: the field entries\.0\.extensions\.a\.a\.a\.….a is nested more than 64 levels deep/);
+      assert.doesNotMatch(stderr, /call stack/);
+      assert.deepEqual(campaignFiles(campaign), before);
+    });
+
     it('entries titled CON or COM¹ are written under names every file system keeps', async () => {
       const book = JSON.parse(fs.readFileSync(ELDORIA(), 'utf8')) as { entries: Record<string, { comment: string }> };
       book.entries['0']!.comment = 'CON';
