@@ -245,10 +245,19 @@ function refuseFolderLeavingCampaign(file: string, root: string, folder: string,
   let existing = absFolder;
   while (existing !== root && !fs.existsSync(existing)) existing = path.dirname(existing);
   const real = fs.realpathSync(existing);
-  if (pathInside(fs.realpathSync(root), real) === undefined) {
+  const inside = pathInside(fs.realpathSync(root), real);
+  if (inside === undefined) {
     throw new LorebookError(
       file,
       `the folder ${folder}/ leads outside the campaign (a symbolic link to ${real}); nothing was written — replace the link with a real folder or choose another --folder`,
+    );
+  }
+  // A link into the data folder (or .git …) would hide the entries where nothing indexes or exports them.
+  const refused = inside === '' ? undefined : unsafeName(inside);
+  if (refused) {
+    throw new LorebookError(
+      file,
+      `the folder ${folder}/ leads to ${inside}/ inside the campaign (a symbolic link): ${refused}; nothing was written — replace the link with a real folder or choose another --folder`,
     );
   }
 }

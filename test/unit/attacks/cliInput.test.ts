@@ -70,6 +70,17 @@ describe('attacks: hostile input through the CLI', function () {
       assert.deepEqual(campaignFiles(campaign), before);
     });
 
+    it('import-lorebook into a lore/ that links into the data folder: refused, nothing written there', async () => {
+      fs.mkdirSync(path.join(campaign, '.storyteller', 'lore'), { recursive: true });
+      fs.symlinkSync(path.join(campaign, '.storyteller', 'lore'), path.join(campaign, 'lore'));
+      const before = campaignFiles(campaign);
+      const { code, stderr } = await runCliCaptured(['import-lorebook', ELDORIA(), '--class', 'canon', '--campaign', campaign], scratch);
+      assert.equal(code, EXIT.failure);
+      assert.match(stderr, /the folder lore\/ leads to \.storyteller\/lore\/ inside the campaign \(a symbolic link\): '\.storyteller' is a folder imported content never writes into; nothing was written/);
+      assert.deepEqual(fs.readdirSync(path.join(campaign, '.storyteller', 'lore')), []);
+      assert.deepEqual(campaignFiles(campaign), before);
+    });
+
     it('import --into a symbolic link: refused with the reason, the link and its target untouched', async () => {
       const bundle = path.join(scratch, 'c.storyteller.json');
       assert.equal((await runCliCaptured(['export', campaign, '--out', bundle], scratch)).code, EXIT.ok);
