@@ -268,8 +268,13 @@ export class InterchangeCommands extends Disposable {
         while (taken.has(n === 1 ? `${id}-restored` : `${id}-restored-${n}`)) n++;
         return { id: n === 1 ? `${id}-restored` : `${id}-restored-${n}`, title: n === 1 ? `${title} (restored)` : `${title} (restored ${n})` };
       };
-      summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, () =>
-        importCampaignBundle(bundle.fsPath, target.fsPath, { renameAs }),
+      summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, (progress) =>
+        importCampaignBundle(bundle.fsPath, target.fsPath, {
+          renameAs,
+          onProgress: ({ step, done, total }) => {
+            if (done % 100 === 0 || done === total) progress.report({ message: `${step} ${done} of ${total} files` });
+          },
+        }),
       );
     } catch (error) {
       if (!isRefusal(error)) throw error;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeName, unsafeRelativePath, type Campaign } from '../campaign';
-import { SOURCE_EXTENSIONS, documentKind, importCampaign, type ImportReport } from '../indexing';
+import { SOURCE_EXTENSIONS, THIS_PROCESS, documentKind, importCampaign, parseProcessOwner, processOwnerAlive, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
 import { KnowledgeStore } from '../indexing';
@@ -28,10 +28,15 @@ export interface BundleLimits {
   maxBundleBytes: number;
   /** Largest single member: one file's bytes, or one table's cells. */
   maxMemberBytes: number;
+  /** Most files one bundle holds. */
+  maxFiles: number;
 }
 
-/** A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. */
-export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024 };
+/**
+ * A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. Ten D&D SRDs are ~10,300 files; a
+ * bundle of 200,000 ran for minutes, so five times that library is the most one restore takes.
+ */
+export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024, maxFiles: 50_000 };
 
 /** Index tables that hold embeddings; carried only on request (`--embeddings`), with their model metadata. */
 const EMBEDDING_TABLES = ['embedding_models', 'embeddings'] as const;
@@ -465,6 +470,10 @@ export function readBundle(file: string, text: string, limits: BundleLimits = DE
       `bundle version ${JSON.stringify(head.version)} is ${newer ? 'newer than this build reads' : 'not one this build reads'} (it reads version ${BUNDLE_VERSION})`,
     );
   }
+  const members = (data as { files?: unknown }).files;
+  if (Array.isArray(members) && members.length > limits.maxFiles) {
+    throw new BundleError(file, `holds ${members.length} files, more than the ${limits.maxFiles} one bundle may hold; nothing was written`);
+  }
   const parsed = BundleSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -530,8 +539,16 @@ function checkDatabase(file: string, db: BundleDatabase | null, what: string, li
 
 // --- Import -------------------------------------------------------------------------------------------
 
+/** How far a restore got: files written, then files indexed. */
+export interface BundleImportProgress {
+  step: 'writing' | 'indexing';
+  done: number;
+  total: number;
+}
+
 export interface ImportBundleOptions {
   limits?: BundleLimits;
+  onProgress?: (progress: BundleImportProgress) => void;
   /**
    * A new id and title for the restored copy (given the bundle's), or undefined to keep them: a copy
    * restored beside its original must not show up as a second, identical campaign.
@@ -574,8 +591,53 @@ export interface ImportBundleSummary {
   notRestored: LeftOut[];
   playRows: Record<string, number>;
   embeddings: number;
+  /** Leftover folders of earlier restores whose process is gone, removed before this one. */
+  removedLeftovers: string[];
   /** The rebuilt index: sources per outcome (indexed, duplicate, error...). */
   index: ImportReport['counts'];
+}
+
+/** A restore works in a sibling folder `.<target>.importing-<random>`, renamed into place when it is done. */
+const IMPORTING = '.importing-';
+const RESTORE_FOLDER = /^\..*\.importing-[0-9a-f]{12}$/;
+/** Inside a restore's folder until it is renamed into place: which process is writing it. */
+const IMPORT_OWNER = 'import-owner';
+/** A restore's folder with no owner yet is left alone this long: its process may be about to write it. */
+const UNOWNED_GRACE_MS = 10 * 60_000;
+
+/**
+ * Removes the folders that restores in `parent` left when they were killed (an 890 MB one was seen): those
+ * whose owner is gone, or that never got one and are older than a live restore's first moment. A live
+ * restore's folder, and one on another machine, are never touched. Returns the names removed.
+ */
+function removeDeadRestores(parent: string): string[] {
+  const removed: string[] = [];
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(parent, { withFileTypes: true });
+  } catch {
+    return removed;
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory() || !RESTORE_FOLDER.test(entry.name)) continue;
+    const dir = path.join(parent, entry.name);
+    let text: string | undefined;
+    try {
+      text = fs.readFileSync(path.join(dir, DATA_DIR, IMPORT_OWNER), 'utf8').trim();
+    } catch {
+      text = undefined;
+    }
+    const owner = text === undefined ? undefined : parseProcessOwner(text);
+    const dead = owner ? !processOwnerAlive(owner) : Date.now() - fs.statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
+    if (!dead) continue;
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+      removed.push(entry.name);
+    } catch {
+      // another restore removing it too, or not ours to remove: left for the writer
+    }
+  }
+  return removed;
 }
 
 /** Restores a bundle into `targetDir`, which must not exist or be an empty folder. All or nothing. */
@@ -604,15 +666,19 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   } catch (error) {
     throw new BundleError(target, `cannot create the folder around it (${(error as NodeJS.ErrnoException).code === 'ENOTDIR' || (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'a part of the path is a file, not a folder' : (error as Error).message})`);
   }
-  const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
+  const removedLeftovers = removeDeadRestores(path.dirname(target));
+  const temp = path.join(path.dirname(target), `.${path.basename(target)}${IMPORTING}${randomBytes(6).toString('hex')}`);
+  const owner = path.join(temp, DATA_DIR, IMPORT_OWNER);
   let counts: ImportReport['counts'];
   let restored: Campaign;
   try {
-    fs.mkdirSync(temp);
-    for (const member of files) {
+    fs.mkdirSync(path.dirname(owner), { recursive: true });
+    fs.writeFileSync(owner, `${THIS_PROCESS}\n`);
+    for (const [index, member] of files.entries()) {
       const abs = path.join(temp, ...member.path.split('/'));
       fs.mkdirSync(path.dirname(abs), { recursive: true });
       fs.writeFileSync(abs, member.bytes, { flag: 'wx' });
+      options.onProgress?.({ step: 'writing', done: index + 1, total: files.length });
     }
     let campaign = loadCampaign(temp);
     if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
@@ -624,11 +690,16 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     const store = KnowledgeStore.open(campaign);
     let index: ImportReport;
     try {
-      index = await importCampaign(campaign, store);
+      index = await importCampaign(campaign, store, {
+        onProgress: (event) => {
+          if (event.phase === 'index') options.onProgress?.({ step: 'indexing', done: event.done, total: event.total });
+        },
+      });
     } finally {
       store.close();
     }
     counts = index.counts;
+    fs.rmSync(owner);
     if (fs.existsSync(target)) fs.rmdirSync(target);
     fs.renameSync(temp, target);
   } catch (error) {
@@ -642,6 +713,7 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     files: files.length,
     restored: files.map((f) => f.path),
     notRestored: left,
+    removedLeftovers,
     playRows: Object.fromEntries((bundle.play?.tables ?? []).map((t) => [t.name, t.rows.length])),
     embeddings: bundle.embeddings?.tables.find((t) => t.name === 'embeddings')?.rows.length ?? 0,
     index: counts,
@@ -654,6 +726,7 @@ export function bundleImportReport(summary: ImportBundleSummary, shownTarget: st
     `Restored campaign ${summary.campaignId} into ${shownTarget}: ${summary.files} files.`,
     ...summary.restored.map((p) => `  ${p}`),
     `Play data: ${describePlayData(summary.playRows)}.`,
+    ...summary.removedLeftovers.map((name) => `Removed ${name}, the unfinished folder of a restore that was stopped.`),
     ...(summary.notRestored.length > 0
       ? [`Not restored (${summary.notRestored.length}; a bundle restores only campaign content):`, ...summary.notRestored.map((l) => `  ${l.path}: ${l.reason}`)]
       : []),

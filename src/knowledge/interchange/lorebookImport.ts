@@ -21,7 +21,15 @@ export interface LorebookImportOptions {
   class: KnowledgeClass;
   /** Campaign-relative folder for the new files (default `lore`). */
   folder?: string;
+  /** Called after each file is written. */
+  onProgress?: (done: number, total: number) => void;
 }
+
+/**
+ * Most entries one import writes: the largest lorebooks people share hold a few thousand; 100,000 ran for
+ * minutes writing as many files. Above it the writer is asked to split the book.
+ */
+export const MAX_LOREBOOK_ENTRIES = 20_000;
 
 export interface PlannedLoreFile {
   /** Campaign-relative POSIX path. */
@@ -214,11 +222,14 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   }
   const book = parseLorebook(file, bytes);
   if (book.entries.length === 0) throw new LorebookError(file, 'the lorebook has no entries; nothing to import');
+  if (book.entries.length > MAX_LOREBOOK_ENTRIES) {
+    throw new LorebookError(file, `the lorebook has ${book.entries.length} entries, more than the ${MAX_LOREBOOK_ENTRIES} one import writes (one file each); split it into smaller books. Nothing was written`);
+  }
 
   const absFolder = path.join(campaign.root, ...folder.split('/'));
   refuseFolderLeavingCampaign(file, campaign.root, folder, absFolder);
   const { files, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
-  writeAllOrNothing(file, campaign.root, absFolder, files);
+  writeAllOrNothing(file, campaign.root, absFolder, files, options.onProgress);
   return {
     file,
     format: book.format,
@@ -262,7 +273,7 @@ function refuseFolderLeavingCampaign(file: string, root: string, folder: string,
   }
 }
 
-function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[]): void {
+function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[], onProgress?: (done: number, total: number) => void): void {
   const createdDirs: string[] = [];
   const createdFiles: string[] = [];
   try {
@@ -273,6 +284,7 @@ function writeAllOrNothing(file: string, root: string, absFolder: string, planne
       // 'wx' fails if the file appeared since planning: never overwrite the writer's file.
       fs.writeFileSync(target, item.content, { flag: 'wx' });
       createdFiles.push(target);
+      onProgress?.(createdFiles.length, planned.length);
     }
   } catch (error) {
     for (const f of createdFiles) fs.rmSync(f, { force: true });
