@@ -70,3 +70,13 @@ export function stringOption(args: ParsedArgs, name: string): string | undefined
   const value = args.values[name];
   return typeof value === 'string' ? value : undefined;
 }
+
+/** A long import says how far it got every this many items; one smaller than this says nothing. */
+export const PROGRESS_EVERY = 1000;
+
+/** Progress of a long import on stderr (`storyteller import: writing 2000 of 5123 files…`), every PROGRESS_EVERY items. */
+export function progressNotice(command: string, io: CliIo): (what: string, done: number, total: number) => void {
+  return (what, done, total) => {
+    if (done > 0 && done < total && done % PROGRESS_EVERY === 0) io.stderr.write(`storyteller ${command}: ${what} ${done} of ${total} files…\n`);
+  };
+}

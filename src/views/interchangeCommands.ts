@@ -6,7 +6,7 @@ import { LorebookError } from '../knowledge/interchange';
 import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportResult } from '../knowledge/interchange';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
-import { BUNDLE_EXTENSION, BundleError, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
+import { BUNDLE_EXTENSION, BundleError, bundleImportReport, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { fenced, renderContextMarkdown } from '../story/contextReport';
 import { campaignAdventure } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
@@ -232,7 +232,8 @@ export class InterchangeCommands extends Disposable {
       const summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exporting ${title}` }, async () =>
         exportCampaignBundle(index.session.exportSource, out.fsPath, { embeddings, force: true }),
       );
-      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${describePlayData(summary.playRows)}.`);
+      const leftOut = summary.skipped.length > 0 ? `; left out (not campaign content, or not a regular file): ${summary.skipped.slice(0, 3).map((l) => l.path).join(', ')}${summary.skipped.length > 3 ? ` and ${summary.skipped.length - 3} more` : ''}` : '';
+      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${describePlayData(summary.playRows)}${leftOut}.`);
       return summary;
     } catch (error) {
       if (!isRefusal(error)) throw error;
@@ -267,15 +268,27 @@ export class InterchangeCommands extends Disposable {
         while (taken.has(n === 1 ? `${id}-restored` : `${id}-restored-${n}`)) n++;
         return { id: n === 1 ? `${id}-restored` : `${id}-restored-${n}`, title: n === 1 ? `${title} (restored)` : `${title} (restored ${n})` };
       };
-      summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, () =>
-        importCampaignBundle(bundle.fsPath, target.fsPath, { renameAs }),
+      summary = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Importing ${path.basename(bundle.fsPath)}` }, (progress) =>
+        importCampaignBundle(bundle.fsPath, target.fsPath, {
+          renameAs,
+          onProgress: ({ step, done, total }) => {
+            if (done % 100 === 0 || done === total) progress.report({ message: `${step} ${done} of ${total} files` });
+          },
+        }),
       );
     } catch (error) {
       if (!isRefusal(error)) throw error;
       void vscode.window.showErrorMessage(`Not imported, nothing was written: ${error.message}`);
       return undefined;
     }
-    const restored = `Restored "${summary.campaignTitle}" into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed, ${describePlayData(summary.playRows)}.`;
+    const left = summary.notRestored.length;
+    if (left > 0) {
+      // What was restored and what was not, with each reason: a bundle that held more than a campaign is worth reading.
+      const report = bundleImportReport(summary, summary.target).join('\n');
+      await this.reports.show(`Campaign Import — ${path.basename(bundle.fsPath)}`, `# Campaign import: ${path.basename(bundle.fsPath)}\n\n${fenced(report)}\n`);
+    }
+    const notRestored = left > 0 ? `; ${left} not restored, not campaign content (${summary.notRestored.slice(0, 3).map((l) => l.path).join(', ')}${left > 3 ? ', …' : ''}; see the report)` : '';
+    const restored = `Restored "${summary.campaignTitle}" into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed, ${describePlayData(summary.playRows)}${notRestored}.`;
     const add = (): void => {
       vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: vscode.Uri.file(summary.target) });
     };

@@ -94,7 +94,8 @@ describe('campaign bundle', () => {
   };
 
   it('round-trips byte for byte: export, import into a new folder, export again', async () => {
-    await exportBundle(campaign, bundlePath('first'), fixedClock);
+    const exported = await exportBundle(campaign, bundlePath('first'), fixedClock);
+    assert.deepEqual(exported.skipped, [{ path: 'map.png', reason: 'is not campaign content (a bundle restores only campaign.yaml and .md, .markdown, .txt files)' }]);
     const restored = path.join(dir, 'restored');
     const summary = await importCampaignBundle(bundlePath('first'), restored);
     assert.equal(summary.campaignId, 'westhaven');
@@ -107,7 +108,11 @@ describe('campaign bundle', () => {
     const restoredStore = KnowledgeStore.open(loadCampaign(restored));
     assert.deepEqual(restoredStore.getSourceByPath('characters/mara.md')?.entities, ['Mara', 'Sister Mara']);
     restoredStore.close();
-    assert.deepEqual(readTree(restored, notData), readTree(campaign, notData));
+    const carried = readTree(campaign, notData);
+    carried.delete('map.png');
+    assert.deepEqual(readTree(restored, notData), carried);
+    assert.deepEqual(summary.notRestored, []);
+    assert.deepEqual([...summary.restored].sort(), [...carried.keys()].sort(), 'the restored tree is listed');
     await exportBundle(restored, bundlePath('second'), fixedClock);
     assert.equal(fs.readFileSync(bundlePath('second'), 'utf8'), fs.readFileSync(bundlePath('first'), 'utf8'));
   });
@@ -226,13 +231,12 @@ describe('campaign bundle', () => {
       ['a drive letter', () => writeBundleJson(withFile(clone(), { path: 'C:/escape', content: 'x' })), /is absolute/],
       ['a backslash', () => writeBundleJson(withFile(clone(), { path: '..\\escape', content: 'x' })), /backslash/],
       ['a NUL', () => writeBundleJson(withFile(clone(), { path: 'a\u0000b.md', content: 'x' })), /NUL/],
-      ['a file in the data folder', () => writeBundleJson(withFile(clone(), { path: '.storyteller/play.db', content: 'x' })), /inside \.storyteller/],
       ['a duplicated path', () => writeBundleJson(withFile(clone(), { path: 'canon.md', content: 'x' })), /"canon\.md" is duplicated/],
       ['paths differing only in case', () => writeBundleJson(withFile(clone(), { path: 'CANON.md', content: 'x' })), /"CANON\.md" is duplicated \(same as "canon\.md"\)/],
       ['a file that is also a folder', () => writeBundleJson(withFile(clone(), { path: 'canon.md/inner.md', content: 'x' })), /"canon\.md" is both a file and a folder/],
       ['a sha256 mismatch', () => { const b = clone(); b.files[1]!.content = b.files[1]!.content.replace('a', 'b'); return writeBundleJson(b); }, /does not match its sha256/],
       ['a size mismatch', () => { const b = clone(); b.files[1]!.size += 1; return writeBundleJson(b); }, /has \d+ bytes, the bundle says/],
-      ['bad base64', () => { const b = clone(); const png = b.files.find((f) => f.encoding === 'base64')!; png.content = '!!!!'; return writeBundleJson(b); }, /map\.png is not valid base64/],
+      ['bad base64', () => { const b = withFile(clone(), { path: 'notes/latin1.txt', content: 'x' }); Object.assign(b.files.at(-1)!, { encoding: 'base64', content: '!!!!' }); return writeBundleJson(b); }, /notes\/latin1\.txt is not valid base64/],
       ['no campaign file', () => { const b = clone(); b.files = b.files.filter((f) => f.path !== 'campaign.yaml'); return writeBundleJson(b); }, /has no campaign\.yaml/],
       ['a duplicated turn id', () => { const b = clone(); const turns = table(b, 'turns'); turns.rows.push([...turns.rows[0]!]); return writeBundleJson(b); }, /play table 'turns' row 3: duplicated id/],
       ['a table twice', () => { const b = clone(); b.play!.tables.push(table(b, 'memories')); return writeBundleJson(b); }, /play table 'memories' appears twice/],
@@ -253,6 +257,15 @@ describe('campaign bundle', () => {
         assert.deepEqual(listTree(dir), before, 'nothing written, no temporary folder left');
       });
     }
+
+    it('restores the campaign but not a member in its data folder: play data comes only from the play tables', async () => {
+      const summary = await importCampaignBundle(writeBundleJson(withFile(clone(), { path: '.storyteller/play.db', content: 'not a database' })), path.join(dir, 'restored'));
+      assert.deepEqual(summary.notRestored, [{ path: '.storyteller/play.db', reason: "'.storyteller' is a folder imported content never writes into" }]);
+      assert.equal(summary.playRows.turns, 3);
+      const db = openDatabase(path.join(dir, 'restored', '.storyteller', 'play.db'), PLAY_MIGRATIONS);
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM turns').get() as { n: number }).n, 3);
+      db.close();
+    });
 
     it('refuses members and bundles above the size limits', async () => {
       const limits = { ...DEFAULT_BUNDLE_LIMITS, maxMemberBytes: 900 };

@@ -513,7 +513,7 @@ describe('lorebook import: writing campaign markdown', () => {
 
     it('refuses a folder outside the campaign or in its data folder', () => {
       for (const folder of ['../outside', '/abs', 'C:/x', 'a/../../b', '.storyteller/lore', 'a\0b']) {
-        assert.throws(() => importLorebookFile(sample(SAMPLES[0]), { campaignRoot: campaign, class: 'canon', folder }), /plain path inside the campaign/);
+        assert.throws(() => importLorebookFile(sample(SAMPLES[0]), { campaignRoot: campaign, class: 'canon', folder }), /plain path inside the campaign|never writes into/);
       }
       assert.ok(!fs.existsSync(path.join(dir, 'outside')));
     });

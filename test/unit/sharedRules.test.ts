@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { withFrontMatterField, withFrontMatterListItem } from '../../src/knowledge/campaign/frontMatter';
 import { atxHeading } from '../../src/knowledge/campaign/markdown';
-import { pathInside, unsafeRelativePath } from '../../src/knowledge/campaign/paths';
+import { pathInside, unsafeName, unsafeRelativePath } from '../../src/knowledge/campaign/paths';
 import { applyTextEdit } from '../../src/knowledge/campaign/textEdit';
 import { analyzeConflicts } from '../../src/knowledge/conflicts/conflicts';
 import { supersedesEdit } from '../../src/knowledge/conflicts/conflictsEdit';
@@ -14,7 +14,7 @@ import { parseDocument } from '../../src/knowledge/indexing/chunker';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { findSource } from '../../src/knowledge/indexing/operations';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
-import { unsafeBundlePath } from '../../src/knowledge/interchange/bundle';
+import { notCampaignContent } from '../../src/knowledge/interchange/bundle';
 import { importFilesIntoCampaign } from '../../src/knowledge/interchange/fileImport';
 import { normalizeCampaignFolder } from '../../src/knowledge/interchange/lorebookImport';
 import { searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
@@ -128,14 +128,25 @@ describe('shared rules: every surface reads alike', () => {
     it('written by others are refused alike by bundles and lorebook imports', () => {
       for (const unsafe of ['', '/etc/passwd', 'C:/x', 'a/../b', 'a//b', './a/./b', 'a\u0000b']) {
         assert.ok(unsafeRelativePath(unsafe), JSON.stringify(unsafe));
-        assert.ok(unsafeBundlePath(unsafe), `bundle: ${JSON.stringify(unsafe)}`);
         assert.throws(() => normalizeCampaignFolder(unsafe), `lorebook: ${JSON.stringify(unsafe)}`);
       }
-      for (const safe of ['lore', 'lore/creatures', '..notes']) {
+      // Names some file system reads as a protected folder or a device: in any spelling, for every importer.
+      for (const name of ['.GIT/config', '.VSCode/tasks.json', '.git /x', '.git./x', 'a/.github', 'ＮＯＤＥ_ＭＯＤＵＬＥＳ/x.md', '.g\u200cit/config', '.Storyteller/play.db', 'CON.md', 'nul', 'lpt9.txt.md', 'com¹.md', 'CONIN$', 'git~1/config', 'notes.']) {
+        assert.equal(unsafeRelativePath(name), undefined, `well-formed: ${JSON.stringify(name)}`);
+        assert.ok(unsafeName(name), JSON.stringify(name));
+        assert.ok(notCampaignContent(name), `bundle: ${JSON.stringify(name)}`);
+        assert.throws(() => normalizeCampaignFolder(name), `lorebook: ${JSON.stringify(name)}`);
+      }
+      for (const safe of ['lore', 'lore/creatures', '..notes', 'con-entry', 'console', 'contact.md', 'git~a']) {
         assert.equal(unsafeRelativePath(safe), undefined);
-        assert.equal(unsafeBundlePath(safe), undefined);
+        assert.equal(unsafeName(safe), undefined, safe);
         assert.equal(normalizeCampaignFolder(safe), safe);
       }
+      // A name that only starts with dots is inside the campaign, but dot-named: a bundle leaves it out.
+      assert.match(notCampaignContent('..notes/a.md') ?? '', /'\.\.notes' is dot-named/);
+      assert.equal(notCampaignContent('lore/creatures.md'), undefined);
+      assert.equal(notCampaignContent('campaign.yaml'), undefined);
+      assert.match(notCampaignContent('lore/campaign.yaml') ?? '', /is not campaign content/);
     });
   });
 });

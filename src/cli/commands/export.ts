@@ -51,7 +51,7 @@ export const exportCommand: Command = {
           `Exported ${summary.files} files (${summary.sources} indexed sources) to ${path.relative(io.cwd, summary.file) || summary.file}.`,
           `Play data: ${describePlayData(summary.playRows)}.`,
           args.values.embeddings === true ? `Embeddings: ${summary.embeddings} vectors with their model metadata.` : 'Embeddings left out (rebuilt after import).',
-          ...summary.skipped.map((p) => `Skipped (not a regular file): ${p}`),
+          ...summary.skipped.map((s) => `Left out: ${s.path}: ${s.reason}`),
         ].join('\n'),
       );
       return EXIT.ok;

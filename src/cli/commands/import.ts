@@ -3,9 +3,9 @@ import { CampaignError, findCampaignRoot } from '../../knowledge/campaign';
 import { indexFile, type FileOutcome } from '../../knowledge/indexing';
 import { LorebookError } from '../../knowledge/interchange';
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../../knowledge/interchange';
-import { BundleError, describePlayData, importCampaignBundle } from '../../knowledge/interchange';
+import { BundleError, bundleImportReport, importCampaignBundle } from '../../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../../knowledge/campaign';
-import { EXIT, UsageError, emit, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
+import { EXIT, UsageError, emit, progressNotice, stringOption, type CliIo, type Command, type ParsedArgs } from '../command';
 import { openCliSession } from '../knowledgeAccess';
 
 /** Resolves `--campaign` (or the campaign around the working folder). */
@@ -24,11 +24,14 @@ export function refuse(io: CliIo, args: ParsedArgs, command: string, reason: str
 }
 
 /** Indexes the new files at once, so they are searchable from the shell; the extension's watcher would do the same. */
-async function indexLoreFiles(campaignRoot: string, paths: readonly string[]): Promise<FileOutcome[]> {
+async function indexLoreFiles(campaignRoot: string, paths: readonly string[], progress: (what: string, done: number, total: number) => void): Promise<FileOutcome[]> {
   const session = openCliSession(campaignRoot);
   try {
     const outcomes: FileOutcome[] = [];
-    for (const relPath of paths) outcomes.push(...(await indexFile(session.campaign, session.store, relPath)).files);
+    for (const [index, relPath] of paths.entries()) {
+      outcomes.push(...(await indexFile(session.campaign, session.store, relPath)).files);
+      progress('indexing', index + 1, paths.length);
+    }
     return outcomes;
   } finally {
     await session.close();
@@ -61,12 +64,14 @@ export const importLorebookCommand: Command = {
     const campaignRoot = campaignRootOption(stringOption(args, 'campaign'), io.cwd);
     try {
       const folder = stringOption(args, 'folder');
+      const progress = progressNotice('import-lorebook', io);
       const result = importLorebookFile(path.resolve(io.cwd, file), {
         campaignRoot,
         class: cls as KnowledgeClass,
         ...(folder !== undefined ? { folder } : {}),
+        onProgress: (done, total) => progress('writing', done, total),
       });
-      const indexed = await indexLoreFiles(campaignRoot, result.written.map((w) => w.path));
+      const indexed = await indexLoreFiles(campaignRoot, result.written.map((w) => w.path), progress);
       emit(io, args, { ...result, indexed }, () => describeLorebookImport(result, io.cwd, indexed));
       return EXIT.ok;
     } catch (error) {
@@ -87,14 +92,13 @@ export const importCommand: Command = {
     const into = stringOption(args, 'into');
     if (!into) throw new UsageError('--into <dir> is required: a new or empty folder for the campaign');
     try {
-      const summary = await importCampaignBundle(path.resolve(io.cwd, bundle), path.resolve(io.cwd, into));
-      emit(io, args, summary, () =>
-        [
-          `Restored campaign ${summary.campaignId} into ${path.relative(io.cwd, summary.target) || summary.target}: ${summary.files} files.`,
-          `Play data: ${describePlayData(summary.playRows)}.`,
-        ].join('\n'),
-      );
-      return EXIT.ok;
+      const progress = progressNotice('import', io);
+      const summary = await importCampaignBundle(path.resolve(io.cwd, bundle), path.resolve(io.cwd, into), {
+        onProgress: ({ step, done, total }) => progress(step, done, total),
+      });
+      emit(io, args, summary, () => bundleImportReport(summary, path.relative(io.cwd, summary.target) || summary.target).join('\n'));
+      // A member left out is a finding: the writer should know the bundle held more than a campaign.
+      return summary.notRestored.length > 0 ? EXIT.findings : EXIT.ok;
     } catch (error) {
       if (error instanceof BundleError || error instanceof CampaignError) return refuse(io, args, 'import', error.message);
       throw error;

@@ -5,6 +5,7 @@ import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
 import { excerptAround, locate } from '../../knowledge/retrieval';
 import { MODEL_SERVER_USAGE } from '../modelArgs';
+import { oneLine } from '../terminalText';
 
 export function stageOption(value: string | undefined): RetrievalStage {
   if (value === undefined || value === 'narrator' || value === 'player') return value ?? 'narrator';
@@ -59,7 +60,7 @@ export const searchCommand: Command = {
         const lines = [`${result.hits.length} result(s) for "${shownQuery(text)}" in '${campaign.title}' — ${semantic}`, ''];
         for (const hit of result.hits) {
           const decision = result.record.candidates.find((c) => c.passageId === hit.passageId)!;
-          lines.push(`${hit.rank}. ${locate(hit)}  [${hit.class}${hit.hidden ? ', hidden' : ''}] score ${hit.score?.toFixed(3)}`);
+          lines.push(`${hit.rank}. ${oneLine(locate(hit))}  [${hit.class}${hit.hidden ? ', hidden' : ''}] score ${hit.score?.toFixed(3)}`);
           lines.push(`   ${decision.reason}`);
           lines.push(`   ${excerptAround(hit.text, text)}`);
         }

@@ -12,7 +12,7 @@ import { normalizeForIndex } from './indexText';
 import type { KnowledgeStore, SourceStat } from './store';
 import { CHUNKING_VERSION, PARSER_VERSION, type PassageRecord, type SemanticState, type SourceIssue, type SourceRecord } from '../campaign';
 
-const SOURCE_EXTENSIONS: Record<string, DocumentKind> = { '.md': 'markdown', '.markdown': 'markdown', '.txt': 'text' };
+export const SOURCE_EXTENSIONS: Record<string, DocumentKind> = { '.md': 'markdown', '.markdown': 'markdown', '.txt': 'text' };
 
 /** Folders that are never a campaign's knowledge, wherever they appear. */
 const SKIPPED_FOLDERS = new Set([DATA_DIR, 'node_modules']);

@@ -1,6 +1,6 @@
 // Indexing: parsing and chunking files into passages, and the derived SQLite index (index.db) they are written to.
 export { passageLabel } from './chunker';
-export { documentKind, importCampaign, indexFile, isCandidateSource } from './importer';
+export { SOURCE_EXTENSIONS, documentKind, importCampaign, indexFile, isCandidateSource } from './importer';
 export type { FileOutcome, ImportOptions, ImportReport } from './importer';
 export { INDEX_MIGRATIONS } from './indexSchema';
 export { PLAY_MIGRATIONS } from './playSchema';

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeRelativePath, type Campaign } from '../campaign';
-import { importCampaign, type ImportReport } from '../indexing';
+import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeName, unsafeRelativePath, type Campaign } from '../campaign';
+import { SOURCE_EXTENSIONS, THIS_PROCESS, documentKind, importCampaign, parseProcessOwner, processOwnerAlive, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
 import { KnowledgeStore } from '../indexing';
@@ -16,6 +16,7 @@ import { PLAY_MIGRATIONS } from '../indexing';
  * metadata the index derived for each source, and every row of the play database, so a campaign can be
  * moved, archived and restored without its original paths. Import is all-or-nothing: the bundle is
  * checked completely, restored into a temporary sibling folder, and renamed into place only at the end.
+ * Only campaign content is restored (see `notCampaignContent`); a member that is not is named with the reason.
  */
 
 export const BUNDLE_FORMAT = 'adventure-storyteller.campaign-bundle';
@@ -27,18 +28,15 @@ export interface BundleLimits {
   maxBundleBytes: number;
   /** Largest single member: one file's bytes, or one table's cells. */
   maxMemberBytes: number;
+  /** Most files one bundle holds. */
+  maxFiles: number;
 }
 
-/** A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. */
-export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024 };
-
 /**
- * Folders never carried, at any depth: the derived data folder is rebuilt or restored, the others are not
- * the writer's campaign — and a restored `.git/config` or `.vscode/tasks.json` could run commands when the
- * folder is opened.
+ * A JSON string cannot exceed ~512 MiB in V8; bundles stay well below it. Ten D&D SRDs are ~10,300 files; a
+ * bundle of 200,000 ran for minutes, so five times that library is the most one restore takes.
  */
-const EXCLUDED_FOLDERS = new Set([DATA_DIR, '.git', '.vscode', 'node_modules']);
-const RUNS_ON_OPEN = new Set(['.git', '.vscode']);
+export const DEFAULT_BUNDLE_LIMITS: BundleLimits = { maxBundleBytes: 256 * 1024 * 1024, maxMemberBytes: 32 * 1024 * 1024, maxFiles: 50_000 };
 
 /** Index tables that hold embeddings; carried only on request (`--embeddings`), with their model metadata. */
 const EMBEDDING_TABLES = ['embedding_models', 'embeddings'] as const;
@@ -251,25 +249,39 @@ function createAtVersion(file: string, migrations: readonly Migration[], version
 
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
-/** Every regular file of the campaign (campaign-relative POSIX paths, sorted); symlinks are not followed. */
-function walkCampaign(root: string): { files: string[]; skipped: string[] } {
+/** A member left out of a bundle, or out of a restore, and why. */
+export interface LeftOut {
+  path: string;
+  reason: string;
+}
+
+/**
+ * Every file of the campaign a bundle carries (campaign-relative POSIX paths, sorted), and what it leaves out
+ * with the reason; symlinks are not followed. The data folder is carried as play data, not as files.
+ */
+function walkCampaign(root: string): { files: string[]; skipped: LeftOut[] } {
   const files: string[] = [];
-  const skipped: string[] = [];
+  const skipped: LeftOut[] = [];
   const walk = (abs: string, rel: string): void => {
     for (const entry of fs.readdirSync(abs, { withFileTypes: true })) {
       const relPath = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) {
-        if (!EXCLUDED_FOLDERS.has(entry.name)) walk(path.join(abs, entry.name), relPath);
+        if (relPath === DATA_DIR) continue;
+        const refused = refusedName(relPath);
+        if (refused) skipped.push({ path: `${relPath}/`, reason: refused });
+        else walk(path.join(abs, entry.name), relPath);
       } else if (entry.isFile()) {
-        files.push(relPath);
+        const refused = notCampaignContent(relPath);
+        if (refused) skipped.push({ path: relPath, reason: refused });
+        else files.push(relPath);
       } else {
-        skipped.push(relPath);
+        skipped.push({ path: relPath, reason: 'is not a regular file (a symbolic link, socket or device)' });
       }
     }
   };
   walk(root, '');
   const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-  return { files: files.sort(byCodeUnit), skipped: skipped.sort(byCodeUnit) };
+  return { files: files.sort(byCodeUnit), skipped: skipped.sort((a, b) => byCodeUnit(a.path, b.path)) };
 }
 
 /** UTF-8 text is carried as itself (readable, diffable); anything else, or a BOM, as base64. */
@@ -300,19 +312,29 @@ function sourceMeta(source: SourceRecord): BundleSourceMeta {
   };
 }
 
-/**
- * A campaign-relative path that is safe to create anywhere: relative, POSIX, no `.`/`..` segments, no
- * drive letter, no NUL or control characters, not in the data folder. Returns the reason it is not.
- */
-export function unsafeBundlePath(p: string): string | undefined {
-  const unsafe = unsafeRelativePath(p);
+/** Why a path's names are not campaign content: a protected or unportable name, or a dot-named file or folder. */
+function refusedName(p: string): string | undefined {
+  const unsafe = unsafeName(p);
   if (unsafe) return unsafe;
-  // A folder anywhere on the path; a top-level entry of that name is refused even as a file.
-  const segments = p.split('/');
-  const excluded = segments.find((s, i) => EXCLUDED_FOLDERS.has(s) && (i === 0 || i < segments.length - 1));
-  if (excluded === undefined) return undefined;
-  const why = RUNS_ON_OPEN.has(excluded) ? ' (what is there can run commands when the folder is opened)' : '';
-  return `is inside ${excluded}/, which a bundle never carries${why}`;
+  const dotted = p.split('/').find((s) => s.startsWith('.'));
+  if (dotted === undefined) return undefined;
+  return `'${dotted}' is dot-named: tools read such files and folders as their own (a .git file or folder can run a command when the folder is opened), never campaign content`;
+}
+
+const RESTORED_KINDS = `${CAMPAIGN_FILE} and ${Object.keys(SOURCE_EXTENSIONS).join(', ')} files`;
+
+/**
+ * Why a well-formed member is not campaign content, which a bundle neither carries nor restores, or undefined
+ * when it is: only `campaign.yaml` at the top and files the indexer reads as sources (play data travels beside
+ * them). Anything else — git's metadata (a `.git` file or folder, HEAD, config, objects: dot-named or without
+ * an extension), editor and CI settings, executables — is someone else's, and some of it runs commands.
+ */
+export function notCampaignContent(p: string): string | undefined {
+  if (p === CAMPAIGN_FILE) return undefined;
+  const refused = refusedName(p);
+  if (refused) return refused;
+  if (documentKind(p) === undefined) return `is not campaign content (a bundle restores only ${RESTORED_KINDS})`;
+  return undefined;
 }
 
 // --- Export -------------------------------------------------------------------------------------------
@@ -348,8 +370,8 @@ export interface ExportSummary {
   /** Rows per play table. */
   playRows: Record<string, number>;
   embeddings: number;
-  /** Paths that are neither files nor folders (symlinks, sockets), not carried. */
-  skipped: string[];
+  /** Paths not carried (not campaign content, or not a regular file), with the reason. */
+  skipped: LeftOut[];
 }
 
 /** What an export reads: the campaign session's own config, index store and play database. */
@@ -427,9 +449,10 @@ interface CheckedFile {
 
 /**
  * Parses and checks a whole bundle without writing anything: JSON, format and version, shape, every path,
- * duplicates, sizes and hashes. Throws `BundleError` with the first reason it cannot be restored.
+ * duplicates, sizes and hashes. Throws `BundleError` with the first reason it cannot be restored. A
+ * well-formed member that is not campaign content is returned in `left` with the reason, never in `files`.
  */
-export function readBundle(file: string, text: string, limits: BundleLimits = DEFAULT_BUNDLE_LIMITS): { bundle: CampaignBundle; files: CheckedFile[] } {
+export function readBundle(file: string, text: string, limits: BundleLimits = DEFAULT_BUNDLE_LIMITS): { bundle: CampaignBundle; files: CheckedFile[]; left: LeftOut[] } {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -447,6 +470,10 @@ export function readBundle(file: string, text: string, limits: BundleLimits = DE
       `bundle version ${JSON.stringify(head.version)} is ${newer ? 'newer than this build reads' : 'not one this build reads'} (it reads version ${BUNDLE_VERSION})`,
     );
   }
+  const members = (data as { files?: unknown }).files;
+  if (Array.isArray(members) && members.length > limits.maxFiles) {
+    throw new BundleError(file, `holds ${members.length} files, more than the ${limits.maxFiles} one bundle may hold; nothing was written`);
+  }
   const parsed = BundleSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -456,9 +483,10 @@ export function readBundle(file: string, text: string, limits: BundleLimits = DE
 
   const seen = new Map<string, string>();
   const files: CheckedFile[] = [];
+  const left: LeftOut[] = [];
   let total = 0;
   for (const member of bundle.files) {
-    const unsafe = unsafeBundlePath(member.path);
+    const unsafe = unsafeRelativePath(member.path);
     if (unsafe) throw new BundleError(file, `file path ${JSON.stringify(member.path)} ${unsafe}`);
     // Case and Unicode form differ between file systems; two members that could land on one file are refused.
     const folded = member.path.normalize('NFC').toLowerCase();
@@ -471,7 +499,9 @@ export function readBundle(file: string, text: string, limits: BundleLimits = DE
     if (sha256(bytes) !== member.sha256) throw new BundleError(file, `file ${member.path} does not match its sha256: the bundle is corrupt`);
     total += bytes.length;
     if (total > limits.maxBundleBytes) throw new BundleError(file, `files total more than the ${limits.maxBundleBytes}-byte limit`);
-    files.push({ path: member.path, bytes });
+    const notContent = notCampaignContent(member.path);
+    if (notContent) left.push({ path: member.path, reason: notContent });
+    else files.push({ path: member.path, bytes });
   }
   for (const folded of seen.keys()) {
     // A file cannot also be a folder of another member.
@@ -483,7 +513,7 @@ export function readBundle(file: string, text: string, limits: BundleLimits = DE
   if (!seen.has(CAMPAIGN_FILE)) throw new BundleError(file, `the bundle has no ${CAMPAIGN_FILE}`);
   checkDatabase(file, bundle.play, 'play', limits);
   checkDatabase(file, bundle.embeddings, 'embedding', limits);
-  return { bundle, files };
+  return { bundle, files, left };
 }
 
 function decodeBase64(file: string, member: string, content: string): Buffer {
@@ -509,8 +539,16 @@ function checkDatabase(file: string, db: BundleDatabase | null, what: string, li
 
 // --- Import -------------------------------------------------------------------------------------------
 
+/** How far a restore got: files written, then files indexed. */
+export interface BundleImportProgress {
+  step: 'writing' | 'indexing';
+  done: number;
+  total: number;
+}
+
 export interface ImportBundleOptions {
   limits?: BundleLimits;
+  onProgress?: (progress: BundleImportProgress) => void;
   /**
    * A new id and title for the restored copy (given the bundle's), or undefined to keep them: a copy
    * restored beside its original must not show up as a second, identical campaign.
@@ -547,10 +585,59 @@ export interface ImportBundleSummary {
   campaignId: string;
   campaignTitle: string;
   files: number;
+  /** The files restored (campaign-relative, in the bundle's order). */
+  restored: string[];
+  /** Members of the bundle that were not restored, with the reason: they are not campaign content. */
+  notRestored: LeftOut[];
   playRows: Record<string, number>;
   embeddings: number;
+  /** Leftover folders of earlier restores whose process is gone, removed before this one. */
+  removedLeftovers: string[];
   /** The rebuilt index: sources per outcome (indexed, duplicate, error...). */
   index: ImportReport['counts'];
+}
+
+/** A restore works in a sibling folder `.<target>.importing-<random>`, renamed into place when it is done. */
+const IMPORTING = '.importing-';
+const RESTORE_FOLDER = /^\..*\.importing-[0-9a-f]{12}$/;
+/** Inside a restore's folder until it is renamed into place: which process is writing it. */
+const IMPORT_OWNER = 'import-owner';
+/** A restore's folder with no owner yet is left alone this long: its process may be about to write it. */
+const UNOWNED_GRACE_MS = 10 * 60_000;
+
+/**
+ * Removes the folders that restores in `parent` left when they were killed (an 890 MB one was seen): those
+ * whose owner is gone, or that never got one and are older than a live restore's first moment. A live
+ * restore's folder, and one on another machine, are never touched. Returns the names removed.
+ */
+function removeDeadRestores(parent: string): string[] {
+  const removed: string[] = [];
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(parent, { withFileTypes: true });
+  } catch {
+    return removed;
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory() || !RESTORE_FOLDER.test(entry.name)) continue;
+    const dir = path.join(parent, entry.name);
+    let text: string | undefined;
+    try {
+      text = fs.readFileSync(path.join(dir, DATA_DIR, IMPORT_OWNER), 'utf8').trim();
+    } catch {
+      text = undefined;
+    }
+    const owner = text === undefined ? undefined : parseProcessOwner(text);
+    const dead = owner ? !processOwnerAlive(owner) : Date.now() - fs.statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
+    if (!dead) continue;
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+      removed.push(entry.name);
+    } catch {
+      // another restore removing it too, or not ours to remove: left for the writer
+    }
+  }
+  return removed;
 }
 
 /** Restores a bundle into `targetDir`, which must not exist or be an empty folder. All or nothing. */
@@ -565,7 +652,7 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     if (error.size !== undefined) throw new BundleError(file, `bundle is ${error.size} bytes, above the ${limits.maxBundleBytes}-byte limit`);
     throw new BundleError(file, `cannot read the bundle: ${error.message}`);
   }
-  const { bundle, files } = readBundle(file, text, limits);
+  const { bundle, files, left } = readBundle(file, text, limits);
 
   const target = path.resolve(targetDir);
   if (fs.lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) {
@@ -579,15 +666,19 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   } catch (error) {
     throw new BundleError(target, `cannot create the folder around it (${(error as NodeJS.ErrnoException).code === 'ENOTDIR' || (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'a part of the path is a file, not a folder' : (error as Error).message})`);
   }
-  const temp = path.join(path.dirname(target), `.${path.basename(target)}.importing-${randomBytes(6).toString('hex')}`);
+  const removedLeftovers = removeDeadRestores(path.dirname(target));
+  const temp = path.join(path.dirname(target), `.${path.basename(target)}${IMPORTING}${randomBytes(6).toString('hex')}`);
+  const owner = path.join(temp, DATA_DIR, IMPORT_OWNER);
   let counts: ImportReport['counts'];
   let restored: Campaign;
   try {
-    fs.mkdirSync(temp);
-    for (const member of files) {
+    fs.mkdirSync(path.dirname(owner), { recursive: true });
+    fs.writeFileSync(owner, `${THIS_PROCESS}\n`);
+    for (const [index, member] of files.entries()) {
       const abs = path.join(temp, ...member.path.split('/'));
       fs.mkdirSync(path.dirname(abs), { recursive: true });
       fs.writeFileSync(abs, member.bytes, { flag: 'wx' });
+      options.onProgress?.({ step: 'writing', done: index + 1, total: files.length });
     }
     let campaign = loadCampaign(temp);
     if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
@@ -599,11 +690,16 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     const store = KnowledgeStore.open(campaign);
     let index: ImportReport;
     try {
-      index = await importCampaign(campaign, store);
+      index = await importCampaign(campaign, store, {
+        onProgress: (event) => {
+          if (event.phase === 'index') options.onProgress?.({ step: 'indexing', done: event.done, total: event.total });
+        },
+      });
     } finally {
       store.close();
     }
     counts = index.counts;
+    fs.rmSync(owner);
     if (fs.existsSync(target)) fs.rmdirSync(target);
     fs.renameSync(temp, target);
   } catch (error) {
@@ -615,10 +711,26 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
     campaignId: restored.id,
     campaignTitle: restored.title,
     files: files.length,
+    restored: files.map((f) => f.path),
+    notRestored: left,
+    removedLeftovers,
     playRows: Object.fromEntries((bundle.play?.tables ?? []).map((t) => [t.name, t.rows.length])),
     embeddings: bundle.embeddings?.tables.find((t) => t.name === 'embeddings')?.rows.length ?? 0,
     index: counts,
   };
+}
+
+/** A restore as the writer reads it, on every surface: where it went, the files restored, what was not and why. */
+export function bundleImportReport(summary: ImportBundleSummary, shownTarget: string): string[] {
+  return [
+    `Restored campaign ${summary.campaignId} into ${shownTarget}: ${summary.files} files.`,
+    ...summary.restored.map((p) => `  ${p}`),
+    `Play data: ${describePlayData(summary.playRows)}.`,
+    ...summary.removedLeftovers.map((name) => `Removed ${name}, the unfinished folder of a restore that was stopped.`),
+    ...(summary.notRestored.length > 0
+      ? [`Not restored (${summary.notRestored.length}; a bundle restores only campaign content):`, ...summary.notRestored.map((l) => `  ${l.path}: ${l.reason}`)]
+      : []),
+  ];
 }
 
 /** Creates the database at the bundle's schema version, restores its rows, then migrates it to the newest. */

@@ -79,13 +79,40 @@ export class LorebookError extends Error {
 /** Files above this are refused before parsing; card PNGs with art are a few megabytes. */
 export const MAX_LOREBOOK_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Deepest nesting of a lorebook's JSON: real books nest a handful of levels (an entry's extensions); deeper
+ * is a damaged or hostile file, and walking it would exhaust the stack where it is written out.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** A field's path as the report names it, shortened when it is deep. */
+const fieldPath = (segments: readonly string[]): string =>
+  segments.length > 8 ? `${segments.slice(0, 6).join('.')}.….${segments.at(-1)!}` : segments.join('.');
+
+/**
+ * Refuses JSON nested deeper than `MAX_JSON_DEPTH`, naming the file and the field; walks without recursion so
+ * the check itself cannot overflow.
+ */
+function checkDepth(file: string, data: unknown, what: string): void {
+  const stack: { value: unknown; path: string[] }[] = [{ value: data, path: [] }];
+  while (stack.length > 0) {
+    const { value, path: at } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (at.length >= MAX_JSON_DEPTH) {
+      throw new LorebookError(file, `${what}: the field ${fieldPath(at)} is nested more than ${MAX_JSON_DEPTH} levels deep, deeper than any lorebook; the file is damaged`);
+    }
+    for (const [key, child] of Object.entries(value)) stack.push({ value: child, path: [...at, key] });
+  }
+}
+
 const keyList = z.union([z.array(z.string()), z.string().transform((s) => s.split(','))]);
 const optionalKeyList = keyList.optional().default([]);
 const looseRecord = z.record(z.string(), z.unknown());
 
 // Only what a conversion reads is checked; every other field passes through and is kept or reported.
 const StEntrySchema = z.looseObject({ uid: z.union([z.number(), z.string()]).optional(), key: keyList, content: z.string() });
-const StWorldInfoSchema = z.looseObject({ entries: z.record(z.string(), StEntrySchema) });
+// Entries are keyed by uid: read from the JSON's own keys, not through a record schema, which drops a key named `__proto__`.
+const StWorldInfoSchema = z.looseObject({ entries: z.custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), 'expected an object') });
 
 const BookEntrySchema = z.looseObject({
   keys: keyList,
@@ -157,9 +184,10 @@ const RisuSchema = z.looseObject({
   ),
 });
 
-function zodReason(error: z.ZodError, what: string): string {
+function zodReason(error: z.ZodError, what: string, within: readonly string[] = []): string {
   const issue = error.issues[0]!;
-  const where = issue.path.length > 0 ? issue.path.join('.') : 'top level';
+  const at = [...within, ...issue.path.map(String)];
+  const where = at.length > 0 ? at.join('.') : 'top level';
   return `not a valid ${what}: ${where}: ${issue.message}`;
 }
 
@@ -179,23 +207,27 @@ function loreEntry(
   fieldMap: Record<string, string | undefined>,
   options: { titleFallback?: string | null | undefined; tags?: string[] } = {},
 ): LoreEntry {
-  const sourceFields: Record<string, string | undefined> = {};
-  const dropped: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(raw)) {
-    sourceFields[field] = fieldMap[field];
-    if (fieldMap[field] === undefined) dropped[field] = value;
-  }
+  // Built from entries, never by assignment, and looked up as own keys: a field named `__proto__` or
+  // `constructor` is a field like any other.
+  const fates = Object.entries(raw).map(([field, value]) => ({ field, value, to: Object.hasOwn(fieldMap, field) ? fieldMap[field] : undefined }));
+  const sourceFields: Record<string, string | undefined> = Object.fromEntries(fates.map((f) => [f.field, f.to]));
+  const dropped: Record<string, unknown> = Object.fromEntries(fates.filter((f) => f.to === undefined).map((f) => [f.field, f.value]));
   const keys = Array.isArray(worldInfo.key) ? (worldInfo.key as string[]) : [];
   const comment = typeof worldInfo.comment === 'string' && worldInfo.comment.trim() ? worldInfo.comment : options.titleFallback;
   return { sourceId, title: entryTitle(comment, keys, sourceId), worldInfo, sourceFields, dropped, tags: options.tags ?? [] };
 }
 
 function parseWorldInfo(file: string, data: unknown): ParsedLorebook {
-  const book = parseWith(file, StWorldInfoSchema, data, 'SillyTavern World Info file');
-  const entries = Object.entries(book.entries).map(([uid, raw]) => {
+  parseWith(file, StWorldInfoSchema, data, 'SillyTavern World Info file');
+  // The JSON's own objects, whose every key is kept (`__proto__` too); zod checks the fields a conversion reads.
+  const book = data as Record<string, unknown> & { entries: Record<string, Record<string, unknown>> };
+  const entries = Object.entries(book.entries).map(([uid, original]) => {
+    const parsed = StEntrySchema.safeParse(original);
+    if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'SillyTavern World Info file', ['entries', uid]));
     // The file is SillyTavern's own: every field is the World Info field of the same name.
+    const raw = { ...original, key: parsed.data.key };
     const fieldMap = Object.fromEntries(Object.keys(raw).map((k) => [k, k]));
-    return loreEntry(String(raw.uid ?? uid), { ...raw, uid: raw.uid ?? uid }, raw, fieldMap);
+    return loreEntry(String(parsed.data.uid ?? uid), { ...raw, uid: parsed.data.uid ?? uid }, raw, fieldMap);
   });
   const { entries: _entries, originalData, ...settings } = book;
   const droppedSettings =
@@ -472,11 +504,14 @@ function parseJsonLorebook(file: string, data: unknown, fromContainer: LorebookF
 }
 
 function parseJsonText(file: string, text: string, what: string): unknown {
+  let data: unknown;
   try {
-    return JSON.parse(text);
+    data = JSON.parse(text);
   } catch (error) {
     throw new LorebookError(file, `${what} is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
+  checkDepth(file, data, what);
+  return data;
 }
 
 /** The JSON in a PNG text chunk: base64 of UTF-8 JSON, as card and NovelAI writers store it. */
@@ -562,5 +597,6 @@ export function parseLorebook(file: string, bytes: Uint8Array): ParsedLorebook {
     if (/"user_name"|"chat_metadata"/.test(firstLine) && trimmed.includes('\n')) throw new LorebookError(file, 'this is a SillyTavern chat (JSON Lines), not a lorebook');
     throw new LorebookError(file, `the file is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
+  checkDepth(file, data, 'the JSON');
   return parseJsonLorebook(file, data, undefined);
 }

@@ -101,8 +101,9 @@ function secondaryKeysActive(entry: WorldInfoEntry): boolean {
 /** Splits a World Info entry titled `title` into front matter fields, the fields kept for export, and the body. */
 export function entryToFrontMatter(entry: WorldInfoEntry, title: string): EntryFrontMatter {
   const fields: Record<string, unknown> = {};
-  const kept: WorldInfoEntry = {};
-  const placement: Record<string, Placement> = {};
+  // Keyed by the entry's own field names: null-prototype, so `__proto__` or `constructor` is kept like any field.
+  const kept: WorldInfoEntry = Object.create(null) as WorldInfoEntry;
+  const placement: Record<string, Placement> = Object.create(null) as Record<string, Placement>;
   const activeSecondary = secondaryKeysActive(entry);
   const logic = typeof entry.selectiveLogic === 'number' ? SELECTIVE_LOGIC[entry.selectiveLogic] : undefined;
 

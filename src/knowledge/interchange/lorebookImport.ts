@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, unsafeRelativePath } from '../campaign';
+import { loadCampaign, ReadRefusedError, pathInside, readFileBounded, unsafeName, unsafeRelativePath } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
@@ -21,7 +21,15 @@ export interface LorebookImportOptions {
   class: KnowledgeClass;
   /** Campaign-relative folder for the new files (default `lore`). */
   folder?: string;
+  /** Called after each file is written. */
+  onProgress?: (done: number, total: number) => void;
 }
+
+/**
+ * Most entries one import writes: the largest lorebooks people share hold a few thousand; 100,000 ran for
+ * minutes writing as many files. Above it the writer is asked to split the book.
+ */
+export const MAX_LOREBOOK_ENTRIES = 20_000;
 
 export interface PlannedLoreFile {
   /** Campaign-relative POSIX path. */
@@ -65,29 +73,32 @@ export interface LorebookImportResult {
   notes: string[];
 }
 
-// Names Windows refuses whatever the extension; a campaign must open on every writer's machine.
-const RESERVED_NAMES = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
 const MAX_SLUG = 60;
 const NOT_CARRIED = 'not carried';
 
 /**
  * A file stem from a title, in any script: letters, marks and digits of every language are kept (so
  * Chinese titles stay Chinese), everything else becomes `-`; lowercase, NFC, at most 60 characters, and
- * never a name Windows reserves. Safe on Windows, macOS and Linux.
+ * never a name some file system reads as another (a Windows device such as `con` or `com¹`). Safe on Windows,
+ * macOS and Linux.
  */
 export function portableSlug(title: string): string {
   const dashed = title.normalize('NFC').toLowerCase().replace(/[^\p{L}\p{M}\p{N}]+/gu, '-').replace(/^-+/, '');
   const slug = Array.from(dashed).slice(0, MAX_SLUG).join('').replace(/-+$/, '');
   if (!slug) return 'entry';
-  return RESERVED_NAMES.test(slug) ? `${slug}-entry` : slug;
+  return unsafeName(`${slug}.md`) ? `${slug}-entry` : slug;
 }
 
-/** A campaign-relative folder, refused when it could land outside the campaign or in its data folder. */
+/**
+ * A campaign-relative folder, refused when it could land outside the campaign, or names a folder imported
+ * content never writes into (the data folder, .git, .vscode … in any spelling) or a Windows device.
+ */
 export function normalizeCampaignFolder(folder: string): string {
   const posix = folder.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
-  if (unsafeRelativePath(posix) || posix.split('/')[0] === DATA_DIR) {
-    throw new LorebookError(folder, `folder must be a plain path inside the campaign (not absolute, no '..', not ${DATA_DIR})`);
-  }
+  const unsafe = unsafeRelativePath(posix);
+  if (unsafe) throw new LorebookError(folder, `folder must be a plain path inside the campaign: it ${unsafe}`);
+  const name = unsafeName(posix);
+  if (name) throw new LorebookError(folder, `the folder ${posix}/ is refused: ${name}; choose another folder`);
   return posix;
 }
 
@@ -211,11 +222,14 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   }
   const book = parseLorebook(file, bytes);
   if (book.entries.length === 0) throw new LorebookError(file, 'the lorebook has no entries; nothing to import');
+  if (book.entries.length > MAX_LOREBOOK_ENTRIES) {
+    throw new LorebookError(file, `the lorebook has ${book.entries.length} entries, more than the ${MAX_LOREBOOK_ENTRIES} one import writes (one file each); split it into smaller books. Nothing was written`);
+  }
 
   const absFolder = path.join(campaign.root, ...folder.split('/'));
   refuseFolderLeavingCampaign(file, campaign.root, folder, absFolder);
   const { files, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
-  writeAllOrNothing(file, campaign.root, absFolder, files);
+  writeAllOrNothing(file, campaign.root, absFolder, files, options.onProgress);
   return {
     file,
     format: book.format,
@@ -242,15 +256,24 @@ function refuseFolderLeavingCampaign(file: string, root: string, folder: string,
   let existing = absFolder;
   while (existing !== root && !fs.existsSync(existing)) existing = path.dirname(existing);
   const real = fs.realpathSync(existing);
-  if (pathInside(fs.realpathSync(root), real) === undefined) {
+  const inside = pathInside(fs.realpathSync(root), real);
+  if (inside === undefined) {
     throw new LorebookError(
       file,
       `the folder ${folder}/ leads outside the campaign (a symbolic link to ${real}); nothing was written — replace the link with a real folder or choose another --folder`,
     );
   }
+  // A link into the data folder (or .git …) would hide the entries where nothing indexes or exports them.
+  const refused = inside === '' ? undefined : unsafeName(inside);
+  if (refused) {
+    throw new LorebookError(
+      file,
+      `the folder ${folder}/ leads to ${inside}/ inside the campaign (a symbolic link): ${refused}; nothing was written — replace the link with a real folder or choose another --folder`,
+    );
+  }
 }
 
-function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[]): void {
+function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[], onProgress?: (done: number, total: number) => void): void {
   const createdDirs: string[] = [];
   const createdFiles: string[] = [];
   try {
@@ -261,6 +284,7 @@ function writeAllOrNothing(file: string, root: string, absFolder: string, planne
       // 'wx' fails if the file appeared since planning: never overwrite the writer's file.
       fs.writeFileSync(target, item.content, { flag: 'wx' });
       createdFiles.push(target);
+      onProgress?.(createdFiles.length, planned.length);
     }
   } catch (error) {
     for (const f of createdFiles) fs.rmSync(f, { force: true });
