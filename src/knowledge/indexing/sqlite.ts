@@ -84,17 +84,26 @@ export function isDamagedDatabase(error: unknown): boolean {
   return error instanceof DatabaseOpenError && /^SQLITE_(NOTADB|CORRUPT)/.test(error.code ?? '');
 }
 
+/**
+ * Brings `db` to the newest of `migrations`. Two processes may open a new file at the same moment (two
+ * `storyteller index` runs, the CLI beside the extension): each migration takes the write lock first
+ * (BEGIN IMMEDIATE) and reads the version again under it, so one that the other applied meanwhile is skipped,
+ * not run twice ("table sources already exists").
+ */
 export function migrate(db: Db, migrations: readonly Migration[]): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
+  const version = (): number => db.pragma('user_version', { simple: true }) as number;
+  const current = version();
   const newest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
   if (current > newest) {
     throw new Error(`database schema version ${current} is newer than this build understands (${newest}); update the extension`);
   }
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (migration.version <= current) continue;
+    // Read first without the lock: a file another process just finished migrating needs no write lock here.
+    if (migration.version <= current || migration.version <= version()) continue;
     db.transaction(() => {
+      if (migration.version <= version()) return;
       migration.up(db);
       db.pragma(`user_version = ${migration.version}`);
-    })();
+    }).immediate();
   }
 }

@@ -191,7 +191,27 @@ function zodReason(error: z.ZodError, what: string, within: readonly string[] = 
   return `not a valid ${what}: ${where}: ${issue.message}`;
 }
 
+/** Where the JSON holds a key named `__proto__` (its path), if anywhere; the walk is bounded by `checkDepth`. */
+function protoKeyPath(data: unknown): string | undefined {
+  const stack: { value: unknown; path: string[] }[] = [{ value: data, path: [] }];
+  while (stack.length > 0) {
+    const { value, path: at } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    for (const [key, child] of Object.entries(value)) {
+      if (key === '__proto__') return fieldPath([...at, key]);
+      stack.push({ value: child, path: [...at, key] });
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Checks a format's JSON against its schema. A key named `__proto__` would be dropped by the check without a
+ * word, so it is refused by name: only SillyTavern's own World Info, read key by key, carries one.
+ */
 function parseWith<T extends z.ZodType>(file: string, schema: T, data: unknown, what: string): z.infer<T> {
+  const proto = protoKeyPath(data);
+  if (proto) throw new LorebookError(file, `not imported: the ${what} has a field named __proto__ (${proto}), which cannot be carried; rename or remove it`);
   const parsed = schema.safeParse(data);
   if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, what));
   return parsed.data;
@@ -218,7 +238,8 @@ function loreEntry(
 }
 
 function parseWorldInfo(file: string, data: unknown): ParsedLorebook {
-  parseWith(file, StWorldInfoSchema, data, 'SillyTavern World Info file');
+  const checked = StWorldInfoSchema.safeParse(data);
+  if (!checked.success) throw new LorebookError(file, zodReason(checked.error, 'SillyTavern World Info file'));
   // The JSON's own objects, whose every key is kept (`__proto__` too); zod checks the fields a conversion reads.
   const book = data as Record<string, unknown> & { entries: Record<string, Record<string, unknown>> };
   const entries = Object.entries(book.entries).map(([uid, original]) => {

@@ -158,6 +158,16 @@ describe('attacks: hostile input through the CLI', function () {
       assert.equal(({} as { polluted?: boolean }).polluted, undefined, 'no prototype was touched');
     });
 
+    it('a card entry with a field named __proto__ is refused naming it, never imported with the field silently gone', async () => {
+      const bookFile = path.join(scratch, 'card.json');
+      fs.writeFileSync(bookFile, '{"spec":"chara_card_v2","data":{"name":"Sera","character_book":{"entries":[{"keys":["ward"],"content":"A ward hums.","__proto__":{"polluted":true}}]}}}');
+      const before = campaignFiles(campaign);
+      const { code, stderr } = await runCliCaptured(['import-lorebook', bookFile, '--class', 'canon', '--campaign', campaign], scratch);
+      assert.equal(code, EXIT.failure);
+      assert.match(stderr, /card\.json: not imported: the Character Card has a field named __proto__ \(data\.character_book\.entries\.0\.__proto__\), which cannot be carried/);
+      assert.deepEqual(campaignFiles(campaign), before);
+    });
+
     it('a field nested 100,000 levels deep is refused naming the file and the field, nothing written', async () => {
       const depth = 100_000;
       const bookFile = path.join(scratch, 'deep.json');
