@@ -17,5 +17,5 @@ export type { TextEdit } from './textEdit';
 export { countWords, estimateTokens, tokensFor } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, VISIBILITIES } from './types';
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SemanticState, SourceIssue, SourceRecord } from './types';
-export { SELECTIVE_LOGIC, isRegexKey, triggersOf } from './triggers';
-export type { SelectiveLogic, SourceTriggers } from './triggers';
+export { SELECTIVE_LOGIC, isRegexKey, triggersOf, worldInfoOf } from './triggers';
+export type { SelectiveLogic, SourceTriggers, WorldInfoFields } from './triggers';
