@@ -37,7 +37,7 @@ function entry(id: string, over: Partial<WorldInfoFields> = {}, content = `About
   return { id, title: id, hash: `h-${id}`, content, tokens, fields: fields(over) };
 }
 
-function run(entries: ActivationEntry[], messages: string[], more: Partial<ActivationInput> & { settings?: Partial<WorldInfoSettings> } = {}) {
+function run(entries: ActivationEntry[], messages: string[], more: Partial<Omit<ActivationInput, 'settings'>> & { settings?: Partial<WorldInfoSettings> } = {}) {
   const { settings, ...rest } = more;
   return activateWorldInfo({ entries, messages, state: NO_TIMED_EFFECTS, seed: 1, budget: 10_000, ...rest, settings: { ...WORLD_INFO_DEFAULTS, ...settings } });
 }
