@@ -1,4 +1,4 @@
-import type { RetrievalRecord } from '../knowledge/retrieval';
+import type { RetrievalRecord, TimedState } from '../knowledge/retrieval';
 import type { StatSchema, WorldState } from './worldState';
 
 // The story engine's vocabulary, shared by the store, the engine, the CLI and the VS Code panel.
@@ -58,6 +58,14 @@ export interface Turn {
   evalCount: number | null;
   createdAt: string;
   updatedAt: string;
+}
+
+/** SillyTavern World Info as a turn leaves it: the seed its rolls used, and the timed effects after it. */
+export interface TurnWorldInfo {
+  seed: number;
+  /** Messages the chat held when it was scanned. */
+  chatLength: number;
+  state: TimedState;
 }
 
 export interface Memory {

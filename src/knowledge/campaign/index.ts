@@ -1,6 +1,6 @@
 // Campaign files: campaign.yaml, how a file is classified, its front matter, decoding, and the shared vocabulary.
-export { CAMPAIGN_FILE, CampaignError, DATA_DIR, findCampaignRoot, loadCampaign } from './campaign';
-export type { Campaign } from './campaign';
+export { CAMPAIGN_FILE, CampaignError, DATA_DIR, WORLD_INFO_DEFAULTS, findCampaignRoot, loadCampaign } from './campaign';
+export type { Campaign, WorldInfoSettings } from './campaign';
 export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';

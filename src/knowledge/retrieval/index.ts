@@ -6,4 +6,6 @@ export type { Embedder, SemanticSearchOptions } from './embeddings';
 export { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
 export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate } from './retrievalFormat';
 export { isMeaningfulWord, tokenize } from './retrievalTerms';
-export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure } from './retrievalTypes';
+export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
+export { NO_TIMED_EFFECTS, activateWorldInfo, seedFromText, worldInfoBudget } from './worldInfo';
+export type { ActivationEntry, EntryVerdict, TimedState } from './worldInfo';

@@ -1,4 +1,6 @@
-import type { SelectiveLogic, WorldInfoFields } from '../campaign';
+import type { SelectiveLogic, WorldInfoFields, WorldInfoSettings } from '../campaign';
+
+export { WORLD_INFO_DEFAULTS, type WorldInfoSettings } from '../campaign';
 
 /**
  * SillyTavern's World Info activation (its 1.12+ semantics, learned from its documentation and source, not
@@ -11,40 +13,6 @@ import type { SelectiveLogic, WorldInfoFields } from '../campaign';
  * the scan runs (the action being played included). An effect that starts at message L with a length of N
  * holds while the chat has fewer than L + N messages.
  */
-
-/** The campaign's World Info settings: SillyTavern's global activation settings, its defaults when unset. */
-export interface WorldInfoSettings {
-  /** Messages scanned for keys, newest first (SillyTavern: 2). */
-  scanDepth: number;
-  /** Activated entries' text is scanned for further keys (SillyTavern: off). */
-  recursive: boolean;
-  /** Most scan passes, the first included; 0: no limit. */
-  maxRecursionSteps: number;
-  /** Widen the scan a message at a time until this many entries activate; 0: off. */
-  minActivations: number;
-  /** Widest scan min activations may reach; 0: the whole chat. */
-  minActivationsDepthMax: number;
-  /** Share of the context the entries may take, in percent (SillyTavern: 25). */
-  budgetPercent: number;
-  /** Most tokens, whatever the share; 0: no cap. */
-  budgetCap: number;
-  caseSensitive: boolean;
-  matchWholeWords: boolean;
-  useGroupScoring: boolean;
-}
-
-export const WORLD_INFO_DEFAULTS: Readonly<WorldInfoSettings> = Object.freeze({
-  scanDepth: 2,
-  recursive: false,
-  maxRecursionSteps: 0,
-  minActivations: 0,
-  minActivationsDepthMax: 0,
-  budgetPercent: 25,
-  budgetCap: 0,
-  caseSensitive: false,
-  matchWholeWords: false,
-  useGroupScoring: false,
-});
 
 /** The budget in tokens for a context of this many tokens: its share, at least 1, and never over the cap. */
 export function worldInfoBudget(settings: WorldInfoSettings, contextTokens: number): number {
@@ -136,6 +104,9 @@ function hash32(text: string): number {
   h ^= h >>> 16;
   return h >>> 0;
 }
+
+/** A seed fixed by text (a preview's, which shows the same rolls each time it is asked). */
+export const seedFromText = (text: string): number => hash32(text) % 2 ** 31;
 
 /** 1–100, as a percent roll reads. */
 const roll = (seed: number, what: string): number => (hash32(`${seed}:${what}`) % 100) + 1;
