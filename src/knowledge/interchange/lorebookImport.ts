@@ -170,8 +170,28 @@ function fieldFates(book: ParsedLorebook, placements: readonly Record<string, Pl
   }));
 }
 
-/** Kept SillyTavern fields whose value changes what SillyTavern does, where play here does not act on them. */
-const EXPORT_ONLY_FIELDS = ['position', 'depth', 'role', 'order', 'probability', 'useProbability', 'group', 'sticky', 'cooldown', 'delay', 'scanDepth', 'excludeRecursion', 'preventRecursion', 'delayUntilRecursion'];
+/**
+ * Kept SillyTavern fields whose value changes what SillyTavern does, where play here does not act on them.
+ * Activation (order, probability, groups, timers, scan depth, recursion, budget) plays as SillyTavern's does;
+ * where an entry goes is its class's section, not SillyTavern's position, and the rest needs a chat of
+ * characters this product does not have.
+ */
+const EXPORT_ONLY_FIELDS = [
+  'position',
+  'depth',
+  'role',
+  'outletName',
+  'vectorized',
+  'automationId',
+  'characterFilter',
+  'triggers',
+  'matchPersonaDescription',
+  'matchCharacterDescription',
+  'matchCharacterPersonality',
+  'matchCharacterDepthPrompt',
+  'matchScenario',
+  'matchCreatorNotes',
+];
 
 /** SillyTavern reads a missing, null, 0 or false value of a field whose default is "off" as off. */
 function actsLikeDefault(value: unknown, fallback: unknown): boolean {
@@ -298,7 +318,7 @@ export function lorebookImportReport(result: LorebookImportResult, shownFile: st
     ...(result.exportOnly.length > 0
       ? [
           '',
-          'Kept for export, not acted on in play here (play retrieves an entry when it is relevant, wherever SillyTavern would put it):',
+          "Kept for export, not acted on in play here (an entry SillyTavern's activation inserts goes into its class's section, wherever SillyTavern would put it):",
           ...result.exportOnly.map((b) => `  ${b.field}: ${b.values.join(', ')} in entries ${listIds(b.entries)}`),
         ]
       : []),
