@@ -12,7 +12,9 @@ import { indexKnowledge } from '../../src/story/indexKnowledge';
 import { OllamaNarrator } from '../../src/story/narrator';
 import { PlayStore } from '../../src/story/playStore';
 import type { RetrievalRecord } from '../../src/knowledge/retrieval';
+import { renderContextMarkdown, renderContextSummary } from '../../src/story/contextReport';
 import { corpusPath } from '../support/corpora';
+import { runCaptured } from '../support/cliRun';
 import { FakeOllama } from '../support/fakeOllama';
 
 /** A book written for these tests: one file per entry, SillyTavern's fields under `sillytavern.entry`. */
@@ -160,5 +162,24 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     assert.ok(!prompt.sections.canon.some((p) => p.sourcePath === 'lore/ghost.md'));
     assert.match(prompt.record.candidates.find((c) => c.sourcePath === 'lore/ghost.md')!.reason, /^World Info holds it back: waits for message 10/);
     assert.match(reasonOf(prompt.record, 'The Drowned Ghost'), /^waits for message 10 \(delay 10; the chat holds 1\)$/);
+  });
+
+  it('shows each entry fired or held back, and where SillyTavern would put it, in the context report and the CLI', async () => {
+    const adventure = s.play.createAdventure({ campaignId: s.campaign.id, title: 'Report' });
+    const context = await s.engine.previewContext(adventure.id, { kind: 'do', text: 'I ask the innkeeper about the ghost.' });
+    assert.match(renderContextSummary(context), /World Info at message 1 \(seed \d+\): 3 of 13 entries fired/);
+    const report = renderContextMarkdown(context, { campaignTitle: 'Brisk', adventureTitle: 'Report', action: 'x' });
+    assert.match(report, /^## SillyTavern World Info$/m);
+    assert.match(report, /^fired · Old Brisk \(lore\/brisk\.md\): key 'innkeeper' in message 1; group innkeeper: won on order · SillyTavern: ↑Char \(before the character\), order 200$/m);
+    assert.match(report, /^held back · Young Tam \(lore\/tam\.md\): key 'innkeeper' in message 1; group innkeeper: Old Brisk won on order/m);
+    assert.match(report, /^held back · The Drowned Ghost \(lore\/ghost\.md\): waits for message 10/m);
+    assert.match(report, /^not mentioned · \d+ entries: their keys are not in the scanned messages: /m);
+
+    const cli = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir, '--json'], os.tmpdir());
+    assert.equal(cli.code, 0, cli.stderr);
+    const json = JSON.parse(cli.stdout) as { record: RetrievalRecord };
+    assert.deepEqual(firedTitles(json.record), ['The World', 'shadowfang']);
+    const text = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir], os.tmpdir());
+    assert.match(text.stdout, /^fired · shadowfang \(eldoria\/shadowfang\.md\): key 'shadowfang' in message 1/m);
   });
 });

@@ -3,7 +3,7 @@ import { indexKnowledge } from '../../story/indexKnowledge';
 import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { decisionLine, excerpt, locate } from '../../knowledge/retrieval';
+import { decisionLine, excerpt, locate, worldInfoLines } from '../../knowledge/retrieval';
 import { stageOption } from './search';
 import { MODEL_SERVER_USAGE } from '../modelArgs';
 
@@ -95,6 +95,7 @@ export const contextCommand: Command = {
         lines.push(`## Decisions (${result.record.candidates.length} candidates; terms: ${result.record.terms.join(', ') || 'none'})`);
         for (const d of result.record.candidates) lines.push(decisionLine(d));
         if (result.record.abstention) lines.push(`Nothing retrieved: ${result.record.abstention}.`);
+        if (result.record.worldInfo) lines.push('', ...worldInfoLines(result.record.worldInfo));
         return lines.join('\n');
       });
       return EXIT.ok;

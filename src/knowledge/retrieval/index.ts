@@ -4,7 +4,7 @@ export type { SemanticIndexReport } from './calibration';
 export { DEFAULT_EMBED_TIMEOUT_MS, OllamaEmbedder, calibratedModels } from './embeddings';
 export type { Embedder, SemanticSearchOptions } from './embeddings';
 export { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
-export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate } from './retrievalFormat';
+export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate, worldInfoItems, worldInfoLines, worldInfoPlace } from './retrievalFormat';
 export { isMeaningfulWord, tokenize } from './retrievalTerms';
 export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
 export { NO_TIMED_EFFECTS, activateWorldInfo, seedFromText, worldInfoBudget } from './worldInfo';
