@@ -157,26 +157,52 @@ interface Scanned {
   lower: string;
 }
 
+/** What one entry's scan reads, newest first, and the same joined for a quick first look. */
+interface Window {
+  texts: Scanned[];
+  raw: string;
+  lower: string;
+}
+
+const SEPARATOR = '\u0001';
+function windowOf(texts: Scanned[]): Window {
+  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR) };
+}
+
+interface Key {
+  key: string;
+  /** The key as matched: trimmed, and lower-cased unless case counts. */
+  needle: string;
+  regex: RegExp | null | 'refused';
+}
+
 interface Prepared {
   entry: ActivationEntry;
   rules: KeyRules;
-  keys: { key: string; regex: RegExp | null | 'refused' }[];
-  secondary: { key: string; regex: RegExp | null | 'refused' }[];
+  keys: Key[];
+  secondary: Key[];
 }
 
-function keyFound(k: Prepared['keys'][number], text: Scanned, rules: KeyRules): boolean {
+function keyFound(k: Key, text: Scanned, rules: KeyRules): boolean {
   if (k.regex === 'refused') return false;
   return k.regex ? k.regex.test(text.raw) : plainKeyIn(k.key, text, rules);
 }
 
+/** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
+function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
+  return keys.filter((k) => k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : (rules.caseSensitive ? window.raw : window.lower).includes(k.needle)));
+}
+
 /** The first of the keys found, and where. */
-function findKey(keys: Prepared['keys'], texts: readonly Scanned[], rules: KeyRules): { key: string; where: Scanned } | null {
-  for (const text of texts) for (const k of keys) if (keyFound(k, text, rules)) return { key: k.key, where: text };
+function findKey(keys: readonly Key[], window: Window, rules: KeyRules): { key: string; where: Scanned } | null {
+  const possible = mayHold(keys, window, rules);
+  if (possible.length === 0) return null;
+  for (const text of window.texts) for (const k of possible) if (keyFound(k, text, rules)) return { key: k.key, where: text };
   return null;
 }
 
-const countFound = (keys: Prepared['keys'], texts: readonly Scanned[], rules: KeyRules): number =>
-  keys.filter((k) => texts.some((t) => keyFound(k, t, rules))).length;
+const countFound = (keys: readonly Key[], window: Window, rules: KeyRules): number =>
+  mayHold(keys, window, rules).filter((k) => window.texts.some((t) => keyFound(k, t, rules))).length;
 
 function secondaryAllows(logic: SelectiveLogic, found: number, total: number): boolean {
   switch (logic) {
@@ -194,10 +220,10 @@ function secondaryAllows(logic: SelectiveLogic, found: number, total: number): b
 const LOGIC_WORDS: Record<SelectiveLogic, string> = { and_any: 'AND ANY', and_all: 'AND ALL', not_any: 'NOT ANY', not_all: 'NOT ALL' };
 
 /** Group scoring: a point per primary key found, and per secondary key under AND ANY (all of them under AND ALL). */
-function groupScore(p: Prepared, texts: readonly Scanned[]): number {
-  const primary = countFound(p.keys, texts, p.rules);
+function groupScore(p: Prepared, window: Window): number {
+  const primary = countFound(p.keys, window, p.rules);
   if (p.secondary.length === 0) return primary;
-  const secondary = countFound(p.secondary, texts, p.rules);
+  const secondary = countFound(p.secondary, window, p.rules);
   const logic = p.entry.fields.selectiveLogic;
   if (logic === 'and_any') return primary + secondary;
   if (logic === 'and_all') return primary + (secondary === p.secondary.length ? secondary : 0);
@@ -264,7 +290,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
     entries.map((entry) => {
       const f = entry.fields;
       const rules = { caseSensitive: f.caseSensitive ?? settings.caseSensitive, matchWholeWords: f.matchWholeWords ?? settings.matchWholeWords };
-      const keyed = (keys: readonly string[]) => keys.map((key) => ({ key, regex: regexKey(key) }));
+      const keyed = (keys: readonly string[]) => keys.map((key) => ({ key, needle: rules.caseSensitive ? key.trim() : key.trim().toLowerCase(), regex: regexKey(key) }));
       return [entry.id, { entry, rules, keys: keyed(f.keys), secondary: keyed(f.secondaryKeys) }];
     }),
   );
@@ -284,6 +310,13 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   for (let pass = 0; ; pass++) {
     if (settings.maxRecursionSteps > 0 && pass >= settings.maxRecursionSteps) break;
     const now: { entry: ActivationEntry; why: string; sticky: boolean }[] = [];
+    // Most entries scan as deep as the campaign says: each depth's window is built once a pass.
+    const windows = new Map<number, Window>();
+    const windowAt = (depth: number): Window => {
+      let w = windows.get(depth);
+      if (!w) windows.set(depth, (w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...(mode === 'min-activations' ? [] : recursion)])));
+      return w;
+    };
     for (const entry of entries) {
       const id = entry.id;
       const f = entry.fields;
@@ -317,8 +350,8 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
         continue;
       }
       const depth = (f.scanDepth ?? settings.scanDepth) + skew;
-      const texts = [...(depth > 0 ? messages.slice(-depth).reverse() : []), ...(mode === 'min-activations' ? [] : recursion)];
-      const found = findKey(p.keys, texts, p.rules);
+      const window = windowAt(depth);
+      const found = findKey(p.keys, window, p.rules);
       if (!found) {
         const refused = p.keys.filter((k) => k.regex === 'refused').map((k) => k.key);
         verdict(
@@ -331,7 +364,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
       }
       let why = `key '${found.key}' in ${where(found.where)}`;
       if (p.secondary.length > 0) {
-        const count = countFound(p.secondary, texts, p.rules);
+        const count = countFound(p.secondary, window, p.rules);
         if (!secondaryAllows(f.selectiveLogic, count, p.secondary.length)) {
           verdict(entry, false, `${why}, but its secondary keys fail ${LOGIC_WORDS[f.selectiveLogic]} (${count} of ${p.secondary.length} found)`, null);
           continue;
@@ -343,7 +376,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
     // Stickies first, then the book's order.
     now.sort((a, b) => Number(b.sticky) - Number(a.sticky));
 
-    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, prepared, messages, recursion, skew, seed, step, verdict);
+    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, prepared, windowAt, skew, seed, step, verdict);
 
     const accepted: ActivationEntry[] = [];
     for (const { entry, why, sticky } of winners) {
@@ -431,8 +464,7 @@ function inclusionGroups(
   isSticky: (e: ActivationEntry) => boolean,
   settings: WorldInfoSettings,
   prepared: Map<string, Prepared>,
-  messages: readonly Scanned[],
-  recursion: readonly Scanned[],
+  windowAt: (depth: number) => Window,
   skew: number,
   seed: number,
   step: number,
@@ -463,7 +495,7 @@ function inclusionGroups(
       const score = (c: Candidate) => {
         const f = c.entry.fields;
         const depth = (f.scanDepth ?? settings.scanDepth) + skew;
-        return groupScore(prepared.get(c.entry.id)!, [...(depth > 0 ? messages.slice(-depth) : []), ...recursion]);
+        return groupScore(prepared.get(c.entry.id)!, windowAt(depth));
       };
       const scores = new Map(scored.map((c) => [c, score(c)]));
       const best = Math.max(...scores.values());
