@@ -22,7 +22,7 @@ const BOOK: Record<string, string> = {
   'lore/inn.md': '---\ntitle: The Crooked Inn\nkeys: [inn, tavern]\nsillytavern:\n  entry: { order: 100 }\n---\nThe Crooked Inn leans over the river road.\n',
   'lore/brisk.md': '---\ntitle: Old Brisk\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, groupOverride: true, order: 200 }\n---\nOld Brisk keeps the inn and every secret in it.\n',
   'lore/tam.md': '---\ntitle: Young Tam\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, order: 300 }\n---\nYoung Tam minds the inn when Brisk is away.\n',
-  'lore/dragon.md': '---\ntitle: The Red Dragon\nkeys: [dragon]\nsillytavern:\n  entry: { sticky: 4, cooldown: 3 }\n---\nA red dragon nests in the northern peaks.\n',
+  'lore/dragon.md': '---\ntitle: The Red Dragon\nkeys: [dragon]\nsillytavern:\n  entry: { sticky: 4, cooldown: 3 }\n---\nA red dragon nests in the northern peaks, and rumours follow it.\n',
   'lore/omen.md': '---\ntitle: The Omen\nalways_include: true\nsillytavern:\n  entry: { constant: true, probability: 0 }\n---\nA comet burns in the sky.\n',
   'lore/ghost.md': '---\ntitle: The Drowned Ghost\nkeys: [ghost]\nsillytavern:\n  entry: { delay: 10 }\n---\nA drowned girl haunts the cellar stairs.\n',
   'lore/rumour.md': '---\ntitle: Northern Rumours\nkeys: ["/rumou?rs?/i"]\nsillytavern:\n  entry: { cooldown: 4 }\n---\nTravellers whisper that the peaks are burning.\n',
@@ -181,5 +181,57 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     assert.deepEqual(firedTitles(json.record), ['The World', 'shadowfang']);
     const text = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir], os.tmpdir());
     assert.match(text.stdout, /^fired · shadowfang \(eldoria\/shadowfang\.md\): key 'shadowfang' in message 1/m);
+  });
+
+  describe("campaign.yaml's world_info settings", () => {
+    it("reads SillyTavern's global settings, its defaults where absent, and names a wrong one", () => {
+      assert.deepEqual(s.campaign.worldInfo, {
+        scanDepth: 2, recursive: false, maxRecursionSteps: 0, minActivations: 0, minActivationsDepthMax: 0, budgetPercent: 25, budgetCap: 0,
+        caseSensitive: false, matchWholeWords: false, useGroupScoring: false, searchAdmits: false,
+      });
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-world-info-yaml-'));
+      try {
+        fs.writeFileSync(path.join(dir, 'campaign.yaml'), 'title: X\nworld_info: { scan_depth: 1, recursive: true, budget_cap: 300, search_admits: true }\n');
+        const read = loadCampaign(dir).worldInfo;
+        assert.deepEqual([read.scanDepth, read.recursive, read.budgetCap, read.searchAdmits, read.budgetPercent], [1, true, 300, true, 25]);
+        fs.writeFileSync(path.join(dir, 'campaign.yaml'), 'title: X\nworld_info: { scan_depth: -1 }\n');
+        assert.throws(() => loadCampaign(dir), /campaign\.yaml: world_info\.scan_depth: /);
+        fs.writeFileSync(path.join(dir, 'campaign.yaml'), 'title: X\nworld_info: { scandepth: 3 }\n');
+        assert.throws(() => loadCampaign(dir), /campaign\.yaml: world_info: .*scandepth/);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('plays by them: a scan depth of 1 reads only the action, recursion follows entry text', async () => {
+      const shallow = new StoryEngine(s.play, indexKnowledge(s.index), new OllamaNarrator({ host: s.fake.url, env: {} }), {
+        model: 'llama3.2',
+        autoMemories: false,
+        worldInfo: { ...s.campaign.worldInfo, scanDepth: 1, recursive: true },
+      });
+      const adventure = s.play.createAdventure({ campaignId: s.campaign.id, title: 'Shallow' });
+      s.fake.queue({ chunks: ['A dragon circles overhead.'] });
+      await shallow.takeTurn(adventure.id, { kind: 'do', text: 'I look up.' });
+      // The narration before the action is not scanned at depth 1; the action is.
+      const quiet = await shallow.previewContext(adventure.id, { kind: 'do', text: 'I hail the cook.' });
+      assert.match(reasonOf(quiet.retrieval, 'The Red Dragon'), /^no key in the last message or activated entries$/);
+      // The dragon's own text speaks of rumours: recursion fires that entry, a step later.
+      const loud = await shallow.previewContext(adventure.id, { kind: 'do', text: 'A dragon!' });
+      assert.deepEqual(firedTitles(loud.retrieval), ['Northern Rumours', 'The Red Dragon', 'The World']);
+      assert.match(reasonOf(loud.retrieval, 'Northern Rumours'), /in the text of an entry already activated \(recursion step 1\)$/);
+      const flat = await s.engine.previewContext(adventure.id, { kind: 'do', text: 'A dragon!' });
+      assert.deepEqual(firedTitles(flat.retrieval), ['The Red Dragon', 'The World'], 'recursion is off by default');
+    });
+
+    it('search_admits lets relevance admit an entry SillyTavern holds back', async () => {
+      const query = { input: 'the ghost haunts the cellar stairs', stage: 'narrator' as const, budgets: { alwaysInclude: 600, canon: 1500, reference: 900, inspiration: 300 } };
+      const wi = { messages: [query.input], chatLength: 1, state: { sticky: {}, cooldown: {} }, seed: 1, settings: s.campaign.worldInfo, budget: 2000 };
+      const held = await retrieveKnowledge(s.index, { ...query, worldInfo: { ...wi, searchAdmits: false } });
+      assert.ok(!held.sections.canon.some((p) => p.sourcePath === 'lore/ghost.md'));
+      const admitted = await retrieveKnowledge(s.index, { ...query, worldInfo: { ...wi, searchAdmits: true } });
+      const ghost = admitted.sections.canon.find((p) => p.sourcePath === 'lore/ghost.md');
+      assert.ok(ghost, 'relevance admits it');
+      assert.match(ghost.reason, /matched/);
+    });
   });
 });
