@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCampaign, type Campaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
-import { importLorebookFile } from '../../src/knowledge/interchange/lorebookImport';
+import { importLorebookFile, lorebookImportReport } from '../../src/knowledge/interchange/lorebookImport';
 import { retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
 import { StoryEngine } from '../../src/story/engine';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
@@ -198,6 +198,26 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
         assert.throws(() => loadCampaign(dir), /campaign\.yaml: world_info\.scan_depth: /);
         fs.writeFileSync(path.join(dir, 'campaign.yaml'), 'title: X\nworld_info: { scandepth: 3 }\n');
         assert.throws(() => loadCampaign(dir), /campaign\.yaml: world_info: .*scandepth/);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("takes a card book's scan depth, budget and recursion into world_info, where campaign.yaml does not set them", () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-world-info-book-'));
+      try {
+        fs.writeFileSync(path.join(dir, 'campaign.yaml'), '# my campaign\ntitle: X\nworld_info:\n  scan_depth: 3 # mine\n');
+        const card = { spec: 'chara_card_v2', spec_version: '2.0', data: { name: 'Mira', character_book: { scan_depth: 6, token_budget: 400, recursive_scanning: true, entries: [{ keys: ['mira'], content: 'Mira is a cartographer.', extensions: {}, enabled: true, insertion_order: 100 }] } } };
+        const file = path.join(dir, 'mira.json');
+        fs.writeFileSync(file, JSON.stringify(card));
+        const result = importLorebookFile(file, { campaignRoot: dir, class: 'canon' });
+        assert.deepEqual(result.campaignSettings.applied, ["world_info.budget_cap: 400 (the book's token_budget)", "world_info.recursive: true (the book's recursive_scanning)"]);
+        assert.deepEqual(result.campaignSettings.notApplied, ["scan_depth 6: campaign.yaml's world_info.scan_depth 3 stands"]);
+        const yaml = fs.readFileSync(path.join(dir, 'campaign.yaml'), 'utf8');
+        assert.match(yaml, /^# my campaign$/m);
+        assert.match(yaml, /scan_depth: 3 # mine/);
+        assert.deepEqual([loadCampaign(dir).worldInfo.budgetCap, loadCampaign(dir).worldInfo.recursive, loadCampaign(dir).worldInfo.scanDepth], [400, true, 3]);
+        assert.match(lorebookImportReport(result, 'mira.json').join('\n'), /^Written into campaign\.yaml, how play activates entries: world_info\.budget_cap: 400/m);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }
