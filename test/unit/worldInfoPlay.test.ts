@@ -6,7 +6,7 @@ import { loadCampaign, type Campaign } from '../../src/knowledge/campaign/campai
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { importLorebookFile, lorebookImportReport } from '../../src/knowledge/interchange/lorebookImport';
-import { retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
+import { retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval/retrieval';
 import { StoryEngine } from '../../src/story/engine';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
 import { OllamaNarrator } from '../../src/story/narrator';
@@ -162,6 +162,11 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     assert.ok(!prompt.sections.canon.some((p) => p.sourcePath === 'lore/ghost.md'));
     assert.match(prompt.record.candidates.find((c) => c.sourcePath === 'lore/ghost.md')!.reason, /^World Info holds it back: waits for message 10/);
     assert.match(reasonOf(prompt.record, 'The Drowned Ghost'), /^waits for message 10 \(delay 10; the chat holds 1\)$/);
+    // "Why not?" for an entry held back that never became a candidate says SillyTavern's reason.
+    const quiet = await retrieveKnowledge(s.index, { input: 'I sit down.', stage: 'narrator', budgets: { alwaysInclude: 600, canon: 1500, reference: 900, inspiration: 300 } });
+    const passageOf = (file: string) => (s.index.db.prepare('SELECT p.id FROM passages p JOIN sources s ON s.id = p.source_id WHERE s.path = ?').get(file) as { id: string }).id;
+    assert.match(whyNot(s.index, quiet.record, passageOf('lore/omen.md')), /^not-relevant: World Info holds it back: constant \(always active\); probability 0%: rolled \d+$/);
+    assert.equal(whyNot(s.index, quiet.record, passageOf('lore/ghost.md')), "SillyTavern's World Info held its entry back: waits for message 10 (delay 10; the chat holds 1)");
   });
 
   it('shows each entry fired or held back, and where SillyTavern would put it, in the context report and the CLI', async () => {

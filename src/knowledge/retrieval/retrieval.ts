@@ -804,6 +804,8 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
   if (row.campaign !== record.campaignId) return `it belongs to campaign ${row.campaign}: one campaign never retrieves another's passages`;
   const excluded = eligibilityOutcome(row, record.stage);
   if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, '')}`;
+  const verdict = record.worldInfo?.verdicts.find((v) => v.id === row.source_id);
+  if (verdict && !verdict.fired) return `SillyTavern's World Info held its entry back: ${verdict.reason}`;
   const { terms } = buildSearchTerms({ input: record.terms.join(' ') });
   const found = matchTerms(stemText(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
   const semantic = record.semantic.used
