@@ -162,11 +162,31 @@ interface Window {
   texts: Scanned[];
   raw: string;
   lower: string;
+  /** Every three characters in a row of the window (raw, lower-cased), built when first asked. */
+  grams: { raw?: Set<string>; lower?: Set<string> };
 }
 
 const SEPARATOR = '\u0001';
 function windowOf(texts: Scanned[]): Window {
-  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR) };
+  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR), grams: {} };
+}
+
+function trigrams(text: string): Set<string> {
+  const set = new Set<string>();
+  for (let i = 0; i + 3 <= text.length; i++) set.add(text.slice(i, i + 3));
+  return set;
+}
+
+/**
+ * Whether the window may hold the needle: a key is in the text only if each of its three-character runs is,
+ * so a big book's keys are mostly ruled out by a few set lookups rather than a search of the whole window.
+ */
+function windowMayHold(window: Window, needle: string, caseSensitive: boolean): boolean {
+  const text = caseSensitive ? window.raw : window.lower;
+  if (needle.length < 3) return text.includes(needle);
+  const grams = caseSensitive ? (window.grams.raw ??= trigrams(text)) : (window.grams.lower ??= trigrams(text));
+  for (let i = 0; i + 3 <= needle.length; i++) if (!grams.has(needle.slice(i, i + 3))) return false;
+  return text.includes(needle);
 }
 
 interface Key {
@@ -190,7 +210,7 @@ function keyFound(k: Key, text: Scanned, rules: KeyRules): boolean {
 
 /** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
 function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
-  return keys.filter((k) => k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : (rules.caseSensitive ? window.raw : window.lower).includes(k.needle)));
+  return keys.filter((k) => k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : windowMayHold(window, k.needle, rules.caseSensitive)));
 }
 
 /** The first of the keys found, and where. */
