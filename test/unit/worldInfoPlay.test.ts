@@ -186,6 +186,17 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     assert.deepEqual(firedTitles(json.record), ['The World', 'shadowfang']);
     const text = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir], os.tmpdir());
     assert.match(text.stdout, /^fired · shadowfang \(eldoria\/shadowfang\.md\): key 'shadowfang' in message 1/m);
+    // --recent lines are the chat before the input, scanned as deep as campaign.yaml says.
+    const recent = ['context', '--input', 'I run.', '--recent', 'A shadowfang howls.', '--campaign', s.dir, '--json'];
+    assert.deepEqual(firedTitles((JSON.parse((await runCaptured(recent, os.tmpdir())).stdout) as { record: RetrievalRecord }).record), ['The World', 'shadowfang']);
+    const yaml = path.join(s.dir, 'campaign.yaml');
+    const before = fs.readFileSync(yaml, 'utf8');
+    try {
+      fs.writeFileSync(yaml, `${before}world_info: { scan_depth: 1 }\n`);
+      assert.deepEqual(firedTitles((JSON.parse((await runCaptured(recent, os.tmpdir())).stdout) as { record: RetrievalRecord }).record), ['The World']);
+    } finally {
+      fs.writeFileSync(yaml, before);
+    }
   });
 
   describe("campaign.yaml's world_info settings", () => {

@@ -1,4 +1,4 @@
-import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
+import { DEFAULT_KNOWLEDGE_BUDGETS, defaultWorldInfoQuery } from '../../knowledge/retrieval';
 import { indexKnowledge } from '../../story/indexKnowledge';
 import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
@@ -67,15 +67,18 @@ export const contextCommand: Command = {
     const { campaign, store } = opened;
     try {
       // The same knowledge port play uses: canon that newer canon or the writer's decision supersedes is marked, not sent as current.
+      const recent = listOption(args, 'recent');
       const result = await indexKnowledge(store, semanticFromArgs(args, io, store), opened.session.canonFacts(store)).retrieve(
         {
           input,
           scene: stringOption(args, 'scene'),
           entities: listOption(args, 'entity'),
-          recent: listOption(args, 'recent'),
+          recent,
           stateFacts: listOption(args, 'state-fact'),
           stage,
           budgets,
+          // The --recent lines and the input are the chat SillyTavern's World Info scans, by campaign.yaml's settings.
+          worldInfo: defaultWorldInfoQuery({ input, recent: recent ?? [], budgets }, campaign.worldInfo),
         },
       );
       emit(io, args, { campaign: campaign.id, ...result }, () => {

@@ -8,4 +8,5 @@ export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate, worldInfoI
 export { isMeaningfulWord, tokenize } from './retrievalTerms';
 export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
 export { NO_TIMED_EFFECTS, activateWorldInfo, seedFromText, worldInfoBudget } from './worldInfo';
+export { defaultWorldInfoQuery } from './worldInfoEntries';
 export type { ActivationEntry, EntryVerdict, TimedState } from './worldInfo';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KnowledgeStore } from '../indexing';
-import type { SourceTriggers, WorldInfoFields } from '../campaign';
+import type { Campaign, SourceTriggers, WorldInfoFields } from '../campaign';
 import { CANDIDATE_COLUMNS, type CandidateRow } from './retrievalRows';
 import { indexVersion } from './retrievalScore';
 import type { RetrievalQuery, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
@@ -46,8 +46,13 @@ export function worldInfoSources(store: KnowledgeStore): WorldInfoSource[] {
   return sources;
 }
 
-/** The chat of a prompt that brought none: the query's recent lines and its input, no timed effects, seed 0. */
-export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'recent' | 'budgets'>): WorldInfoQuery {
+/**
+ * The chat of a prompt that brought none (a `context` preview outside play): the query's recent lines and its
+ * input, no timed effects, seed 0, the campaign's settings (SillyTavern's defaults when not given), and the
+ * knowledge budgets together as the World Info budget.
+ */
+export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'recent' | 'budgets'>, campaign: Campaign['worldInfo'] = { ...WORLD_INFO_DEFAULTS, searchAdmits: false }): WorldInfoQuery {
+  const { searchAdmits, ...settings } = campaign;
   const messages = [...(query.recent ?? []), query.input].filter((m) => m.trim() !== '');
   const b = query.budgets;
   return {
@@ -55,9 +60,9 @@ export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'rec
     chatLength: messages.length,
     state: NO_TIMED_EFFECTS,
     seed: 0,
-    settings: WORLD_INFO_DEFAULTS,
+    settings,
     budget: b.alwaysInclude + b.canon + b.reference + b.inspiration,
-    searchAdmits: false,
+    searchAdmits,
   };
 }
 
@@ -68,14 +73,20 @@ export function activateSources(
   cost: (row: CandidateRow) => number,
 ): { record: WorldInfoRecord; verdicts: Map<string, EntryVerdict> } {
   const result = activateWorldInfo({
-    entries: sources.map((s) => ({
-      id: s.sourceId,
-      title: s.title,
-      hash: s.hash,
-      content: s.rows.map((r) => r.text).join('\n'),
-      tokens: s.rows.reduce((n, r) => n + cost(r), 0),
-      fields: s.fields,
-    })),
+    entries: sources.map((s) => {
+      let tokens: number | undefined;
+      return {
+        id: s.sourceId,
+        title: s.title,
+        hash: s.hash,
+        content: s.rows.map((r) => r.text).join('\n'),
+        // Priced only when the pass asks (an entry it activates): a big book's other entries cost nothing.
+        get tokens() {
+          return (tokens ??= s.rows.reduce((n, r) => n + cost(r), 0));
+        },
+        fields: s.fields,
+      };
+    }),
     messages: query.messages,
     chatLength: query.chatLength,
     state: query.state,
