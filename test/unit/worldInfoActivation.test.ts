@@ -233,6 +233,18 @@ describe('World Info activation (SillyTavern semantics)', () => {
     });
   });
 
+  it("orders what it inserts as SillyTavern's prompt holds it: by position, deeper first at a depth, then order", () => {
+    const entries = [
+      entry('after', { constant: true, position: 1, order: 5 }),
+      entry('an', { constant: true, position: 3, order: 1 }),
+      entry('shallow', { constant: true, position: 4, depth: 2 }),
+      entry('before-high', { constant: true, position: 0, order: 300 }),
+      entry('deep', { constant: true, position: 4, depth: 6 }),
+      entry('before-low', { constant: true, position: 0, order: 10 }),
+    ];
+    assert.deepEqual(fired(run(entries, ['x'])), ['before-low', 'before-high', 'after', 'deep', 'shallow', 'an']);
+  });
+
   describe('recursion', () => {
     const inn = entry('inn', { keys: ['inn'] }, 'The inn is run by Brisk.');
     const brisk = entry('brisk', { keys: ['Brisk'] }, 'Brisk keeps a dagger.');

@@ -179,6 +179,9 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     assert.match(report, /^held back · Young Tam \(lore\/tam\.md\): key 'innkeeper' in message 1; group innkeeper: Old Brisk won on order/m);
     assert.match(report, /^held back · The Drowned Ghost \(lore\/ghost\.md\): waits for message 10/m);
     assert.match(report, /^not mentioned · \d+ entries: their keys are not in the scanned messages: /m);
+    // In the canon section, the inserted entries come first in SillyTavern's order: the inn (100) before Old Brisk (200).
+    const canon = context.sections.find((x) => x.id === 'canon')!.text;
+    assert.ok(canon.indexOf('The Crooked Inn leans') < canon.indexOf('Old Brisk keeps the inn'), canon);
 
     const cli = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir, '--json'], os.tmpdir());
     assert.equal(cli.code, 0, cli.stderr);

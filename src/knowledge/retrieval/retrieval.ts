@@ -14,7 +14,7 @@ import type {
   WorldInfoRecord,
 } from './retrievalTypes';
 import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
-import type { EntryVerdict } from './worldInfo';
+import { insertionOrder, type EntryVerdict } from './worldInfo';
 import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
@@ -732,16 +732,16 @@ const STORED_COUNT: TokenMeasure = { passage: (p) => p.tokenCount, section: () =
 /** The knowledge sections for one prompt, and the record of every decision behind them. */
 export async function retrieveKnowledge(store: KnowledgeStore, query: RetrievalQuery, options: RetrievalOptions = {}): Promise<RetrievalResult> {
   const ranked = await rankCandidates(store, { ...query, placePins: true }, options);
-  const order = new Map([...ranked.alwaysInclude, ...ranked.admitted].flatMap((w) => (w.worldInfo?.fired ? [[w.row.id, w.worldInfo.order] as const] : [])));
+  const inserted = new Map([...ranked.alwaysInclude, ...ranked.admitted].flatMap((w) => (w.worldInfo?.fired ? [[w.row.id, w.worldInfo] as const] : [])));
   // Measured before selection, so the record, the budgets and the prompt's sections all count alike.
   if (query.measure) for (const w of [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest]) w.decision.tokenCount = query.measure.passage(toSelected(w, ''));
   const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets, query.measure ?? STORED_COUNT);
   const sections = emptySections();
   for (const w of selected) sections[w.decision.section!].push(toSelected(w, w.decision.reason));
-  // In a section, World Info entries come first, in SillyTavern's insertion order (the highest order last).
+  // In a section, World Info entries come first, in SillyTavern's prompt order (by position, the highest order last).
   for (const key of Object.keys(sections) as KnowledgeSection[]) {
-    const st = sections[key].filter((p) => order.has(p.passageId)).sort((a, b) => order.get(a.passageId)! - order.get(b.passageId)!);
-    if (st.length > 0) sections[key] = [...st, ...sections[key].filter((p) => !order.has(p.passageId))];
+    const st = sections[key].filter((p) => inserted.has(p.passageId)).sort((a, b) => insertionOrder(inserted.get(a.passageId)!, inserted.get(b.passageId)!));
+    if (st.length > 0) sections[key] = [...st, ...sections[key].filter((p) => !inserted.has(p.passageId))];
   }
   return { sections, record: buildRecord(store, ranked, query.stage, query.budgets, conflicts, (options.now ?? (() => new Date()))()) };
 }

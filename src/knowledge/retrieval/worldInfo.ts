@@ -79,7 +79,7 @@ export interface EntryVerdict {
 }
 
 export interface ActivationResult {
-  /** Entries to insert, in SillyTavern's insertion order (lower order first, so the highest lands last). */
+  /** Entries to insert, in SillyTavern's prompt order (by position, then lower order first, so the highest lands last). */
   activated: EntryVerdict[];
   /** Every entry, fired or not, in the book's order. */
   verdicts: EntryVerdict[];
@@ -87,6 +87,19 @@ export interface ActivationResult {
   budget: number;
   /** Tokens the inserted entries take. */
   used: number;
+}
+
+/**
+ * Where SillyTavern's prompt holds each position, earliest first: before the character, after it, around the
+ * examples, then the chat, where an entry at a depth sits deeper (earlier) the greater its depth and the
+ * author's note is near the end; an outlet goes only where a prompt names it, so last here.
+ */
+const PROMPT_PLACE: Record<number, number> = { 0: 0, 1: 1, 5: 2, 6: 3, 4: 4, 2: 5, 3: 6, 7: 7 };
+
+/** SillyTavern's prompt order of two inserted entries: by position, then depth (deeper first), then order. */
+export function insertionOrder(a: Pick<EntryVerdict, 'position' | 'depth' | 'order'>, b: Pick<EntryVerdict, 'position' | 'depth' | 'order'>): number {
+  const place = (v: typeof a) => PROMPT_PLACE[v.position] ?? 7;
+  return place(a) - place(b) || (a.position === 4 && b.position === 4 ? b.depth - a.depth : 0) || a.order - b.order;
 }
 
 /** A 32-bit hash (FNV-1a) of text: the roll of one entry under one seed, never Math.random. */
@@ -467,7 +480,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   }
 
   const all = input.entries.map((e) => verdicts.get(e.id) ?? { id: e.id, title: e.title, fired: false, reason: 'not scanned', step: null, position: e.fields.position, order: e.fields.order, depth: e.fields.depth, role: e.fields.role });
-  const inserted = all.filter((v) => v.fired).sort((a, b) => a.order - b.order || (b.step ?? 0) - (a.step ?? 0));
+  const inserted = all.filter((v) => v.fired).sort(insertionOrder);
   return { activated: inserted, verdicts: all, state, budget: input.budget, used };
 }
 
