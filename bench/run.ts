@@ -5,6 +5,7 @@ import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
 import { measureRulebook } from './rulebookBench';
 import { runSupersessionBench } from './supersessionBench';
+import { runWorldInfoBench } from './worldInfoBench';
 
 /**
  * `npm run bench`: every benchmark part, or the ones named (`tsx bench/run.ts index --copies 3 --repeats 2`).
@@ -25,6 +26,7 @@ const PARTS: BenchPart[] = [
   { name: 'rulebook', run: (log) => measureRulebook(log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
+  { name: 'world-info', run: (log) => Promise.resolve(runWorldInfoBench(log)) },
 ];
 
 async function main(): Promise<void> {

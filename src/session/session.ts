@@ -174,7 +174,7 @@ export class CampaignSession {
    * never has two turns in flight. It follows the settings from the next turn on.
    */
   get engine(): StoryEngine {
-    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), engineSettings(this.settings()));
+    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), { ...engineSettings(this.settings()), worldInfo: this.current.worldInfo });
     return this.storyEngine;
   }
 
@@ -222,6 +222,7 @@ export class CampaignSession {
     const settings = this.settings();
     if (this.storyEngine) Object.assign(this.storyEngine.settings, engineSettings(settings));
     const next = effectiveCampaign(this.root, settings);
+    if (this.storyEngine) this.storyEngine.settings.worldInfo = next.worldInfo;
     if (JSON.stringify(next) === JSON.stringify(this.current)) return false;
     const idChanged = next.id !== this.current.id;
     this.current = next;

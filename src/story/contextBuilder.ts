@@ -1,4 +1,4 @@
-import type { KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalResult, SelectedPassage, TokenMeasure } from '../knowledge/retrieval';
+import { worldInfoBudget, type KnowledgeBudgets, type KnowledgeSection, type RetrievalQuery, type RetrievalResult, type SelectedPassage, type TokenMeasure, type WorldInfoQuery } from '../knowledge/retrieval';
 import { neutralizeMarkers, promptField } from '../models';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
@@ -68,6 +68,16 @@ export interface ContextRequest {
   /** Who `{{char}}` is in a source's text (a character card's character), when its file says. */
   characterOf?: CharacterOf;
   estimator: TokenEstimator;
+  /** SillyTavern's World Info for this turn, its budget aside (a share of this prompt, worked out here). */
+  worldInfo?: Omit<WorldInfoQuery, 'budget'>;
+}
+
+/**
+ * The chat as SillyTavern's World Info scans it: every action and every narration of the branch is one
+ * message (an empty one is none), and the action being played is the newest.
+ */
+export function worldInfoMessages(history: readonly Turn[], action: PlayerAction): string[] {
+  return [...history.flatMap((t) => [t.action.text, t.narration]), action.text].filter((m) => m.trim() !== '');
 }
 
 export type CharacterOf = (sourceId: string) => string | undefined;
@@ -227,6 +237,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     stage: 'narrator',
     budgets,
     measure,
+    ...(req.worldInfo ? { worldInfo: { ...req.worldInfo, budget: worldInfoBudget(req.worldInfo.settings, total) } } : {}),
   });
   for (const conflict of retrieval.record.conflicts) warnings.push(conflict.message);
 

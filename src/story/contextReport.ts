@@ -1,4 +1,4 @@
-import { decisionLine } from '../knowledge/retrieval';
+import { decisionLine, worldInfoLines } from '../knowledge/retrieval';
 import type { AssembledContext, ContextSection } from './types';
 
 // How an assembled context reads for a writer: the one-screen summary (CLI play's /context) and the full
@@ -47,6 +47,7 @@ export function renderContextSummary(context: AssembledContext): string {
   return [
     `Context: ${context.budget.used} of ${context.budget.total} tokens (model context ${context.budget.contextLength}, ${context.budget.replyReserve} kept for the reply)`,
     ...lines,
+    ...(context.retrieval.worldInfo ? [`  ${worldInfoLines(context.retrieval.worldInfo)[0]}`] : []),
     ...context.warnings.map((w) => `  ! ${w}`),
   ].join('\n');
 }
@@ -105,5 +106,9 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
   out.push('', `## Retrieval decisions (${context.retrieval.candidates.length} candidates, ${unused.length} not used)`, '');
   if (context.retrieval.abstention) out.push(`Nothing retrieved: ${inline(context.retrieval.abstention)}.`, '');
   out.push(context.retrieval.candidates.length === 0 ? '*(no candidate passages: retrieval found nothing that fits)*' : fenced(context.retrieval.candidates.map(decisionLine).join('\n')));
+  if (context.retrieval.worldInfo) {
+    const [head, ...lines] = worldInfoLines(context.retrieval.worldInfo);
+    out.push('', '## SillyTavern World Info', '', `${inline(head!)}. An entry it inserts goes into its class's section; where SillyTavern would put it is named.`, '', fenced(lines.join('\n')));
+  }
   return `${out.join('\n')}\n`;
 }

@@ -1,9 +1,11 @@
-import { assembleContext, DEFAULT_SHARES, type BudgetShares } from './contextBuilder';
+import { randomInt } from 'node:crypto';
+import { assembleContext, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
 import { NarratorError, type Narrator } from '../models';
-import type { KnowledgeBudgets } from '../knowledge/retrieval';
+import { NO_TIMED_EFFECTS, seedFromText, type KnowledgeBudgets } from '../knowledge/retrieval';
+import { WORLD_INFO_DEFAULTS, type Campaign } from '../knowledge/campaign';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
 import { TokenEstimator } from './tokenEstimator';
@@ -25,6 +27,8 @@ export interface EngineSettings {
   knowledgeCaps?: KnowledgeBudgets;
   /** Write due memories (and the summary) right after a turn completes. */
   autoMemories: boolean;
+  /** How entries with SillyTavern behaviour activate (campaign.yaml's `world_info:`). */
+  worldInfo: Campaign['worldInfo'];
   temperature?: number;
 }
 
@@ -36,6 +40,7 @@ export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
   memoryTopK: 5,
   shares: DEFAULT_SHARES,
   autoMemories: true,
+  worldInfo: { ...WORLD_INFO_DEFAULTS, searchAdmits: false },
 };
 
 export interface TurnHandlers {
@@ -207,6 +212,11 @@ export class StoryEngine {
   private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean): Promise<AssembledContext> {
     const history = this.store.lineage(parentId);
     const parent = history.at(-1) ?? null;
+    const messages = worldInfoMessages(history, action);
+    const { searchAdmits, ...wiSettings } = this.settings.worldInfo;
+    // A turn rolls a new seed (a retry rolls again); a preview rolls one fixed by where it stands, so it
+    // shows the same thing each time it is asked.
+    const seed = forTurn ? randomInt(2 ** 31) : seedFromText(`${adventure.id}:${parentId ?? ''}:${action.text}`);
     const queryText = [action.text, ...history.slice(-2).map((t) => t.narration)].join('\n');
     const visible = this.store.memoriesForLineage(adventure.id, history);
     const memories = rankMemories(visible, queryText, this.settings.memoryTopK);
@@ -225,6 +235,7 @@ export class StoryEngine {
       retrieve: (q) => this.knowledge.retrieve(q),
       characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
+      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits },
     });
     const used = context.sections.find((s) => s.id === 'memories')?.itemIds ?? [];
     if (forTurn && used.length > 0) this.store.markMemoriesRetrieved(used);

@@ -18,6 +18,7 @@ import type {
   StorySummary,
   Turn,
   TurnStatus,
+  TurnWorldInfo,
 } from './types';
 
 interface AdventureRow {
@@ -434,7 +435,22 @@ export class PlayStore {
         'INSERT OR IGNORE INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES (?, ?, ?, ?, ?)',
       );
       for (const c of context.retrieval.candidates) insert.run(turnId, c.passageId, c.sourceId, c.outcome === 'selected' ? 1 : 0, c.reason);
+      const wi = context.retrieval.worldInfo;
+      if (wi) this.db.prepare('UPDATE turns SET world_info = ? WHERE id = ?').run(JSON.stringify({ seed: wi.seed, chatLength: wi.chatLength, state: wi.state } satisfies TurnWorldInfo), turnId);
     })();
+  }
+
+  /**
+   * The World Info a branch carries after its last turn: the newest turn of the lineage that recorded any
+   * (a turn that failed before its prompt recorded none). Undo, retry, edit and fork all read it through
+   * the lineage they continue, so timed effects rewind with them.
+   */
+  worldInfoAfter(lineage: readonly Turn[]): TurnWorldInfo | null {
+    if (lineage.length === 0) return null;
+    const row = this.db
+      .prepare('SELECT world_info FROM turns WHERE id IN (SELECT value FROM json_each(?)) AND world_info IS NOT NULL ORDER BY depth DESC LIMIT 1')
+      .get(JSON.stringify(lineage.map((t) => t.id))) as { world_info: string } | undefined;
+    return row ? (JSON.parse(row.world_info) as TurnWorldInfo) : null;
   }
 
   getSnapshot(turnId: string): PromptSnapshot | undefined {

@@ -1,4 +1,4 @@
-import type { RetrievalRecord } from '../knowledge/retrieval';
+import type { RetrievalRecord, TimedState } from '../knowledge/retrieval';
 import { z } from 'zod';
 import type { ChatMessage } from '../models';
 
@@ -98,6 +98,14 @@ export interface Turn {
   evalCount: number | null;
   createdAt: string;
   updatedAt: string;
+}
+
+/** SillyTavern World Info as a turn leaves it: the seed its rolls used, and the timed effects after it. */
+export interface TurnWorldInfo {
+  seed: number;
+  /** Messages the chat held when it was scanned. */
+  chatLength: number;
+  state: TimedState;
 }
 
 export interface Memory {

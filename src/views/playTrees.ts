@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { locate, OUTCOME_WORDS, whyNot, type CandidateDecision } from '../knowledge/retrieval';
+import { locate, OUTCOME_WORDS, whyNot, worldInfoItems, worldInfoLines, type CandidateDecision, type WorldInfoRecord } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
 import { branchesOf, type Branch } from '../story/branches';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
@@ -118,6 +118,7 @@ export type ProvenanceNode =
   | { kind: 'passage'; decision: CandidateDecision }
   | { kind: 'item'; label: string; reason: string }
   | { kind: 'excluded'; decisions: CandidateDecision[] }
+  | { kind: 'worldInfo'; record: WorldInfoRecord }
   | { kind: 'whyNot'; question: string; answer: string };
 
 /** Turn provenance: what one turn was sent, section by section, which passages were used and which were left out, and why. */
@@ -189,8 +190,10 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         ...(this.answer ? [this.answer] : []),
         ...snapshot.sections.map((section) => ({ kind: 'section' as const, section, snapshot })),
         ...(excluded.length > 0 ? [{ kind: 'excluded' as const, decisions: excluded }] : []),
+        ...(snapshot.retrieval.worldInfo ? [{ kind: 'worldInfo' as const, record: snapshot.retrieval.worldInfo }] : []),
       ];
     }
+    if (node.kind === 'worldInfo') return worldInfoItems(node.record).items.map((i): ProvenanceNode => ({ kind: 'item', label: i.label, reason: i.detail }));
     if (node.kind === 'section') {
       const used = node.section.itemIds.map((id): ProvenanceNode => {
         const decision = decisions.get(id);
@@ -228,6 +231,13 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         const item = new vscode.TreeItem('Candidates left out', vscode.TreeItemCollapsibleState.Collapsed);
         item.description = `${node.decisions.length}`;
         item.iconPath = new vscode.ThemeIcon('filter');
+        return item;
+      }
+      case 'worldInfo': {
+        const item = new vscode.TreeItem('SillyTavern World Info', vscode.TreeItemCollapsibleState.Collapsed);
+        item.description = worldInfoItems(node.record).heading.replace(/^World Info /, '');
+        item.tooltip = worldInfoLines(node.record).join('\n');
+        item.iconPath = new vscode.ThemeIcon('book');
         return item;
       }
       case 'item': {

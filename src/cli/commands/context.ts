@@ -1,9 +1,9 @@
-import { DEFAULT_KNOWLEDGE_BUDGETS } from '../../knowledge/retrieval';
+import { DEFAULT_KNOWLEDGE_BUDGETS, defaultWorldInfoQuery } from '../../knowledge/retrieval';
 import { indexKnowledge } from '../../story/indexKnowledge';
 import type { KnowledgeBudgets, KnowledgeSection } from '../../knowledge/retrieval';
 import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } from '../command';
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
-import { decisionLine, excerpt, locate } from '../../knowledge/retrieval';
+import { decisionLine, excerpt, locate, worldInfoLines } from '../../knowledge/retrieval';
 import { stageOption } from './search';
 import { MODEL_SERVER_USAGE } from '../modelArgs';
 
@@ -67,15 +67,18 @@ export const contextCommand: Command = {
     const { campaign, store } = opened;
     try {
       // The same knowledge port play uses: canon that newer canon or the writer's decision supersedes is marked, not sent as current.
+      const recent = listOption(args, 'recent');
       const result = await indexKnowledge(store, semanticFromArgs(args, io, store), opened.session.canonFacts(store)).retrieve(
         {
           input,
           scene: stringOption(args, 'scene'),
           entities: listOption(args, 'entity'),
-          recent: listOption(args, 'recent'),
+          recent,
           stateFacts: listOption(args, 'state-fact'),
           stage,
           budgets,
+          // The --recent lines and the input are the chat SillyTavern's World Info scans, by campaign.yaml's settings.
+          worldInfo: defaultWorldInfoQuery({ input, recent: recent ?? [], budgets }, campaign.worldInfo),
         },
       );
       emit(io, args, { campaign: campaign.id, ...result }, () => {
@@ -95,6 +98,7 @@ export const contextCommand: Command = {
         lines.push(`## Decisions (${result.record.candidates.length} candidates; terms: ${result.record.terms.join(', ') || 'none'})`);
         for (const d of result.record.candidates) lines.push(decisionLine(d));
         if (result.record.abstention) lines.push(`Nothing retrieved: ${result.record.abstention}.`);
+        if (result.record.worldInfo) lines.push('', ...worldInfoLines(result.record.worldInfo));
         return lines.join('\n');
       });
       return EXIT.ok;

@@ -15,6 +15,60 @@ const CAMPAIGN_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** campaign.yaml is a few lines; anything near this is not one. */
 const MAX_CAMPAIGN_FILE_BYTES = 1024 * 1024;
 
+/** The campaign's World Info settings: SillyTavern's global activation settings, its defaults when unset. */
+export interface WorldInfoSettings {
+  /** Messages scanned for keys, newest first (SillyTavern: 2). */
+  scanDepth: number;
+  /** Activated entries' text is scanned for further keys (SillyTavern: off). */
+  recursive: boolean;
+  /** Most scan passes, the first included; 0: no limit. */
+  maxRecursionSteps: number;
+  /** Widen the scan a message at a time until this many entries activate; 0: off. */
+  minActivations: number;
+  /** Widest scan min activations may reach; 0: the whole chat. */
+  minActivationsDepthMax: number;
+  /** Share of the context the entries may take, in percent (SillyTavern: 25). */
+  budgetPercent: number;
+  /** Most tokens, whatever the share; 0: no cap. */
+  budgetCap: number;
+  caseSensitive: boolean;
+  matchWholeWords: boolean;
+  useGroupScoring: boolean;
+}
+
+export const WORLD_INFO_DEFAULTS: Readonly<WorldInfoSettings> = Object.freeze({
+  scanDepth: 2,
+  recursive: false,
+  maxRecursionSteps: 0,
+  minActivations: 0,
+  minActivationsDepthMax: 0,
+  budgetPercent: 25,
+  budgetCap: 0,
+  caseSensitive: false,
+  matchWholeWords: false,
+  useGroupScoring: false,
+});
+
+const count = z.number().int().min(0);
+
+/** campaign.yaml's `world_info:`: SillyTavern's global activation settings, in its words. */
+const WorldInfoFileSchema = z
+  .object({
+    scan_depth: count.optional(),
+    recursive: z.boolean().optional(),
+    max_recursion_steps: count.optional(),
+    min_activations: count.optional(),
+    min_activations_depth_max: count.optional(),
+    budget_percent: z.number().min(1).max(100).optional(),
+    budget_cap: count.optional(),
+    case_sensitive: z.boolean().optional(),
+    match_whole_words: z.boolean().optional(),
+    use_group_scoring: z.boolean().optional(),
+    /** Relevance may admit entries with SillyTavern behaviour too, beside its activation. */
+    search_admits: z.boolean().optional(),
+  })
+  .strict();
+
 export const CampaignFileSchema = z
   .object({
     /** Absent: derived from the folder's name. */
@@ -29,6 +83,7 @@ export const CampaignFileSchema = z
     size_cap_bytes: z.number().int().positive().optional(),
     /** What new adventures track (player, world, npcs, flags, milestones); the story engine validates it. */
     stats: z.unknown().optional(),
+    world_info: WorldInfoFileSchema.optional(),
   })
   .strict();
 
@@ -44,6 +99,8 @@ export interface Campaign {
   sizeCapBytes: number | undefined;
   /** The `stats:` block as written, for new adventures; validated when one starts (story's schema). */
   stats: unknown;
+  /** How entries with SillyTavern behaviour activate in play: campaign.yaml's `world_info:` over SillyTavern's defaults. */
+  worldInfo: WorldInfoSettings & { searchAdmits: boolean };
   indexPath: string;
   playPath: string;
 }
@@ -105,8 +162,26 @@ export function loadCampaign(root: string): Campaign {
     ignore: data.ignore,
     sizeCapBytes: data.size_cap_bytes,
     stats: data.stats,
+    worldInfo: worldInfoSettings(data.world_info ?? {}),
     indexPath: path.join(root, DATA_DIR, 'index.db'),
     playPath: path.join(root, DATA_DIR, 'play.db'),
+  };
+}
+
+function worldInfoSettings(w: z.infer<typeof WorldInfoFileSchema>): Campaign['worldInfo'] {
+  const d = WORLD_INFO_DEFAULTS;
+  return {
+    scanDepth: w.scan_depth ?? d.scanDepth,
+    recursive: w.recursive ?? d.recursive,
+    maxRecursionSteps: w.max_recursion_steps ?? d.maxRecursionSteps,
+    minActivations: w.min_activations ?? d.minActivations,
+    minActivationsDepthMax: w.min_activations_depth_max ?? d.minActivationsDepthMax,
+    budgetPercent: w.budget_percent ?? d.budgetPercent,
+    budgetCap: w.budget_cap ?? d.budgetCap,
+    caseSensitive: w.case_sensitive ?? d.caseSensitive,
+    matchWholeWords: w.match_whole_words ?? d.matchWholeWords,
+    useGroupScoring: w.use_group_scoring ?? d.useGroupScoring,
+    searchAdmits: w.search_admits ?? false,
   };
 }
 

@@ -27,6 +27,8 @@ export interface FrontMatter {
   selective_logic?: (typeof SELECTIVE_LOGIC)[number];
   case_sensitive?: boolean;
   match_whole_words?: boolean;
+  /** What a lorebook import keeps of SillyTavern: `entry` (its World Info fields) and `book` (name, settings). */
+  sillytavern?: Record<string, unknown>;
 }
 
 type FactValue = string | number | boolean | (string | number | boolean)[];
@@ -72,6 +74,7 @@ const FIELD_SCHEMAS = {
     .pipe(z.enum(SELECTIVE_LOGIC, { error: () => `must be one of ${SELECTIVE_LOGIC.join(', ')}` })),
   case_sensitive: z.boolean({ error: 'must be true or false' }),
   match_whole_words: z.boolean({ error: 'must be true or false' }),
+  sillytavern: z.record(z.string(), z.unknown(), { error: 'must be a map (`entry:` and `book:`)' }),
   facts: z.record(
     z.string(),
     z.union([factValue, z.record(z.string(), factValue)], { error: 'each fact must be `attribute: value` or `Entity: {attribute: value}`' }),

@@ -1,6 +1,6 @@
 // Campaign files: campaign.yaml, how a file is classified, its front matter, decoding, and the shared vocabulary.
-export { CAMPAIGN_FILE, CampaignError, DATA_DIR, findCampaignRoot, loadCampaign } from './campaign';
-export type { Campaign } from './campaign';
+export { CAMPAIGN_FILE, CampaignError, DATA_DIR, WORLD_INFO_DEFAULTS, findCampaignRoot, loadCampaign } from './campaign';
+export type { Campaign, WorldInfoSettings } from './campaign';
 export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';
 export { DEFAULT_SIZE_CAP_BYTES, decodeSource, oversizeIssue } from './decode';
@@ -17,5 +17,5 @@ export type { TextEdit } from './textEdit';
 export { countWords, estimateTokens, tokensFor } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, SELECTIVE_LOGIC, VISIBILITIES } from './types';
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SelectiveLogic, SemanticState, SourceIssue, SourceRecord } from './types';
-export { isRegexKey, triggersOf } from './triggers';
-export type { SourceTriggers } from './triggers';
+export { isRegexKey, triggersOf, worldInfoOf } from './triggers';
+export type { SourceTriggers, WorldInfoFields } from './triggers';

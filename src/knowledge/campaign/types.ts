@@ -89,6 +89,7 @@ export interface PassageRecord extends DraftPassage {
  * the vectors of passages whose text did not change stay current. Chunking 4: markdown headings written
  * inside a front-matter value (Torys' `### The Farm`) head the text after them. 5: a passage running on into
  * a section outside its trail is headed by the trail they share, with its opening heading written in.
+ * Parser 3: a file's `sillytavern.entry` fields are read into its triggers (SillyTavern's activation in play).
  */
-export const PARSER_VERSION = 2;
+export const PARSER_VERSION = 3;
 export const CHUNKING_VERSION = 5;

@@ -20,7 +20,7 @@ export interface FrontMatterText {
 const DESCRIPTIVE_KEYS = new Set(['description', 'summary', 'content', 'overview', 'synopsis', 'text', 'body']);
 /** Any other value reads as prose from this many words: `layout: story` is a setting, a sentence is text. */
 const PROSE_WORDS = 6;
-const SETTINGS = new Set<string>([...FRONT_MATTER_KEYS, 'sillytavern']);
+const SETTINGS = new Set<string>(FRONT_MATTER_KEYS);
 /** A map's own name, which heads the text inside it (a chapter's `title:`). */
 const NAME_KEYS = ['title', 'name'];
 

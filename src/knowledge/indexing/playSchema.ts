@@ -127,4 +127,15 @@ export const PLAY_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'SillyTavern World Info per turn: the seed its rolls used and the timed effects after it',
+    up(db) {
+      db.exec(`
+        -- JSON {seed, chatLength, state: {sticky, cooldown}} when the turn's prompt had entries with SillyTavern
+        -- behaviour; the next turn on a branch starts from its parent's, so undo, retry, edit and fork rewind it.
+        ALTER TABLE turns ADD COLUMN world_info TEXT;
+      `);
+    },
+  },
 ];

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, ReadRefusedError, pathInside, readFileBounded, unsafeName, unsafeRelativePath } from '../campaign';
+import { loadCampaign, CAMPAIGN_FILE, ReadRefusedError, pathInside, readFileBounded, unsafeName, unsafeRelativePath } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
@@ -69,6 +69,8 @@ export interface LorebookImportResult {
   notCarried: { entryId: string; title: string; fields: Record<string, string> }[];
   /** Book-level fields: kept under `sillytavern.book`, or not kept and why. */
   bookSettings: { kept: string[]; dropped: { field: string; reason: string }[] };
+  /** The book's activation settings written into campaign.yaml's `world_info:`, and those left as campaign.yaml says. */
+  campaignSettings: { applied: string[]; notApplied: string[] };
   exportOnly: ExportOnlyBehaviour[];
   notes: string[];
 }
@@ -181,8 +183,28 @@ function fieldFates(book: ParsedLorebook, placements: readonly Record<string, Pl
   }));
 }
 
-/** Kept SillyTavern fields whose value changes what SillyTavern does, where play here does not act on them. */
-const EXPORT_ONLY_FIELDS = ['position', 'depth', 'role', 'order', 'probability', 'useProbability', 'group', 'sticky', 'cooldown', 'delay', 'scanDepth', 'excludeRecursion', 'preventRecursion', 'delayUntilRecursion'];
+/**
+ * Kept SillyTavern fields whose value changes what SillyTavern does, where play here does not act on them.
+ * Activation (order, probability, groups, timers, scan depth, recursion, budget) plays as SillyTavern's does;
+ * where an entry goes is its class's section, not SillyTavern's position, and the rest needs a chat of
+ * characters this product does not have.
+ */
+const EXPORT_ONLY_FIELDS = [
+  'position',
+  'depth',
+  'role',
+  'outletName',
+  'vectorized',
+  'automationId',
+  'characterFilter',
+  'triggers',
+  'matchPersonaDescription',
+  'matchCharacterDescription',
+  'matchCharacterPersonality',
+  'matchCharacterDepthPrompt',
+  'matchScenario',
+  'matchCreatorNotes',
+];
 
 /** SillyTavern reads a missing, null, 0 or false value of a field whose default is "off" as off. */
 function actsLikeDefault(value: unknown, fallback: unknown): boolean {
@@ -230,6 +252,7 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
   refuseFolderLeavingCampaign(file, campaign.root, folder, absFolder);
   const { files, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
   writeAllOrNothing(file, campaign.root, absFolder, files, options.onProgress);
+  const campaignSettings = applyBookSettings(campaign.root, book.settings);
   return {
     file,
     format: book.format,
@@ -243,9 +266,45 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
       .filter((e) => Object.keys(e.dropped).length > 0)
       .map((e) => ({ entryId: e.sourceId, title: e.title, fields: Object.fromEntries(Object.entries(e.dropped).map(([k, v]) => [k, shortJson(v)])) })),
     bookSettings: { kept: Object.keys(book.settings), dropped: book.droppedSettings },
+    campaignSettings,
     exportOnly: exportOnlyBehaviour(book),
     notes: book.notes,
   };
+}
+
+/** A card book's settings that are SillyTavern's global World Info settings, by campaign.yaml's name, and a valid value. */
+const BOOK_SETTINGS: Record<string, { key: string; valid: (v: unknown) => boolean }> = {
+  scan_depth: { key: 'scan_depth', valid: (v) => Number.isInteger(v) && (v as number) >= 0 },
+  token_budget: { key: 'budget_cap', valid: (v) => Number.isInteger(v) && (v as number) > 0 },
+  recursive_scanning: { key: 'recursive', valid: (v) => typeof v === 'boolean' },
+};
+
+/**
+ * Writes a book's activation settings into campaign.yaml's `world_info:` where campaign.yaml does not set
+ * them already (the writer's own value stands). The document is edited in place, its comments kept.
+ */
+function applyBookSettings(root: string, settings: Record<string, unknown>): LorebookImportResult['campaignSettings'] {
+  const result: LorebookImportResult['campaignSettings'] = { applied: [], notApplied: [] };
+  const present = Object.entries(BOOK_SETTINGS).filter(([field]) => settings[field] !== undefined && settings[field] !== null);
+  if (present.length === 0) return result;
+  const file = path.join(root, CAMPAIGN_FILE);
+  if (fs.lstatSync(file).isSymbolicLink()) {
+    result.notApplied.push(`${present.map(([field]) => field).join(', ')}: campaign.yaml is a symbolic link, which is never written through`);
+    return result;
+  }
+  const doc = YAML.parseDocument(fs.readFileSync(file, 'utf8'));
+  for (const [field, { key, valid }] of present) {
+    const value = settings[field];
+    const current: unknown = doc.getIn(['world_info', key]);
+    if (!valid(value)) result.notApplied.push(`${field} ${JSON.stringify(value)} is not a valid ${key}`);
+    else if (current !== undefined) result.notApplied.push(`${field} ${JSON.stringify(value)}: campaign.yaml's world_info.${key} ${JSON.stringify(current)} stands`);
+    else {
+      doc.setIn(['world_info', key], value);
+      result.applied.push(`world_info.${key}: ${JSON.stringify(value)} (the book's ${field})`);
+    }
+  }
+  if (result.applied.length > 0) fs.writeFileSync(file, doc.toString());
+  return result;
 }
 
 /**
@@ -311,6 +370,8 @@ export function lorebookImportReport(result: LorebookImportResult, shownFile: st
     'Where each field went (front matter field, body, or not carried):',
     ...table([['field', 'entries', 'kept as'], ...result.fields.map((f) => [f.field, String(f.entries), f.keptAs.join(', ')])]),
     ...(result.bookSettings.kept.length > 0 ? [`Book settings kept under sillytavern.book.settings: ${result.bookSettings.kept.join(', ')}.`] : []),
+    ...(result.campaignSettings.applied.length > 0 ? [`Written into campaign.yaml, how play activates entries: ${result.campaignSettings.applied.join(', ')}.`] : []),
+    ...(result.campaignSettings.notApplied.length > 0 ? [`Not written into campaign.yaml: ${result.campaignSettings.notApplied.join('; ')}.`] : []),
     '',
     ...(carriedNothing
       ? ['Every field was carried: exporting these files as World Info gives SillyTavern the same entries.']
@@ -322,7 +383,7 @@ export function lorebookImportReport(result: LorebookImportResult, shownFile: st
     ...(result.exportOnly.length > 0
       ? [
           '',
-          'Kept for export, not acted on in play here (play retrieves an entry when it is relevant, wherever SillyTavern would put it):',
+          "Kept for export, not acted on in play here (an entry SillyTavern's activation inserts goes into its class's section, wherever SillyTavern would put it):",
           ...result.exportOnly.map((b) => `  ${b.field}: ${b.values.join(', ')} in entries ${listIds(b.entries)}`),
         ]
       : []),

@@ -10,7 +10,11 @@ import type {
   SelectedPassage,
   SemanticStatus,
   TokenMeasure,
+  WorldInfoQuery,
+  WorldInfoRecord,
 } from './retrievalTypes';
+import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
+import { insertionOrder, type EntryVerdict } from './worldInfo';
 import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
@@ -73,6 +77,8 @@ interface Working {
   lexical: LexicalJudgement | null;
   /** The key or name of its source this turn mentioned: eligible by that alone. */
   trigger: Trigger | null;
+  /** A prompt's SillyTavern verdict on its source, when the source carries SillyTavern behaviour. */
+  worldInfo?: EntryVerdict;
   shingles: Set<string>;
   /** Relevance among the admitted (1 for the best), before class and boosts order it. */
   relevance: number;
@@ -214,6 +220,8 @@ export interface RankedCandidates {
   rest: Working[];
   /** Why nothing was admitted, when nothing was. */
   abstention: string | null;
+  /** SillyTavern's activation, for a prompt over a campaign with such entries. */
+  worldInfo: WorldInfoRecord | null;
 }
 
 interface RankInput {
@@ -225,6 +233,10 @@ interface RankInput {
   entities?: string[];
   stateFacts?: string[];
   stage: RetrievalStage;
+  /** A prompt's chat for SillyTavern's activation (placePins only). */
+  worldInfo?: WorldInfoQuery;
+  budgets?: KnowledgeBudgets;
+  measure?: TokenMeasure;
 }
 
 /**
@@ -241,8 +253,13 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
 
   // A pasted chapter's hundred small words would only add noise to the ranking its thousands of words decide.
   const weights = queryWeights(stats, terms, isPastedChapter(terms) ? [] : smallWords(query.input));
+  // A prompt lets SillyTavern's activation decide the entries that carry its behaviour; a search finds them by mention.
+  const eligibleEntries = query.placePins ? worldInfoSources(store).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
+  const wiQuery = eligibleEntries.length > 0 ? (query.worldInfo ?? defaultWorldInfoQuery({ input: query.input, recent: query.recent ?? [], budgets: query.budgets ?? DEFAULT_KNOWLEDGE_BUDGETS })) : null;
+  const measure = query.measure;
+  const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (row) => (measure ? measure.passage(rowSelected(row, JSON.parse(row.heading_path) as string[], row.token_count, null, '')) : row.token_count)) : null;
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
-  const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'));
+  const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
@@ -268,6 +285,11 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       )
       .all({ match, campaign: store.campaignId }) as CandidateRow[];
   }
+  // An entry SillyTavern inserts is its whole text, every passage of it.
+  if (activation) {
+    const pooled = new Set(pool.map((row) => row.id));
+    for (const source of eligibleEntries) if (activation.verdicts.get(source.sourceId)?.fired) pool.push(...source.rows.filter((row) => !pooled.has(row.id)));
+  }
   // A triggered source the pool did not reach is represented by its opening passage.
   const reached = new Set(pool.map((row) => row.source_id));
   const unreached = [...fired.keys()].filter((id) => !reached.has(id));
@@ -286,6 +308,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   // use of them: its hundreds of words counted file by file would cost more than its search.
   const files = isPastedChapter(terms) ? null : stats.fileUse([...new Set(pool.map((row) => row.source_id))]);
   for (const row of pool) byId.set(row.id, judgeRow(row, files));
+  if (activation) for (const w of byId.values()) w.worldInfo = activation.verdicts.get(w.row.source_id);
 
   let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };
   let floor: number | null = null;
@@ -296,7 +319,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     floor = found.floor;
     for (const hit of found.hits) {
       similarities.set(hit.row.id, hit.similarity);
-      if (!byId.has(hit.row.id)) byId.set(hit.row.id, toWorking(hit.row, null));
+      if (!byId.has(hit.row.id)) byId.set(hit.row.id, { ...toWorking(hit.row, null), ...(activation?.verdicts.has(hit.row.source_id) ? { worldInfo: activation.verdicts.get(hit.row.source_id)! } : {}) });
     }
   }
 
@@ -311,7 +334,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
          ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
       )
       .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
-  ).map((row) => byId.get(row.id) ?? toWorking(row, null));
+  ).map((row) => byId.get(row.id) ?? { ...toWorking(row, null), ...(activation?.verdicts.has(row.source_id) ? { worldInfo: activation.verdicts.get(row.source_id)! } : {}) });
   const pinned = new Set(alwaysInclude.map((w) => w.row.id));
 
   const admitted: Working[] = [];
@@ -337,6 +360,26 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       d.reason = eligibilityReason(w.row, excluded, w.trigger ? triggerReason(w.trigger) : d.matchedTerms.length > 0 ? `matched ${quoteList(d.matchedTerms)}` : '');
       rest.push(w);
       continue;
+    }
+    if (w.worldInfo) {
+      // SillyTavern's verdict decides: what it inserts is admitted (pinned where the file says so); what it
+      // holds back stays out, unless the campaign lets relevance admit such entries too.
+      const verdict = w.worldInfo;
+      if (verdict.fired) {
+        d.admitted = true;
+        d.reason = `World Info: ${verdict.reason}`;
+        (pinned.has(w.row.id) ? placedPins : admitted).push(w);
+        continue;
+      }
+      if (!wiQuery!.searchAdmits) {
+        d.reason = `World Info holds it back: ${verdict.reason}`;
+        rest.push(w);
+        continue;
+      }
+      if (pinned.has(w.row.id)) {
+        // A constant entry SillyTavern held back is no pin: relevance alone may admit it.
+        pinned.delete(w.row.id);
+      }
     }
     if (pinned.has(w.row.id)) {
       d.admitted = true;
@@ -368,10 +411,12 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   }
 
   scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
-  admitted.sort((a, b) => b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
+  // What SillyTavern inserts goes first, its highest order first, as its budget admits them; then by score.
+  const stOrder = (w: Working) => (w.worldInfo?.fired ? w.worldInfo.order : -Infinity);
+  admitted.sort((a, b) => stOrder(b) - stOrder(a) || b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
   const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, apart, best && [...byId.values()].find((w) => w.lexical === best));
-  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention };
+  return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention, worldInfo: activation?.record ?? null };
 }
 
 /** Nothing admitted: what the query asked that the campaign lacks, in the writer's words. */
@@ -529,20 +574,24 @@ function sectionOf(cls: KnowledgeClass): Exclude<KnowledgeSection, 'alwaysInclud
 }
 
 function toSelected(w: Working, reason: string): SelectedPassage {
+  return rowSelected(w.row, w.headingPath, w.decision.tokenCount, w.decision.score, reason);
+}
+
+function rowSelected(row: CandidateRow, headingPath: string[], tokenCount: number, score: number | null, reason: string): SelectedPassage {
   return {
-    passageId: w.row.id,
-    sourceId: w.row.source_id,
-    sourcePath: w.row.path,
-    sourceTitle: w.row.title,
-    class: w.row.class,
-    headingPath: w.headingPath,
-    text: w.row.text,
-    tokenCount: w.decision.tokenCount,
-    hidden: w.hidden,
-    score: w.decision.score,
+    passageId: row.id,
+    sourceId: row.source_id,
+    sourcePath: row.path,
+    sourceTitle: row.title,
+    class: row.class,
+    headingPath,
+    text: row.text,
+    tokenCount,
+    hidden: row.visibility === 'hidden',
+    score,
     reason,
-    startLine: w.row.start_line,
-    endLine: w.row.end_line,
+    startLine: row.start_line,
+    endLine: row.end_line,
   };
 }
 
@@ -673,6 +722,7 @@ function buildRecord(
     candidates: [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest].map((w) => w.decision),
     abstention: ranked.abstention,
     conflicts,
+    ...(ranked.worldInfo ? { worldInfo: ranked.worldInfo } : {}),
   };
 }
 
@@ -682,11 +732,17 @@ const STORED_COUNT: TokenMeasure = { passage: (p) => p.tokenCount, section: () =
 /** The knowledge sections for one prompt, and the record of every decision behind them. */
 export async function retrieveKnowledge(store: KnowledgeStore, query: RetrievalQuery, options: RetrievalOptions = {}): Promise<RetrievalResult> {
   const ranked = await rankCandidates(store, { ...query, placePins: true }, options);
+  const inserted = new Map([...ranked.alwaysInclude, ...ranked.admitted].flatMap((w) => (w.worldInfo?.fired ? [[w.row.id, w.worldInfo] as const] : [])));
   // Measured before selection, so the record, the budgets and the prompt's sections all count alike.
   if (query.measure) for (const w of [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest]) w.decision.tokenCount = query.measure.passage(toSelected(w, ''));
   const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets, query.measure ?? STORED_COUNT);
   const sections = emptySections();
   for (const w of selected) sections[w.decision.section!].push(toSelected(w, w.decision.reason));
+  // In a section, World Info entries come first, in SillyTavern's prompt order (by position, the highest order last).
+  for (const key of Object.keys(sections) as KnowledgeSection[]) {
+    const st = sections[key].filter((p) => inserted.has(p.passageId)).sort((a, b) => insertionOrder(inserted.get(a.passageId)!, inserted.get(b.passageId)!));
+    if (st.length > 0) sections[key] = [...st, ...sections[key].filter((p) => !inserted.has(p.passageId))];
+  }
   return { sections, record: buildRecord(store, ranked, query.stage, query.budgets, conflicts, (options.now ?? (() => new Date()))()) };
 }
 
@@ -748,6 +804,8 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
   if (row.campaign !== record.campaignId) return `it belongs to campaign ${row.campaign}: one campaign never retrieves another's passages`;
   const excluded = eligibilityOutcome(row, record.stage);
   if (excluded) return `${excluded}: ${eligibilityReason(row, excluded, '')}`;
+  const verdict = record.worldInfo?.verdicts.find((v) => v.id === row.source_id);
+  if (verdict && !verdict.fired) return `SillyTavern's World Info held its entry back: ${verdict.reason}`;
   const { terms } = buildSearchTerms({ input: record.terms.join(' ') });
   const found = matchTerms(stemText(`${(JSON.parse(row.heading_path) as string[]).join(' ')} ${row.text}`), terms);
   const semantic = record.semantic.used

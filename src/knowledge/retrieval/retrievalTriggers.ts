@@ -3,6 +3,7 @@ import type { KnowledgeClass, SourceTriggers } from '../campaign';
 import { indexVersion } from './retrievalScore';
 import { isMeaningfulWord, nameTokens, tokenize } from './retrievalTerms';
 import { findWikiLinks } from '../entities';
+import { plainKeyIn } from './worldInfo';
 
 /**
  * Deterministic triggers: a source is eligible because the text mentions one of its keys or names, the
@@ -95,24 +96,8 @@ function rules(store: KnowledgeStore): Rule[] {
   return built;
 }
 
-/**
- * A word character as SillyTavern's whole-word test sees one: its `\W` boundary has no `u` flag, so any other
- * character (Chinese, Cyrillic, é) bounds a key, and 宗门 is a whole word inside 我们的宗门很大.
- */
-const WORD_CHAR = /[A-Za-z0-9_]/;
-
-/** SillyTavern's key test: a plain substring, or with whole words a single word bounded by non-word characters. */
-function keyMentioned(key: string, text: { raw: string; lower: string }, t: SourceTriggers): boolean {
-  const needle = t.caseSensitive ? key.trim() : key.trim().toLowerCase();
-  const haystack = t.caseSensitive ? text.raw : text.lower;
-  if (!t.matchWholeWords || /\s/.test(needle)) return haystack.includes(needle);
-  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
-    const before = haystack[at - 1];
-    const after = haystack[at + needle.length];
-    if ((before === undefined || !WORD_CHAR.test(before)) && (after === undefined || !WORD_CHAR.test(after))) return true;
-  }
-  return false;
-}
+/** SillyTavern's key test (worldInfo.ts holds it: activation and mentions match keys alike). */
+const keyMentioned = (key: string, text: { raw: string; lower: string }, t: SourceTriggers): boolean => plainKeyIn(key, text, t);
 
 function secondaryAllows(t: SourceTriggers, text: { raw: string; lower: string }): boolean {
   if (t.secondaryKeys.length === 0) return true;
@@ -137,14 +122,18 @@ function containsPhrase(words: readonly string[], phrase: readonly string[]): bo
   return false;
 }
 
-/** The sources the text mentions by a key or a name, each with the first mention found. */
-export function triggeredSources(store: KnowledgeStore, scanned: string): Map<string, Trigger> {
+/**
+ * The sources the text mentions by a key or a name, each with the first mention found. With `worldInfoApart`,
+ * sources carrying SillyTavern behaviour are left to its activation (a prompt's), never fired by a mention.
+ */
+export function triggeredSources(store: KnowledgeStore, scanned: string, worldInfoApart = false): Map<string, Trigger> {
   const fired = new Map<string, Trigger>();
   const all = rules(store);
   if (all.length === 0 || scanned.trim() === '') return fired;
   const text = { raw: scanned, lower: scanned.toLowerCase() };
   const words = tokenize(scanned);
   for (const rule of all) {
+    if (worldInfoApart && rule.triggers.worldInfo) continue;
     const key = rule.triggers.keys.find((k) => keyMentioned(k, text, rule.triggers));
     if (key !== undefined && secondaryAllows(rule.triggers, text)) {
       fired.set(rule.sourceId, { sourceId: rule.sourceId, mention: key, kind: 'key' });

@@ -1,4 +1,5 @@
 import type { KnowledgeClass } from '../campaign';
+import type { EntryVerdict, TimedState, WorldInfoSettings } from './worldInfo';
 
 /**
  * The contract between retrieval (src/knowledge/retrieval*.ts) and every consumer: the story engine's
@@ -52,6 +53,40 @@ export interface RetrievalQuery {
   budgets: KnowledgeBudgets;
   /** What knowledge costs where it is sent; absent: each passage's stored estimate, and no framing. */
   measure?: TokenMeasure;
+  /**
+   * The chat as SillyTavern's World Info reads it, for a prompt: sources carrying SillyTavern behaviour
+   * (`sillytavern.entry` in front matter) then enter by its activation alone. Absent: the input and `recent`
+   * are the chat, with no timed effects and seed 0.
+   */
+  worldInfo?: WorldInfoQuery;
+}
+
+export interface WorldInfoQuery {
+  /** The chat's messages, oldest first, the action being played last (each action and each narration one message). */
+  messages: string[];
+  /** Messages the chat holds, which delay and timed effects count. */
+  chatLength: number;
+  /** The branch's timed effects after the turn this one follows. */
+  state: TimedState;
+  /** Rolls probability and group weights; recorded with the turn. */
+  seed: number;
+  settings: WorldInfoSettings;
+  /** Tokens the entries may take together, by the query's measure. */
+  budget: number;
+  /** Relevance may admit these entries too, beside SillyTavern's activation (off for imported books by default). */
+  searchAdmits: boolean;
+}
+
+/** What SillyTavern's activation decided for one prompt. */
+export interface WorldInfoRecord {
+  seed: number;
+  chatLength: number;
+  budget: number;
+  used: number;
+  /** The timed effects after this turn: the next turn on this branch starts from them. */
+  state: TimedState;
+  /** Every entry with SillyTavern behaviour, fired or not, and why. */
+  verdicts: (EntryVerdict & { sourcePath: string })[];
 }
 
 /**
@@ -175,6 +210,8 @@ export interface RetrievalRecord {
   abstention?: string | null;
   /** Canon lines replaced because play moved on; absent in records made before this existed. */
   superseded?: SupersededCanonLine[];
+  /** SillyTavern's World Info activation for this prompt; absent for a search, a campaign without such entries, and older records. */
+  worldInfo?: WorldInfoRecord;
 }
 
 export interface RetrievalResult {

@@ -66,7 +66,8 @@ describe('attacks: prompt frame breakout through every field', () => {
   });
 
   it('sends every field as data: only the builder’s frames and headings, each on its own line', async () => {
-    const context = await engine.previewContext(adventureId, { kind: 'say', text: 'Where are the crypt keys kept?' });
+    // Eldoria is the lorebook entry's key: SillyTavern's activation sends it only when a key is mentioned.
+    const context = await engine.previewContext(adventureId, { kind: 'say', text: 'Where are the crypt keys of Eldoria kept?' });
     const prompt = context.messages.map((m) => m.content).join('\n\n');
     const passages = context.sections.flatMap((s) => (s.id === 'always-include' || s.id === 'canon' || s.id === 'reference' || s.id === 'inspiration' ? s.itemIds : []));
     const hostile = passages.filter((id) => prompt.includes(`⟦passage ${id} · `) && prompt.slice(prompt.indexOf(`⟦passage ${id} · `)).split('\n')[0]!.includes('Crypt'));

@@ -1,0 +1,555 @@
+import type { SelectiveLogic, WorldInfoFields, WorldInfoSettings } from '../campaign';
+
+export { WORLD_INFO_DEFAULTS, type WorldInfoSettings } from '../campaign';
+
+/**
+ * SillyTavern's World Info activation (its 1.12+ semantics, learned from its documentation and source, not
+ * copied), as a pure function: entries, the chat's messages, the branch's timed effects and a seed in; the
+ * entries it would insert, the timed effects after this message, and a plain-words verdict for every entry
+ * out. No I/O and no clock: the same input always gives the same output, so a recorded turn shows what it
+ * sent and a retry with a new seed rolls again.
+ *
+ * Time is counted as SillyTavern counts it, in chat messages: `chatLength` is how many the chat holds when
+ * the scan runs (the action being played included). An effect that starts at message L with a length of N
+ * holds while the chat has fewer than L + N messages.
+ */
+
+/** The budget in tokens for a context of this many tokens: its share, at least 1, and never over the cap. */
+export function worldInfoBudget(settings: WorldInfoSettings, contextTokens: number): number {
+  const share = Math.round((settings.budgetPercent * contextTokens) / 100) || 1;
+  return settings.budgetCap > 0 ? Math.min(share, settings.budgetCap) : share;
+}
+
+export interface ActivationEntry {
+  id: string;
+  /** How the writer names it in reasons. */
+  title: string;
+  /** Changes when the entry does: a timed effect of an edited entry ends, as SillyTavern's does. */
+  hash: string;
+  /** Its text, scanned by recursion. */
+  content: string;
+  /** What it costs against the World Info budget. */
+  tokens: number;
+  fields: WorldInfoFields;
+}
+
+export interface TimedEffect {
+  /** The entry's hash when the effect began. */
+  hash: string;
+  /** Chat length when it began, and the length from which it no longer holds. */
+  start: number;
+  end: number;
+  /** A cooldown that follows a sticky: it stands even on the message it began. */
+  protected: boolean;
+}
+
+/** The branch's timed effects by entry id, as they stand after a message. */
+export interface TimedState {
+  sticky: Record<string, TimedEffect>;
+  cooldown: Record<string, TimedEffect>;
+}
+
+export const NO_TIMED_EFFECTS: Readonly<TimedState> = Object.freeze({ sticky: {}, cooldown: {} });
+
+export interface ActivationInput {
+  entries: readonly ActivationEntry[];
+  /** The chat's messages, oldest first; the action being played is the last. */
+  messages: readonly string[];
+  /** Messages the chat holds (delay and timed effects count these); the number of messages when absent. */
+  chatLength?: number;
+  state: TimedState;
+  seed: number;
+  settings: WorldInfoSettings;
+  /** Tokens the activated entries may take together (see worldInfoBudget). */
+  budget: number;
+}
+
+export interface EntryVerdict {
+  id: string;
+  title: string;
+  fired: boolean;
+  /** Plain words: "key 'inn' in message 7", "cooling down until message 9", "probability 40%: rolled 63". */
+  reason: string;
+  /** 0: the first scan; n: the n-th recursion; null: it never got that far. */
+  step: number | null;
+  position: number;
+  order: number;
+  depth: number;
+  role: number;
+}
+
+export interface ActivationResult {
+  /** Entries to insert, in SillyTavern's prompt order (by position, then lower order first, so the highest lands last). */
+  activated: EntryVerdict[];
+  /** Every entry, fired or not, in the book's order. */
+  verdicts: EntryVerdict[];
+  state: TimedState;
+  budget: number;
+  /** Tokens the inserted entries take. */
+  used: number;
+}
+
+/**
+ * Where SillyTavern's prompt holds each position, earliest first: before the character, after it, around the
+ * examples, then the chat, where an entry at a depth sits deeper (earlier) the greater its depth and the
+ * author's note is near the end; an outlet goes only where a prompt names it, so last here.
+ */
+const PROMPT_PLACE: Record<number, number> = { 0: 0, 1: 1, 5: 2, 6: 3, 4: 4, 2: 5, 3: 6, 7: 7 };
+
+/** SillyTavern's prompt order of two inserted entries: by position, then depth (deeper first), then order. */
+export function insertionOrder(a: Pick<EntryVerdict, 'position' | 'depth' | 'order'>, b: Pick<EntryVerdict, 'position' | 'depth' | 'order'>): number {
+  const place = (v: typeof a) => PROMPT_PLACE[v.position] ?? 7;
+  return place(a) - place(b) || (a.position === 4 && b.position === 4 ? b.depth - a.depth : 0) || a.order - b.order;
+}
+
+/** A 32-bit hash (FNV-1a) of text: the roll of one entry under one seed, never Math.random. */
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  // A final avalanche, so neighbouring seeds roll unrelated numbers.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** A seed fixed by text (a preview's, which shows the same rolls each time it is asked). */
+export const seedFromText = (text: string): number => hash32(text) % 2 ** 31;
+
+/** 1–100, as a percent roll reads. */
+const roll = (seed: number, what: string): number => (hash32(`${seed}:${what}`) % 100) + 1;
+
+/** A regular-expression key `/pattern/flags`, or null for a plain one. */
+function regexKey(key: string): RegExp | null | 'refused' {
+  const m = /^\/(.+)\/([dgimsuvy]*)$/s.exec(key.trim());
+  if (!m) return null;
+  // A quantified group that itself repeats ("(a+)+") can take exponential time on a crafted message; an
+  // imported pattern is data, so one that could hang play is refused rather than run.
+  if (m[1]!.length > 500 || /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]/.test(m[1]!)) return 'refused';
+  try {
+    return new RegExp(m[1]!, m[2]!.replace(/[gy]/g, ''));
+  } catch {
+    return 'refused';
+  }
+}
+
+/**
+ * A word character as SillyTavern's whole-word test sees one: its `\W` boundary has no `u` flag, so any other
+ * character (Chinese, Cyrillic, é) bounds a key, and 宗门 is a whole word inside 我们的宗门很大.
+ */
+const WORD_CHAR = /[A-Za-z0-9_]/;
+
+export interface KeyRules {
+  caseSensitive: boolean;
+  matchWholeWords: boolean;
+}
+
+/** SillyTavern's test of a plain key: a substring, or with whole words a single word bounded by non-word characters. */
+export function plainKeyIn(key: string, text: { raw: string; lower: string }, rules: KeyRules): boolean {
+  const needle = rules.caseSensitive ? key.trim() : key.trim().toLowerCase();
+  if (needle === '') return false;
+  const haystack = rules.caseSensitive ? text.raw : text.lower;
+  if (!rules.matchWholeWords || /\s/.test(needle)) return haystack.includes(needle);
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
+    const before = haystack[at - 1];
+    const after = haystack[at + needle.length];
+    if ((before === undefined || !WORD_CHAR.test(before)) && (after === undefined || !WORD_CHAR.test(after))) return true;
+  }
+  return false;
+}
+
+/** Where the scan reads: each message (1-based number in the chat) and the recursion buffer. */
+interface Scanned {
+  number: number | null;
+  raw: string;
+  lower: string;
+}
+
+/** What one entry's scan reads, newest first, and the same joined for a quick first look. */
+interface Window {
+  texts: Scanned[];
+  raw: string;
+  lower: string;
+  /** Every three characters in a row of the window (raw, lower-cased), built when first asked. */
+  grams: { raw?: Set<string>; lower?: Set<string> };
+}
+
+const SEPARATOR = '\u0001';
+function windowOf(texts: Scanned[]): Window {
+  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR), grams: {} };
+}
+
+function trigrams(text: string): Set<string> {
+  const set = new Set<string>();
+  for (let i = 0; i + 3 <= text.length; i++) set.add(text.slice(i, i + 3));
+  return set;
+}
+
+/**
+ * Whether the window may hold the needle: a key is in the text only if each of its three-character runs is,
+ * so a big book's keys are mostly ruled out by a few set lookups rather than a search of the whole window.
+ */
+function windowMayHold(window: Window, needle: string, caseSensitive: boolean): boolean {
+  const text = caseSensitive ? window.raw : window.lower;
+  if (needle.length < 3) return text.includes(needle);
+  const grams = caseSensitive ? (window.grams.raw ??= trigrams(text)) : (window.grams.lower ??= trigrams(text));
+  for (let i = 0; i + 3 <= needle.length; i++) if (!grams.has(needle.slice(i, i + 3))) return false;
+  return text.includes(needle);
+}
+
+interface Key {
+  key: string;
+  /** The key as matched: trimmed, and lower-cased unless case counts. */
+  needle: string;
+  regex: RegExp | null | 'refused';
+}
+
+interface Prepared {
+  entry: ActivationEntry;
+  rules: KeyRules;
+  keys: Key[];
+  secondary: Key[];
+}
+
+function keyFound(k: Key, text: Scanned, rules: KeyRules): boolean {
+  if (k.regex === 'refused') return false;
+  return k.regex ? k.regex.test(text.raw) : plainKeyIn(k.key, text, rules);
+}
+
+/** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
+function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
+  return keys.filter((k) => k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : windowMayHold(window, k.needle, rules.caseSensitive)));
+}
+
+/** The first of the keys found, and where. */
+function findKey(keys: readonly Key[], window: Window, rules: KeyRules): { key: string; where: Scanned } | null {
+  const possible = mayHold(keys, window, rules);
+  if (possible.length === 0) return null;
+  for (const text of window.texts) for (const k of possible) if (keyFound(k, text, rules)) return { key: k.key, where: text };
+  return null;
+}
+
+const countFound = (keys: readonly Key[], window: Window, rules: KeyRules): number =>
+  mayHold(keys, window, rules).filter((k) => window.texts.some((t) => keyFound(k, t, rules))).length;
+
+function secondaryAllows(logic: SelectiveLogic, found: number, total: number): boolean {
+  switch (logic) {
+    case 'and_any':
+      return found > 0;
+    case 'and_all':
+      return found === total;
+    case 'not_any':
+      return found === 0;
+    case 'not_all':
+      return found < total;
+  }
+}
+
+const LOGIC_WORDS: Record<SelectiveLogic, string> = { and_any: 'AND ANY', and_all: 'AND ALL', not_any: 'NOT ANY', not_all: 'NOT ALL' };
+
+/** Group scoring: a point per primary key found, and per secondary key under AND ANY (all of them under AND ALL). */
+function groupScore(p: Prepared, window: Window): number {
+  const primary = countFound(p.keys, window, p.rules);
+  if (p.secondary.length === 0) return primary;
+  const secondary = countFound(p.secondary, window, p.rules);
+  const logic = p.entry.fields.selectiveLogic;
+  if (logic === 'and_any') return primary + secondary;
+  if (logic === 'and_all') return primary + (secondary === p.secondary.length ? secondary : 0);
+  return primary;
+}
+
+const where = (s: Scanned): string => (s.number === null ? 'the text of an entry already activated' : `message ${s.number}`);
+
+/** "sticky: 3 more messages" */
+const more = (n: number, what: string): string => `${n} more ${what}${n === 1 ? '' : 's'}`;
+
+/** Runs SillyTavern's activation over one message. */
+export function activateWorldInfo(input: ActivationInput): ActivationResult {
+  const { settings, seed } = input;
+  const chatLength = input.chatLength ?? input.messages.length;
+  // SillyTavern sorts a book by order, highest first; equal orders keep the book's own order.
+  const entries = input.entries
+    .map((entry, i) => ({ entry, i }))
+    .sort((a, b) => b.entry.fields.order - a.entry.fields.order || a.i - b.i)
+    .map(({ entry }) => entry);
+  const byId = new Map(entries.map((e) => [e.id, e]));
+  const verdicts = new Map<string, EntryVerdict>();
+  const verdict = (e: ActivationEntry, fired: boolean, reason: string, step: number | null): void => {
+    const f = e.fields;
+    verdicts.set(e.id, { id: e.id, title: e.title, fired, reason, step, position: f.position, order: f.order, depth: f.depth, role: f.role });
+  };
+
+  // Timed effects as they stand at this message: ended ones removed, an ended sticky's cooldown begun.
+  const state: TimedState = { sticky: {}, cooldown: {} };
+  const stickyNow = new Map<string, TimedEffect>();
+  const coolingNow = new Map<string, TimedEffect>();
+  const endedSticky = new Set<string>();
+  for (const [id, effect] of Object.entries(input.state.sticky)) {
+    const entry = byId.get(id);
+    // A chat that did not move past the effect's start was rewound (SillyTavern drops it the same way).
+    if (chatLength <= effect.start && !effect.protected) continue;
+    if (!entry) {
+      if (chatLength < effect.end) state.sticky[id] = effect;
+      continue;
+    }
+    if (entry.hash !== effect.hash || entry.fields.sticky === 0) continue;
+    if (chatLength >= effect.end) {
+      endedSticky.add(id);
+      if (entry.fields.cooldown > 0) state.cooldown[id] = { hash: entry.hash, start: chatLength, end: chatLength + entry.fields.cooldown, protected: true };
+      continue;
+    }
+    state.sticky[id] = effect;
+    stickyNow.set(id, effect);
+  }
+  for (const [id, effect] of Object.entries(input.state.cooldown)) {
+    if (state.cooldown[id]) continue;
+    const entry = byId.get(id);
+    if (chatLength <= effect.start && !effect.protected) continue;
+    if (!entry) {
+      if (chatLength < effect.end) state.cooldown[id] = effect;
+      continue;
+    }
+    if (entry.hash !== effect.hash || entry.fields.cooldown === 0 || chatLength >= effect.end) continue;
+    state.cooldown[id] = effect;
+  }
+  for (const [id, effect] of Object.entries(state.cooldown)) if (byId.has(id)) coolingNow.set(id, effect);
+
+  const prepared = new Map<string, Prepared>(
+    entries.map((entry) => {
+      const f = entry.fields;
+      const rules = { caseSensitive: f.caseSensitive ?? settings.caseSensitive, matchWholeWords: f.matchWholeWords ?? settings.matchWholeWords };
+      const keyed = (keys: readonly string[]) => keys.map((key) => ({ key, needle: rules.caseSensitive ? key.trim() : key.trim().toLowerCase(), regex: regexKey(key) }));
+      return [entry.id, { entry, rules, keys: keyed(f.keys), secondary: keyed(f.secondaryKeys) }];
+    }),
+  );
+
+  const messages: Scanned[] = input.messages.map((raw, i) => ({ number: chatLength - input.messages.length + i + 1, raw, lower: raw.toLowerCase() }));
+  const recursion: Scanned[] = [];
+  const activated = new Map<string, { entry: ActivationEntry; step: number }>();
+  const failedRoll = new Set<string>();
+  const groupsWon = new Set<string>();
+  let used = 0;
+  let overflowed = false;
+  let skew = 0;
+  const levels = [...new Set(entries.map((e) => e.fields.delayUntilRecursion).filter((n) => n > 0))].sort((a, b) => a - b);
+  let level = levels.shift() ?? 0;
+  let mode: 'initial' | 'recursion' | 'min-activations' = 'initial';
+  let step = 0;
+  for (let pass = 0; ; pass++) {
+    if (settings.maxRecursionSteps > 0 && pass >= settings.maxRecursionSteps) break;
+    const now: { entry: ActivationEntry; why: string; sticky: boolean }[] = [];
+    // Most entries scan as deep as the campaign says: each depth's window is built once a pass.
+    const windows = new Map<number, Window>();
+    const windowAt = (depth: number): Window => {
+      let w = windows.get(depth);
+      if (!w) windows.set(depth, (w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...(mode === 'min-activations' ? [] : recursion)])));
+      return w;
+    };
+    for (const entry of entries) {
+      const id = entry.id;
+      const f = entry.fields;
+      if (failedRoll.has(id) || activated.has(id)) continue;
+      const sticky = stickyNow.get(id);
+      if (f.delay > 0 && chatLength < f.delay) {
+        verdict(entry, false, `waits for message ${f.delay} (delay ${f.delay}; the chat holds ${chatLength})`, null);
+        continue;
+      }
+      const cooling = coolingNow.get(id);
+      if (cooling && !sticky) {
+        verdict(entry, false, `cooling down until message ${cooling.end}${endedSticky.has(id) ? ' (its sticky just ended)' : ''}`, null);
+        continue;
+      }
+      if (!sticky && f.delayUntilRecursion > 0 && (mode !== 'recursion' || f.delayUntilRecursion > level)) {
+        verdict(entry, false, `only recursion activates it${f.delayUntilRecursion > 1 ? ` (from recursion level ${f.delayUntilRecursion})` : ''}${settings.recursive ? '' : ', and recursion is off'}`, null);
+        continue;
+      }
+      if (!sticky && mode === 'recursion' && f.excludeRecursion) continue;
+      if (f.constant) {
+        now.push({ entry, why: 'constant (always active)', sticky: false });
+        continue;
+      }
+      if (sticky) {
+        now.push({ entry, why: `sticky: ${more(sticky.end - chatLength - 1, 'message')} after this one`, sticky: true });
+        continue;
+      }
+      const p = prepared.get(id)!;
+      if (p.keys.length === 0) {
+        verdict(entry, false, 'it has no keys and is not constant', null);
+        continue;
+      }
+      const depth = (f.scanDepth ?? settings.scanDepth) + skew;
+      const window = windowAt(depth);
+      const found = findKey(p.keys, window, p.rules);
+      if (!found) {
+        const refused = p.keys.filter((k) => k.regex === 'refused').map((k) => k.key);
+        verdict(
+          entry,
+          false,
+          `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${recursion.length > 0 && mode !== 'min-activations' ? ' or activated entries' : ''}${refused.length > 0 ? `; regex key ${refused.join(', ')} is invalid or could run too long, so it was not run` : ''}`,
+          null,
+        );
+        continue;
+      }
+      let why = `key '${found.key}' in ${where(found.where)}`;
+      if (p.secondary.length > 0) {
+        const count = countFound(p.secondary, window, p.rules);
+        if (!secondaryAllows(f.selectiveLogic, count, p.secondary.length)) {
+          verdict(entry, false, `${why}, but its secondary keys fail ${LOGIC_WORDS[f.selectiveLogic]} (${count} of ${p.secondary.length} found)`, null);
+          continue;
+        }
+        why += ` with secondary keys ${LOGIC_WORDS[f.selectiveLogic]} (${count} of ${p.secondary.length} found)`;
+      }
+      now.push({ entry, why, sticky: false });
+    }
+    // Stickies first, then the book's order.
+    now.sort((a, b) => Number(b.sticky) - Number(a.sticky));
+
+    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, prepared, windowAt, skew, seed, step, verdict);
+
+    const accepted: ActivationEntry[] = [];
+    for (const { entry, why, sticky } of winners) {
+      const f = entry.fields;
+      let reason = why;
+      if (!sticky && f.useProbability && f.probability < 100) {
+        const rolled = roll(seed, `${entry.id}:probability`);
+        if (rolled > f.probability) {
+          failedRoll.add(entry.id);
+          verdict(entry, false, `${why}; probability ${f.probability}%: rolled ${rolled}`, step);
+          continue;
+        }
+        reason += `; probability ${f.probability}%: rolled ${rolled}`;
+      }
+      if (overflowed && !f.ignoreBudget) {
+        verdict(entry, false, `${reason}; the World Info budget (${input.budget} tokens) was already full`, step);
+        continue;
+      }
+      if (!f.ignoreBudget && used + entry.tokens > input.budget) {
+        overflowed = true;
+        verdict(entry, false, `${reason}; over the World Info budget (${used + entry.tokens}/${input.budget} tokens)`, step);
+        continue;
+      }
+      used += entry.tokens;
+      if (f.ignoreBudget && used > input.budget) reason += '; ignores the budget';
+      if (step > 0) reason += ` (recursion step ${step})`;
+      verdict(entry, true, reason, step);
+      activated.set(entry.id, { entry, step });
+      for (const g of f.groups) groupsWon.add(g);
+      accepted.push(entry);
+    }
+
+    // What the next pass is, as SillyTavern decides it.
+    const spreading = accepted.filter((e) => !e.fields.preventRecursion);
+    if (settings.recursive && spreading.length > 0 && !overflowed) {
+      for (const e of spreading) recursion.push({ number: null, raw: e.content, lower: e.content.toLowerCase() });
+      mode = 'recursion';
+      step++;
+      continue;
+    }
+    if (settings.minActivations > 0 && activated.size < settings.minActivations && !overflowed) {
+      const depth = settings.scanDepth + skew + 1;
+      const widest = settings.minActivationsDepthMax > 0 ? Math.min(settings.minActivationsDepthMax, messages.length) : messages.length;
+      if (depth <= widest) {
+        skew++;
+        mode = 'min-activations';
+        continue;
+      }
+    }
+    if (settings.recursive && levels.length > 0 && !overflowed) {
+      level = levels.shift()!;
+      mode = 'recursion';
+      step++;
+      continue;
+    }
+    break;
+  }
+
+  // New timed effects start with this message; one already running is not renewed.
+  for (const { entry } of activated.values()) {
+    const f = entry.fields;
+    if (f.sticky > 0 && !state.sticky[entry.id]) state.sticky[entry.id] = { hash: entry.hash, start: chatLength, end: chatLength + f.sticky, protected: false };
+    if (f.cooldown > 0 && !state.cooldown[entry.id]) state.cooldown[entry.id] = { hash: entry.hash, start: chatLength, end: chatLength + f.cooldown, protected: false };
+  }
+  for (const [id, effect] of Object.entries(state.sticky)) {
+    const v = verdicts.get(id);
+    if (v?.fired && effect.start === chatLength) v.reason += `; sticky: stays for ${more(effect.end - chatLength - 1, 'message')}`;
+  }
+
+  const all = input.entries.map((e) => verdicts.get(e.id) ?? { id: e.id, title: e.title, fired: false, reason: 'not scanned', step: null, position: e.fields.position, order: e.fields.order, depth: e.fields.depth, role: e.fields.role });
+  const inserted = all.filter((v) => v.fired).sort(insertionOrder);
+  return { activated: inserted, verdicts: all, state, budget: input.budget, used };
+}
+
+type Candidate = { entry: ActivationEntry; why: string; sticky: boolean };
+
+/**
+ * One winner per inclusion group: a group a sticky member holds keeps it; a group already won in an earlier
+ * pass takes no more; scoring keeps the members matching most keys; an override member wins on order;
+ * otherwise a weighted roll. Losers get their verdict here.
+ */
+function inclusionGroups(
+  candidates: Candidate[],
+  won: ReadonlySet<string>,
+  isSticky: (e: ActivationEntry) => boolean,
+  settings: WorldInfoSettings,
+  prepared: Map<string, Prepared>,
+  windowAt: (depth: number) => Window,
+  skew: number,
+  seed: number,
+  step: number,
+  verdict: (e: ActivationEntry, fired: boolean, reason: string, step: number | null) => void,
+): Candidate[] {
+  const out = new Set(candidates);
+  const names = [...new Set(candidates.flatMap((c) => c.entry.fields.groups))];
+  for (const name of names) {
+    let members = candidates.filter((c) => out.has(c) && c.entry.fields.groups.includes(name));
+    if (members.length === 0) continue;
+    const lose = (c: Candidate, why: string) => {
+      out.delete(c);
+      verdict(c.entry, false, `${c.why}; group ${name}: ${why}`, step);
+    };
+    if (won.has(name)) {
+      for (const c of members) lose(c, 'another member already activated in an earlier pass');
+      continue;
+    }
+    if (members.length === 1) continue;
+    const stickies = members.filter((c) => isSticky(c.entry));
+    if (stickies.length > 0) {
+      for (const c of members) if (!stickies.includes(c)) lose(c, `${stickies[0]!.entry.title} holds the group (sticky)`);
+      members = stickies;
+      if (members.length === 1) continue;
+    }
+    const scored = members.filter((c) => c.entry.fields.useGroupScoring ?? settings.useGroupScoring);
+    if (scored.length > 0) {
+      const score = (c: Candidate) => {
+        const f = c.entry.fields;
+        const depth = (f.scanDepth ?? settings.scanDepth) + skew;
+        return groupScore(prepared.get(c.entry.id)!, windowAt(depth));
+      };
+      const scores = new Map(scored.map((c) => [c, score(c)]));
+      const best = Math.max(...scores.values());
+      for (const [c, s] of scores) if (s < best) lose(c, `matched ${s} key${s === 1 ? '' : 's'}, fewer than the best member's ${best} (group scoring)`);
+      members = members.filter((c) => out.has(c));
+      if (members.length === 1) continue;
+    }
+    const overrides = members.filter((c) => c.entry.fields.groupOverride);
+    if (overrides.length > 0) {
+      // The highest order among the prioritized members; the book's order breaks a tie.
+      const winner = overrides.reduce((a, b) => (b.entry.fields.order > a.entry.fields.order ? b : a));
+      for (const c of members) if (c !== winner) lose(c, `${winner.entry.title} won on order (prioritized, order ${winner.entry.fields.order})`);
+      winner.why += `; group ${name}: won on order`;
+      continue;
+    }
+    const total = members.reduce((n, c) => n + c.entry.fields.groupWeight, 0);
+    const rolled = (hash32(`${seed}:group:${name}:${step}`) % total) + 1;
+    let at = 0;
+    const winner = members.find((c) => (at += c.entry.fields.groupWeight) >= rolled)!;
+    for (const c of members) if (c !== winner) lose(c, `${winner.entry.title} won the weighted roll (${rolled} of ${total})`);
+    winner.why += `; group ${name}: won the weighted roll (${rolled} of ${total})`;
+  }
+  return candidates.filter((c) => out.has(c));
+}

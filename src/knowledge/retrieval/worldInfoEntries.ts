@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type { KnowledgeStore } from '../indexing';
+import type { Campaign, SourceTriggers, WorldInfoFields } from '../campaign';
+import { CANDIDATE_COLUMNS, type CandidateRow } from './retrievalRows';
+import { indexVersion } from './retrievalScore';
+import type { RetrievalQuery, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
+import { activateWorldInfo, NO_TIMED_EFFECTS, WORLD_INFO_DEFAULTS, type EntryVerdict } from './worldInfo';
+
+/** A source that carries SillyTavern behaviour: its passages (the entry's text) and its World Info fields. */
+export interface WorldInfoSource {
+  sourceId: string;
+  path: string;
+  title: string;
+  rows: CandidateRow[];
+  fields: WorldInfoFields;
+  /** Changes with the entry's text or fields, ending its timed effects as an edit in SillyTavern does. */
+  hash: string;
+}
+
+const sourcesCache = new WeakMap<KnowledgeStore, { key: string; sources: WorldInfoSource[] }>();
+
+/** The campaign's sources with SillyTavern behaviour, read once per index version. */
+export function worldInfoSources(store: KnowledgeStore): WorldInfoSource[] {
+  const version = indexVersion(store);
+  const cached = sourcesCache.get(store);
+  if (cached && cached.key === version) return cached.sources;
+  const rows = store
+    .statement(
+      `SELECT ${CANDIDATE_COLUMNS}, t.triggers AS triggers FROM source_triggers t CROSS JOIN sources s ON s.id = t.source_id
+       CROSS JOIN passages p ON p.source_id = s.id
+       WHERE t.campaign_id = ? AND json_extract(t.triggers, '$.worldInfo') IS NOT NULL ORDER BY s.path, p.idx`,
+    )
+    .all(store.campaignId) as (CandidateRow & { triggers: string })[];
+  const bySource = new Map<string, WorldInfoSource>();
+  for (const { triggers, ...row } of rows) {
+    let source = bySource.get(row.source_id);
+    if (!source) {
+      const fields = (JSON.parse(triggers) as SourceTriggers).worldInfo!;
+      source = { sourceId: row.source_id, path: row.path, title: row.title, rows: [], fields, hash: JSON.stringify(fields) };
+      bySource.set(row.source_id, source);
+    }
+    source.rows.push(row);
+  }
+  const sources = [...bySource.values()].map((s) => ({ ...s, hash: createHash('sha1').update(s.hash).update(s.rows.map((r) => r.content_hash).join(',')).digest('hex').slice(0, 16) }));
+  sourcesCache.set(store, { key: version, sources });
+  return sources;
+}
+
+/**
+ * The chat of a prompt that brought none (a `context` preview outside play): the query's recent lines and its
+ * input, no timed effects, seed 0, the campaign's settings (SillyTavern's defaults when not given), and the
+ * knowledge budgets together as the World Info budget.
+ */
+export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'recent' | 'budgets'>, campaign: Campaign['worldInfo'] = { ...WORLD_INFO_DEFAULTS, searchAdmits: false }): WorldInfoQuery {
+  const { searchAdmits, ...settings } = campaign;
+  const messages = [...(query.recent ?? []), query.input].filter((m) => m.trim() !== '');
+  const b = query.budgets;
+  return {
+    messages,
+    chatLength: messages.length,
+    state: NO_TIMED_EFFECTS,
+    seed: 0,
+    settings,
+    budget: b.alwaysInclude + b.canon + b.reference + b.inspiration,
+    searchAdmits,
+  };
+}
+
+/** SillyTavern's activation over the eligible sources: the record, and each source's verdict. */
+export function activateSources(
+  sources: readonly WorldInfoSource[],
+  query: WorldInfoQuery,
+  cost: (row: CandidateRow) => number,
+): { record: WorldInfoRecord; verdicts: Map<string, EntryVerdict> } {
+  const result = activateWorldInfo({
+    entries: sources.map((s) => {
+      let tokens: number | undefined;
+      return {
+        id: s.sourceId,
+        title: s.title,
+        hash: s.hash,
+        content: s.rows.map((r) => r.text).join('\n'),
+        // Priced only when the pass asks (an entry it activates): a big book's other entries cost nothing.
+        get tokens() {
+          return (tokens ??= s.rows.reduce((n, r) => n + cost(r), 0));
+        },
+        fields: s.fields,
+      };
+    }),
+    messages: query.messages,
+    chatLength: query.chatLength,
+    state: query.state,
+    seed: query.seed,
+    settings: query.settings,
+    budget: query.budget,
+  });
+  const paths = new Map(sources.map((s) => [s.sourceId, s.path]));
+  return {
+    record: {
+      seed: query.seed,
+      chatLength: query.chatLength,
+      budget: result.budget,
+      used: result.used,
+      state: result.state,
+      verdicts: result.verdicts.map((v) => ({ ...v, sourcePath: paths.get(v.id)! })),
+    },
+    verdicts: new Map(result.verdicts.map((v) => [v.id, v])),
+  };
+}
