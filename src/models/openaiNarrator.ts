@@ -2,12 +2,14 @@ import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 import { listModels, ModelServerError } from './servers';
 import { IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
-import { describeBytes, MAX_REPLY_BYTES, replyTooLargeIn } from './replyLimits';
+import { DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, describeBytes, MAX_REPLY_BYTES, replyTooLargeIn, TokenBound } from './replyLimits';
 
 export interface OpenAICompatibleNarratorOptions {
   backend: ModelBackend;
   /** Longest wait for the next byte (first token included: a cold model load takes a while). */
   idleTimeoutMs?: number;
+  /** Longest a whole reply may take (DEFAULT_REPLY_DEADLINE_MS). */
+  replyTimeoutMs?: number;
   /** Most bytes one reply may take (MAX_REPLY_BYTES, as for Ollama). */
   maxReplyBytes?: number;
 }
@@ -52,7 +54,8 @@ export class OpenAICompatibleNarrator implements Narrator {
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
-    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal);
+    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal, this.options.replyTimeoutMs ?? DEFAULT_REPLY_DEADLINE_MS);
+    const bound = new TokenBound(request.maxTokens ?? DEFAULT_REPLY_TOKENS);
     let text = '';
     let finishReason: string | null = null;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
@@ -65,6 +68,7 @@ export class OpenAICompatibleNarrator implements Narrator {
           stream: true,
           // The usage chunk is what calibrates token estimates for this model.
           stream_options: { include_usage: true },
+          max_tokens: bound.maxTokens,
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
         },
         { signal: deadline.signal },
@@ -75,19 +79,23 @@ export class OpenAICompatibleNarrator implements Narrator {
         const choice = chunk.choices[0];
         const piece = choice?.delta?.content ?? '';
         if (piece) {
+          if (!bound.take()) {
+            deadline.cut();
+            throw new NarratorError('too-large', bound.describe(this.server), text);
+          }
           text += piece;
           request.onChunk?.(piece);
         }
         if (choice?.finish_reason) finishReason = choice.finish_reason;
       }
       // The client ends the loop quietly when the request is aborted, so a stop or a timeout is read here.
-      if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
+      if (deadline.signal.aborted) throw this.stopped(text, deadline);
       // finish_reason is the server's word that the reply is whole; a stream that ends without it was cut.
       if (finishReason === null) throw new NarratorError('no-done', `the reply stream from ${this.server} ended without a finish reason; the reply may be cut off`, text);
       return { text, promptEvalCount: usage?.prompt_tokens ?? null, evalCount: usage?.completion_tokens ?? null, doneReason: finishReason };
     } catch (error) {
       if (error instanceof NarratorError) throw error;
-      if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
+      if (deadline.signal.aborted) throw this.stopped(text, deadline);
       const tooLarge = replyTooLargeIn(error);
       if (tooLarge) {
         throw new NarratorError('too-large', `${this.server} sent more than ${describeBytes(tooLarge.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, text);
@@ -98,8 +106,9 @@ export class OpenAICompatibleNarrator implements Narrator {
     }
   }
 
-  private stopped(partial: string, timedOut: boolean): NarratorError {
-    if (timedOut) return new NarratorError('timeout', `${this.server} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
+  private stopped(partial: string, deadline?: IdleDeadline): NarratorError {
+    const limit = deadline?.describe(this.server);
+    if (limit) return new NarratorError('timeout', limit, partial);
     return new NarratorError('cancelled', partial ? 'cancelled while the reply was streaming' : 'cancelled before any text arrived', partial);
   }
 
@@ -115,9 +124,9 @@ export class OpenAICompatibleNarrator implements Narrator {
       case 'not-found':
         return new NarratorError('model-missing', `${this.missingModelMessage(model, null)} (${failure.detail})`, partial);
       case 'timeout':
-        return this.stopped(partial, true);
+        return new NarratorError('timeout', `${this.server} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
       case 'cancelled':
-        return this.stopped(partial, false);
+        return this.stopped(partial);
       case 'rate-limited':
         return new NarratorError('server-error', describeServerFailure(this.options.backend, failure), partial);
       case 'mid-stream':
