@@ -1,4 +1,5 @@
 import { Ollama } from 'ollama';
+import { z } from 'zod';
 import { resolveOllamaHost } from './ollamaHost';
 import { causeOf, RedirectRefusedError } from './origin';
 import { cappedFetch, DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError, TokenBound } from './replyLimits';
@@ -72,6 +73,21 @@ export interface OllamaNarratorOptions {
   lookupTimeoutMs?: number;
   /** Most bytes read of one reply. */
   maxReplyBytes?: number;
+}
+
+/** One streamed line of `/api/chat`, as much of it as the narrator reads: anything else in its place ends the reply with a reason. */
+const OllamaPiece = z.object({
+  message: z.object({ content: z.string().optional() }).optional(),
+  done: z.boolean().optional(),
+  done_reason: z.string().nullish(),
+  prompt_eval_count: z.number().optional(),
+  eval_count: z.number().optional(),
+});
+
+/** The first thing wrong with a piece, as "message.content: expected string, received object". */
+export function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  return `${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}`;
 }
 
 /** Ollama answers in JSON (`application/json`, or `application/x-ndjson` when streaming). */
@@ -273,8 +289,14 @@ export class OllamaNarrator implements Narrator {
           num_predict: bound.maxTokens,
         },
       });
-      for await (const part of stream) {
+      for await (const raw of stream) {
         deadline.arm();
+        const parsed = OllamaPiece.safeParse(raw);
+        if (!parsed.success) {
+          stream.abort();
+          throw new NarratorError('mid-stream', `Ollama at ${this.host} sent a piece of the reply that is not a chat message (${describeIssue(parsed.error)}); stopped the reply`, text);
+        }
+        const part = parsed.data;
         const piece = part.message?.content ?? '';
         if (piece) {
           if (!bound.take()) {

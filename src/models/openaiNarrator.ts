@@ -1,7 +1,8 @@
+import { z } from 'zod';
 import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 import { listModels, ModelServerError } from './servers';
-import { IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
+import { describeIssue, IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
 import { DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, describeBytes, MAX_REPLY_BYTES, replyTooLargeIn, TokenBound } from './replyLimits';
 
 export interface OpenAICompatibleNarratorOptions {
@@ -13,6 +14,18 @@ export interface OpenAICompatibleNarratorOptions {
   /** Most bytes one reply may take (MAX_REPLY_BYTES, as for Ollama). */
   maxReplyBytes?: number;
 }
+
+/** One streamed chunk, as much of it as the narrator reads: anything else in its place ends the reply with a reason. */
+const StreamChunk = z.object({
+  choices: z.array(z.object({ delta: z.object({ content: z.string().nullish() }).nullish(), finish_reason: z.string().nullish() })).default([]),
+  usage: z.object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).nullish(),
+});
+
+/** A whole (non-streamed) chat completion. */
+const WholeCompletion = z.object({
+  choices: z.array(z.object({ message: z.object({ content: z.string().nullish() }), finish_reason: z.string().nullish() })).min(1),
+  usage: z.object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).nullish(),
+});
 
 /**
  * The narrator on any OpenAI-compatible server (llama.cpp, vLLM, LM Studio, KoboldCpp, hosted gateways)
@@ -61,7 +74,8 @@ export class OpenAICompatibleNarrator implements Narrator {
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
     try {
       const client = await openAIClient(this.options.backend, this.idleTimeoutMs, this.options.maxReplyBytes ?? MAX_REPLY_BYTES);
-      const stream = await client.chat.completions.create(
+      const { data: stream, response } = await client.chat.completions
+        .create(
         {
           model: request.model,
           messages: request.messages,
@@ -71,10 +85,17 @@ export class OpenAICompatibleNarrator implements Narrator {
           max_tokens: bound.maxTokens,
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
         },
-        { signal: deadline.signal },
-      );
-      for await (const chunk of stream) {
+          { signal: deadline.signal },
+        )
+        .withResponse();
+      const type = response.headers.get('content-type') ?? '';
+      // A 200 that is not a stream: a whole completion (some servers ignore `stream`) is used; anything else is named.
+      if (!/text\/event-stream/i.test(type)) return await this.wholeReply(response, type, bound, request);
+      for await (const raw of stream) {
         deadline.arm();
+        const parsed = StreamChunk.safeParse(raw);
+        if (!parsed.success) throw new NarratorError('mid-stream', `${this.server} sent a piece of the reply that is not a chat completion chunk (${describeIssue(parsed.error)}); stopped the reply`, text);
+        const chunk = parsed.data;
         if (chunk.usage) usage = chunk.usage;
         const choice = chunk.choices[0];
         const piece = choice?.delta?.content ?? '';
@@ -104,6 +125,25 @@ export class OpenAICompatibleNarrator implements Narrator {
     } finally {
       deadline.dispose();
     }
+  }
+
+  /** A non-streamed answer to a streamed request: a whole JSON completion is the reply; anything else (a proxy's HTML page) is named. */
+  private async wholeReply(response: Response, type: string, bound: TokenBound, request: GenerateRequest): Promise<GenerateResult> {
+    const body = await response.text();
+    let completion: z.infer<typeof WholeCompletion> | undefined;
+    try {
+      completion = WholeCompletion.parse(JSON.parse(body));
+    } catch {
+      const what = /html/i.test(type) || /^\s*<(!doctype|html)/i.test(body) ? 'an HTML page' : type ? `'${type.split(';')[0]}'` : 'a body with no content type';
+      throw new NarratorError('server-error', `${this.server} answered HTTP ${response.status} with ${what}, not a streamed reply; check the base URL (an OpenAI-compatible one usually ends in /v1)`, '');
+    }
+    const choice = completion.choices[0];
+    const text = choice?.message.content ?? '';
+    if (text) {
+      if (!bound.take()) throw new NarratorError('too-large', bound.describe(this.server), '');
+      request.onChunk?.(text);
+    }
+    return { text, promptEvalCount: completion.usage?.prompt_tokens ?? null, evalCount: completion.usage?.completion_tokens ?? null, doneReason: choice?.finish_reason ?? 'stop' };
   }
 
   private stopped(partial: string, deadline?: IdleDeadline): NarratorError {
