@@ -7,7 +7,11 @@ import { checkCanonConsistency, pairPassagesByEntity } from '../../../src/knowle
 import { buildEntityNames } from '../../../src/knowledge/names';
 import { NarratorError, OllamaNarrator, OpenAICompatibleNarrator, type Narrator } from '../../../src/models';
 import { StoryEngine, PlayStore, noKnowledge } from '../../../src/story';
+import { EXIT } from '../../../src/cli/command';
+import { runCaptured } from '../../support/cliRun';
+import { EXAMPLE_CAMPAIGN } from '../../support/corpora';
 import { FakeOllama } from '../../support/fakeOllama';
+import { FakeOpenAI } from '../../support/fakeOpenAI';
 import { closeLoopback, listenOnLoopback, readBody } from '../../support/loopback';
 
 /**
@@ -104,6 +108,24 @@ describe('attacks: replies without end', () => {
       assert.equal(check.options.num_predict, 768);
     } finally {
       play.close();
+      await fake.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('play --max-tokens sets the response length the server is sent; a bound too small to narrate is refused', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-max-tokens-'));
+    fs.cpSync(EXAMPLE_CAMPAIGN, dir, { recursive: true, filter: (src) => !src.includes('.storyteller') });
+    const fake = await FakeOpenAI.start({ chatModels: { qwen: 8192 } });
+    try {
+      const flags = ['play', dir, '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--model', 'qwen'];
+      const played = await runCaptured([...flags, '--max-tokens', '64'], dir, 'listen\n/quit\n', {});
+      assert.equal(played.code, EXIT.ok, played.stderr);
+      assert.equal((fake.requestsTo('/v1/chat/completions')[0]!.body as { max_tokens?: number }).max_tokens, 64);
+      const refused = await runCaptured([...flags, '--max-tokens', '3'], dir, '/quit\n', {});
+      assert.equal(refused.code, EXIT.usage);
+      assert.match(refused.stderr, /--max-tokens must be a whole number of tokens, at least 16, not '3'/);
+    } finally {
       await fake.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
