@@ -14,6 +14,6 @@ export { NarratorError, OllamaNarrator } from './narrator';
 export type { ChatMessage, GenerateRequest, GenerateResult, Narrator, NarratorErrorKind } from './narrator';
 export { OpenAICompatibleNarrator, narratorFor } from './openaiNarrator';
 export { OllamaJsonChat } from './jsonChat';
-export { MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from './replyLimits';
+export { DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from './replyLimits';
 export { neutralizeMarkers, promptField } from './promptField';
 export type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolProtocol, ToolSpec } from './toolCalls';

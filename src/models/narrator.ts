@@ -1,7 +1,8 @@
 import { Ollama } from 'ollama';
+import { z } from 'zod';
 import { resolveOllamaHost } from './ollamaHost';
 import { causeOf, RedirectRefusedError } from './origin';
-import { cappedFetch, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError } from './replyLimits';
+import { cappedFetch, DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, describeBytes, MAX_REPLY_BYTES, ReplyTooLargeError, TokenBound } from './replyLimits';
 
 export type NarratorErrorKind =
   | 'server-down' // nothing answers at the host
@@ -39,6 +40,8 @@ export interface GenerateRequest {
   /** Context window to ask Ollama for, so the budget we planned is the one it uses. */
   numCtx?: number;
   temperature?: number;
+  /** Most tokens the reply may have: sent to the server and enforced as it streams (DEFAULT_REPLY_TOKENS when unset). */
+  maxTokens?: number;
   onChunk?: (text: string) => void;
   signal?: AbortSignal;
 }
@@ -64,10 +67,27 @@ export interface OllamaNarratorOptions {
   env?: NodeJS.ProcessEnv;
   /** Longest wait for the next byte (first token included: a cold model load takes a while). */
   idleTimeoutMs?: number;
+  /** Longest a whole reply may take (DEFAULT_REPLY_DEADLINE_MS). */
+  replyTimeoutMs?: number;
   /** Longest wait for the model lookup (`/api/show`). */
   lookupTimeoutMs?: number;
   /** Most bytes read of one reply. */
   maxReplyBytes?: number;
+}
+
+/** One streamed line of `/api/chat`, as much of it as the narrator reads: anything else in its place ends the reply with a reason. */
+const OllamaPiece = z.object({
+  message: z.object({ content: z.string().optional() }).optional(),
+  done: z.boolean().optional(),
+  done_reason: z.string().nullish(),
+  prompt_eval_count: z.number().optional(),
+  eval_count: z.number().optional(),
+});
+
+/** The first thing wrong with a piece, as "message.content: expected string, received object". */
+export function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  return `${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}`;
 }
 
 /** Ollama answers in JSON (`application/json`, or `application/x-ndjson` when streaming). */
@@ -147,21 +167,41 @@ function connectionCode(error: unknown): string | undefined {
 }
 
 /**
- * Stops a streamed request when the caller cancels or the server stays silent for `idleMs`: `arm()` again
- * on every piece that arrives; `timedOut` says which of the two stopped it. Starts armed.
+ * Stops a streamed request when the caller cancels, the server stays silent for `idleMs`, or the whole
+ * reply takes longer than `totalMs`: `arm()` again on every piece that arrives; `timedOut` (silent) and
+ * `overran` (too long) say which stopped it. Starts armed.
  */
 export class IdleDeadline {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  private readonly total: NodeJS.Timeout | undefined;
   private readonly onCancel = () => this.controller.abort();
   timedOut = false;
+  overran = false;
 
   constructor(
     private readonly idleMs: number,
     private readonly cancel?: AbortSignal,
+    readonly totalMs?: number,
   ) {
     cancel?.addEventListener('abort', this.onCancel, { once: true });
+    if (totalMs !== undefined) {
+      this.total = setTimeout(() => {
+        this.overran = true;
+        this.controller.abort();
+      }, totalMs);
+    }
     this.arm();
+  }
+
+  /** Why a stopped reply stopped, when a limit stopped it, naming the server. */
+  describe(server: string): string | undefined {
+    if (this.overran) {
+      const took = this.totalMs! >= 120_000 ? `${Math.round(this.totalMs! / 60_000)} min` : `${Math.round(this.totalMs! / 1000)} s`;
+      return `${server} was still replying after ${took}, the longest one reply may take; stopped it`;
+    }
+    if (this.timedOut) return `${server} sent nothing for ${Math.round(this.idleMs / 1000)} s; gave up`;
+    return undefined;
   }
 
   get signal(): AbortSignal {
@@ -176,8 +216,14 @@ export class IdleDeadline {
     }, this.idleMs);
   }
 
+  /** Ends the request for a reason of our own (the reply passed its bound): no limit is blamed. */
+  cut(): void {
+    this.controller.abort();
+  }
+
   dispose(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.total);
     this.cancel?.removeEventListener('abort', this.onCancel);
   }
 }
@@ -186,6 +232,7 @@ export class OllamaNarrator implements Narrator {
   readonly host: string;
   private readonly idleTimeoutMs: number;
   private readonly lookupTimeoutMs: number;
+  private readonly replyTimeoutMs: number;
   private readonly maxReplyBytes: number;
   private readonly contextLengths = new Map<string, number | null>();
 
@@ -193,6 +240,7 @@ export class OllamaNarrator implements Narrator {
     this.host = resolveOllamaHost(options.host, options.env);
     this.idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 10_000;
+    this.replyTimeoutMs = options.replyTimeoutMs ?? DEFAULT_REPLY_DEADLINE_MS;
     this.maxReplyBytes = options.maxReplyBytes ?? MAX_REPLY_BYTES;
   }
 
@@ -227,7 +275,8 @@ export class OllamaNarrator implements Narrator {
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
-    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal);
+    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal, this.replyTimeoutMs);
+    const bound = new TokenBound(request.maxTokens ?? DEFAULT_REPLY_TOKENS);
     let text = '';
     try {
       const stream = await this.client(deadline.signal).chat({
@@ -237,12 +286,23 @@ export class OllamaNarrator implements Narrator {
         options: {
           ...(request.numCtx ? { num_ctx: request.numCtx } : {}),
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+          num_predict: bound.maxTokens,
         },
       });
-      for await (const part of stream) {
+      for await (const raw of stream) {
         deadline.arm();
+        const parsed = OllamaPiece.safeParse(raw);
+        if (!parsed.success) {
+          stream.abort();
+          throw new NarratorError('mid-stream', `Ollama at ${this.host} sent a piece of the reply that is not a chat message (${describeIssue(parsed.error)}); stopped the reply`, text);
+        }
+        const part = parsed.data;
         const piece = part.message?.content ?? '';
         if (piece) {
+          if (!bound.take()) {
+            stream.abort();
+            throw new NarratorError('too-large', bound.describe(`Ollama at ${this.host}`), text);
+          }
           text += piece;
           request.onChunk?.(piece);
         }
@@ -253,13 +313,15 @@ export class OllamaNarrator implements Narrator {
       throw new NarratorError('no-done', 'the reply stream ended without Ollama\'s final "done" message; the reply may be cut off', text);
     } catch (error) {
       if (error instanceof NarratorError) throw error;
-      throw this.classify(error, text, request.model, deadline.signal, deadline.timedOut);
+      const limit = deadline.describe(`Ollama at ${this.host}`);
+      if (limit) throw new NarratorError('timeout', limit, text);
+      throw this.classify(error, text, request.model, deadline.signal);
     } finally {
       deadline.dispose();
     }
   }
 
-  private classify(error: unknown, partial: string, model: string, signal: AbortSignal, timedOut = false): NarratorError {
+  private classify(error: unknown, partial: string, model: string, signal: AbortSignal): NarratorError {
     const message = error instanceof Error ? error.message : String(error);
     if (error instanceof ReplyTooLargeError) {
       return new NarratorError('too-large', `Ollama at ${this.host} sent more than ${describeBytes(error.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, partial);
@@ -269,7 +331,6 @@ export class OllamaNarrator implements Narrator {
     if (error instanceof NotOllamaError) {
       return new NarratorError('not-ollama', `the server at ${this.host} is not answering as Ollama does: ${message}. Check the Ollama host in settings or OLLAMA_HOST.`, partial);
     }
-    if (timedOut) return new NarratorError('timeout', `Ollama at ${this.host} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
     if (signal.aborted) return new NarratorError('cancelled', partial ? 'cancelled while the reply was streaming' : 'cancelled before any text arrived', partial);
     const status = (error as { status_code?: unknown }).status_code;
     if ((error as Error).name === 'ResponseError' && typeof status === 'number') {

@@ -21,6 +21,8 @@ export async function openAIClient(backend: ModelBackend, timeoutMs: number, max
     organization: null,
     project: null,
     maxRetries: 0,
+    // The library writes its own lines to the console on a malformed event; the error we raise is the only word.
+    logLevel: 'off',
     timeout: timeoutMs,
     ...(backend.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
   });

@@ -1,16 +1,31 @@
+import { z } from 'zod';
 import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 import { listModels, ModelServerError } from './servers';
-import { IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
-import { describeBytes, MAX_REPLY_BYTES, replyTooLargeIn } from './replyLimits';
+import { describeIssue, IdleDeadline, NarratorError, OllamaNarrator, type GenerateRequest, type GenerateResult, type Narrator } from './narrator';
+import { DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, describeBytes, MAX_REPLY_BYTES, replyTooLargeIn, TokenBound } from './replyLimits';
 
 export interface OpenAICompatibleNarratorOptions {
   backend: ModelBackend;
   /** Longest wait for the next byte (first token included: a cold model load takes a while). */
   idleTimeoutMs?: number;
+  /** Longest a whole reply may take (DEFAULT_REPLY_DEADLINE_MS). */
+  replyTimeoutMs?: number;
   /** Most bytes one reply may take (MAX_REPLY_BYTES, as for Ollama). */
   maxReplyBytes?: number;
 }
+
+/** One streamed chunk, as much of it as the narrator reads: anything else in its place ends the reply with a reason. */
+const StreamChunk = z.object({
+  choices: z.array(z.object({ delta: z.object({ content: z.string().nullish() }).nullish(), finish_reason: z.string().nullish() })).default([]),
+  usage: z.object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).nullish(),
+});
+
+/** A whole (non-streamed) chat completion. */
+const WholeCompletion = z.object({
+  choices: z.array(z.object({ message: z.object({ content: z.string().nullish() }), finish_reason: z.string().nullish() })).min(1),
+  usage: z.object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).nullish(),
+});
 
 /**
  * The narrator on any OpenAI-compatible server (llama.cpp, vLLM, LM Studio, KoboldCpp, hosted gateways)
@@ -52,42 +67,56 @@ export class OpenAICompatibleNarrator implements Narrator {
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     if (request.signal?.aborted) throw new NarratorError('cancelled', 'cancelled before the request was sent', '');
-    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal);
+    const deadline = new IdleDeadline(this.idleTimeoutMs, request.signal, this.options.replyTimeoutMs ?? DEFAULT_REPLY_DEADLINE_MS);
+    const bound = new TokenBound(request.maxTokens ?? DEFAULT_REPLY_TOKENS);
     let text = '';
     let finishReason: string | null = null;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
     try {
       const client = await openAIClient(this.options.backend, this.idleTimeoutMs, this.options.maxReplyBytes ?? MAX_REPLY_BYTES);
-      const stream = await client.chat.completions.create(
+      const { data: stream, response } = await client.chat.completions
+        .create(
         {
           model: request.model,
           messages: request.messages,
           stream: true,
           // The usage chunk is what calibrates token estimates for this model.
           stream_options: { include_usage: true },
+          max_tokens: bound.maxTokens,
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
         },
-        { signal: deadline.signal },
-      );
-      for await (const chunk of stream) {
+          { signal: deadline.signal },
+        )
+        .withResponse();
+      const type = response.headers.get('content-type') ?? '';
+      // A 200 that is not a stream: a whole completion (some servers ignore `stream`) is used; anything else is named.
+      if (!/text\/event-stream/i.test(type)) return await this.wholeReply(response, type, bound, request);
+      for await (const raw of stream) {
         deadline.arm();
+        const parsed = StreamChunk.safeParse(raw);
+        if (!parsed.success) throw new NarratorError('mid-stream', `${this.server} sent a piece of the reply that is not a chat completion chunk (${describeIssue(parsed.error)}); stopped the reply`, text);
+        const chunk = parsed.data;
         if (chunk.usage) usage = chunk.usage;
         const choice = chunk.choices[0];
         const piece = choice?.delta?.content ?? '';
         if (piece) {
+          if (!bound.take()) {
+            deadline.cut();
+            throw new NarratorError('too-large', bound.describe(this.server), text);
+          }
           text += piece;
           request.onChunk?.(piece);
         }
         if (choice?.finish_reason) finishReason = choice.finish_reason;
       }
       // The client ends the loop quietly when the request is aborted, so a stop or a timeout is read here.
-      if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
+      if (deadline.signal.aborted) throw this.stopped(text, deadline);
       // finish_reason is the server's word that the reply is whole; a stream that ends without it was cut.
       if (finishReason === null) throw new NarratorError('no-done', `the reply stream from ${this.server} ended without a finish reason; the reply may be cut off`, text);
       return { text, promptEvalCount: usage?.prompt_tokens ?? null, evalCount: usage?.completion_tokens ?? null, doneReason: finishReason };
     } catch (error) {
       if (error instanceof NarratorError) throw error;
-      if (deadline.timedOut || deadline.signal.aborted) throw this.stopped(text, deadline.timedOut);
+      if (deadline.signal.aborted) throw this.stopped(text, deadline);
       const tooLarge = replyTooLargeIn(error);
       if (tooLarge) {
         throw new NarratorError('too-large', `${this.server} sent more than ${describeBytes(tooLarge.limitBytes)} for one reply, the most one reply may take; stopped reading it (is the model repeating itself?)`, text);
@@ -98,8 +127,28 @@ export class OpenAICompatibleNarrator implements Narrator {
     }
   }
 
-  private stopped(partial: string, timedOut: boolean): NarratorError {
-    if (timedOut) return new NarratorError('timeout', `${this.server} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
+  /** A non-streamed answer to a streamed request: a whole JSON completion is the reply; anything else (a proxy's HTML page) is named. */
+  private async wholeReply(response: Response, type: string, bound: TokenBound, request: GenerateRequest): Promise<GenerateResult> {
+    const body = await response.text();
+    let completion: z.infer<typeof WholeCompletion> | undefined;
+    try {
+      completion = WholeCompletion.parse(JSON.parse(body));
+    } catch {
+      const what = /html/i.test(type) || /^\s*<(!doctype|html)/i.test(body) ? 'an HTML page' : type ? `'${type.split(';')[0]}'` : 'a body with no content type';
+      throw new NarratorError('server-error', `${this.server} answered HTTP ${response.status} with ${what}, not a streamed reply; check the base URL (an OpenAI-compatible one usually ends in /v1)`, '');
+    }
+    const choice = completion.choices[0];
+    const text = choice?.message.content ?? '';
+    if (text) {
+      if (!bound.take()) throw new NarratorError('too-large', bound.describe(this.server), '');
+      request.onChunk?.(text);
+    }
+    return { text, promptEvalCount: completion.usage?.prompt_tokens ?? null, evalCount: completion.usage?.completion_tokens ?? null, doneReason: choice?.finish_reason ?? 'stop' };
+  }
+
+  private stopped(partial: string, deadline?: IdleDeadline): NarratorError {
+    const limit = deadline?.describe(this.server);
+    if (limit) return new NarratorError('timeout', limit, partial);
     return new NarratorError('cancelled', partial ? 'cancelled while the reply was streaming' : 'cancelled before any text arrived', partial);
   }
 
@@ -115,9 +164,9 @@ export class OpenAICompatibleNarrator implements Narrator {
       case 'not-found':
         return new NarratorError('model-missing', `${this.missingModelMessage(model, null)} (${failure.detail})`, partial);
       case 'timeout':
-        return this.stopped(partial, true);
+        return new NarratorError('timeout', `${this.server} sent nothing for ${Math.round(this.idleTimeoutMs / 1000)} s; gave up`, partial);
       case 'cancelled':
-        return this.stopped(partial, false);
+        return this.stopped(partial);
       case 'rate-limited':
         return new NarratorError('server-error', describeServerFailure(this.options.backend, failure), partial);
       case 'mid-stream':

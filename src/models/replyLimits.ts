@@ -7,6 +7,33 @@ import { causeOf, sameOriginFetch } from './origin';
  */
 export const MAX_REPLY_BYTES = 4 * 1024 * 1024;
 
+/** Most tokens one reply may have when the caller names none: what the context report keeps free "for the reply". */
+export const DEFAULT_REPLY_TOKENS = 1024;
+
+/** Longest one whole reply may take, however steadily it streams (the idle limit stops only a silent server). */
+export const DEFAULT_REPLY_DEADLINE_MS = 10 * 60_000;
+
+/**
+ * A streamed reply counted against its token bound, which is also sent to the server (`max_tokens`,
+ * `num_predict`). Servers stream a token a piece, so one that ignores the bound is cut here at the same
+ * length; pieces bigger than tokens come are held by the byte cap (MAX_REPLY_BYTES).
+ */
+export class TokenBound {
+  private pieces = 0;
+
+  constructor(readonly maxTokens: number) {}
+
+  /** Counts a piece; false once the reply has gone past its bound (that piece is not to be kept). */
+  take(): boolean {
+    return ++this.pieces <= this.maxTokens;
+  }
+
+  /** Why the reply was stopped, naming the server. */
+  describe(server: string): string {
+    return `cut at the response length: ${server} went on past ${this.maxTokens.toLocaleString('en')} tokens, the most one reply may take (the Max Reply Tokens setting; --max-tokens in the CLI)`;
+  }
+}
+
 export class ReplyTooLargeError extends Error {
   constructor(readonly limitBytes: number) {
     super(`the reply passed ${describeBytes(limitBytes)}, the most one reply may take; stopped reading it`);

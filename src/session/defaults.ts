@@ -26,6 +26,8 @@ export interface StorytellerSettings {
   sizeCapBytes: number;
   /** Turns between memory summaries. */
   memoryCadence: number;
+  /** Most tokens one narrator reply may have: story's reply reserve, sent to the server and held by the client. */
+  maxReplyTokens: number;
 }
 
 export type EmbeddingProvider = 'narrator' | ModelProvider;
@@ -47,6 +49,7 @@ export const DEFAULTS = Object.freeze({
   }),
   sizeCapBytes: DEFAULT_SIZE_CAP_BYTES,
   memoryCadence: DEFAULT_SETTINGS.memoryEvery,
+  maxReplyTokens: DEFAULT_SETTINGS.replyReserve,
 });
 
 export interface ServerChoice {

@@ -46,7 +46,7 @@ export function embedderFor(settings: StorytellerSettings): Embedder | undefined
 
 /** The story engine's settings from the writer's. */
 export function engineSettings(settings: StorytellerSettings): Partial<EngineSettings> & { model: string } {
-  return { model: settings.narratorModel, contextLength: settings.contextLength, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets };
+  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets };
 }
 
 /** The campaign with the settings its campaign.yaml does not decide applied (the size cap). */

@@ -2,8 +2,8 @@ import { randomInt } from 'node:crypto';
 import { assembleContext, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
-import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
-import { NarratorError, type Narrator } from '../models';
+import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, MEMORY_REPLY_TOKENS, rankMemories, SUMMARY_REPLY_TOKENS } from './memory';
+import { DEFAULT_REPLY_TOKENS, NarratorError, type Narrator } from '../models';
 import { NO_TIMED_EFFECTS, seedFromText, type KnowledgeBudgets } from '../knowledge/retrieval';
 import { WORLD_INFO_DEFAULTS, type Campaign } from '../knowledge/campaign';
 import type { KnowledgePort } from './ports';
@@ -35,7 +35,7 @@ export interface EngineSettings {
 /** Story's own defaults; the session passes the writer's settings down over them (its DEFAULTS start from these). */
 export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
   contextLength: 8192,
-  replyReserve: 1024,
+  replyReserve: DEFAULT_REPLY_TOKENS,
   memoryEvery: 8,
   memoryTopK: 5,
   shares: DEFAULT_SHARES,
@@ -313,6 +313,7 @@ export class StoryEngine {
         model,
         messages: context.messages,
         numCtx: context.budget.contextLength,
+        maxTokens: context.budget.replyReserve,
         ...(this.settings.temperature !== undefined ? { temperature: this.settings.temperature } : {}),
         signal,
         onChunk: (piece) => {
@@ -368,9 +369,11 @@ export class StoryEngine {
 
   // ── memories ───────────────────────────────────────────────────────────────────────────────────
 
-  private async complete(messages: ChatMessage[]): Promise<string> {
+  /** A memory or the summary, bounded to its own small length (the narration's bound is the reply reserve). */
+  private async complete(messages: ChatMessage[], maxTokens: number): Promise<string> {
     if (!this.narrator) throw new Error('no narrator model is configured');
-    const result = await this.narrator.generate({ model: this.settings.model, messages, numCtx: Math.min(this.settings.contextLength, (await this.modelContextLength()) ?? Infinity) });
+    const numCtx = Math.min(this.settings.contextLength, (await this.modelContextLength()) ?? Infinity);
+    const result = await this.narrator.generate({ model: this.settings.model, messages, numCtx, maxTokens });
     return cleanMemoryText(result.text);
   }
 
@@ -398,7 +401,7 @@ export class StoryEngine {
       if (anchor.status !== 'complete' || existing.has(`${anchor.id}:${end}`)) continue;
       const block = lineage.slice(end - every + 1, end + 1);
       if (blockText(block, adventure.persona) === '') continue;
-      const text = await this.complete(await this.memoryPrompt(adventure, block));
+      const text = await this.complete(await this.memoryPrompt(adventure, block), MEMORY_REPLY_TOKENS);
       if (!text) continue;
       written.push(this.store.addMemory({ adventureId, anchorTurnId: anchor.id, sourceStart: end - every + 1, sourceEnd: end, text }));
     }
@@ -422,7 +425,7 @@ export class StoryEngine {
       previous: previous?.text ?? null,
       memories,
     });
-    const text = await this.complete(messages);
+    const text = await this.complete(messages, SUMMARY_REPLY_TOKENS);
     if (text) this.store.putSummary(adventure.id, anchorTurnId, text);
   }
 
@@ -439,7 +442,7 @@ export class StoryEngine {
     const memory = this.store.memory(memoryId);
     const block = this.sourceBlock(memory);
     if (!block) throw new Error(`memory ${memoryId} has no source block to rewrite from (typed by hand, or its turns are gone)`);
-    const text = await this.complete(await this.memoryPrompt(this.store.adventure(memory.adventureId), block));
+    const text = await this.complete(await this.memoryPrompt(this.store.adventure(memory.adventureId), block), MEMORY_REPLY_TOKENS);
     if (!text) throw new Error(`the model returned no text for memory ${memoryId}; it was left unchanged`);
     return this.store.rewriteMemoryText(memoryId, text);
   }

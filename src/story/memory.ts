@@ -11,6 +11,9 @@ import { isMeaningfulWord, tokenize } from '../knowledge/retrieval';
  */
 
 export const MEMORY_MAX_WORDS = 50;
+/** Reply bounds of the memory and summary calls: room for their word limits (50 and 150 words) twice over. */
+export const MEMORY_REPLY_TOKENS = 160;
+export const SUMMARY_REPLY_TOKENS = 480;
 /** Characters the brief may list beside the protagonist. */
 export const MAX_CAST_MEMBERS = 6;
 const MAX_DESCRIPTION_WORDS = 40;

@@ -29,6 +29,7 @@ const SETTINGS = {
     .strict(),
   'index.sizeCapBytes': z.number().int().positive('must be a positive number of bytes'),
   'memory.cadence': z.number().int().min(1, 'must be at least 1 turn'),
+  'narrator.maxReplyTokens': z.number().int().min(16, 'must be at least 16 tokens'),
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -46,6 +47,7 @@ const DEFAULT_OF: RawSettings = {
   'context.budgets': { ...DEFAULTS.budgets },
   'index.sizeCapBytes': DEFAULTS.sizeCapBytes,
   'memory.cadence': DEFAULTS.memoryCadence,
+  'narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
 };
 
 export interface StorytellerSettings extends CoreSettings {
@@ -86,6 +88,7 @@ export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: Rea
     budgets: value('context.budgets'),
     sizeCapBytes: value('index.sizeCapBytes'),
     memoryCadence: value('memory.cadence'),
+    maxReplyTokens: value('narrator.maxReplyTokens'),
     problems,
   };
 }

@@ -63,11 +63,12 @@ function parseAction(line: string): PlayerAction | null {
 }
 
 export const playCommand: Command = {
-  usage: `storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] ${MODEL_SERVER_USAGE} (API key: $STORYTELLER_API_KEY)`,
+  usage: `storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] [--max-tokens N] ${MODEL_SERVER_USAGE} (API key: $STORYTELLER_API_KEY)`,
   options: {
     adventure: { type: 'string' },
     new: { type: 'string' },
     model: { type: 'string' },
+    'max-tokens': { type: 'string' },
     // The Ollama host, as before --base-url.
     host: { type: 'string' },
     ...MODEL_SERVER_OPTIONS,
@@ -77,7 +78,13 @@ export const playCommand: Command = {
     // Narrator and embeddings on the server the flags name (an Ollama host also stays the settings' Ollama host).
     const backend = backendFromArgs(args, io);
     const model = stringOption(args, 'model');
+    const maxTokensText = stringOption(args, 'max-tokens');
+    const maxReplyTokens = maxTokensText === undefined ? undefined : Number(maxTokensText);
+    if (maxReplyTokens !== undefined && (!Number.isInteger(maxReplyTokens) || maxReplyTokens < 16)) {
+      throw new UsageError(`--max-tokens must be a whole number of tokens, at least 16, not '${maxTokensText}'`);
+    }
     let settings = defaultSettings({
+      ...(maxReplyTokens !== undefined ? { maxReplyTokens } : {}),
       narratorBackend: backend,
       embeddingBackend: backend,
       ...(backend.provider === 'ollama' ? { ollamaHost: backend.baseUrl } : {}),

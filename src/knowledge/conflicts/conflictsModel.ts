@@ -133,6 +133,9 @@ export function suggestionKey(a: SuggestedQuote, b: SuggestedQuote): string {
 
 export class ConsistencyReplyError extends Error {}
 
+/** Reply bound of one pair's check: a few contradictions, each two short quotes and a sentence. */
+const CONSISTENCY_REPLY_TOKENS = 768;
+
 /** Validates the model's reply and keeps only suggestions whose quotes really are in the two passages. */
 export function parseConsistencyReply(reply: string, pair: PassagePair): SuggestedConflict[] {
   let json: unknown;
@@ -187,7 +190,7 @@ export async function checkCanonConsistency(options: ConsistencyCheckOptions): P
       if (options.signal?.aborted) break;
       const pair = options.pairs[i]!;
       try {
-        const reply = await chat.ask(options.model, buildConsistencyMessages(pair), z.toJSONSchema(ConsistencyReplySchema));
+        const reply = await chat.ask(options.model, buildConsistencyMessages(pair), z.toJSONSchema(ConsistencyReplySchema), CONSISTENCY_REPLY_TOKENS);
         for (const suggestion of parseConsistencyReply(reply, pair)) {
           if (keys.has(suggestion.key)) continue;
           keys.add(suggestion.key);
