@@ -28,6 +28,10 @@ export interface FrontMatter {
   selective_logic?: (typeof SELECTIVE_LOGIC)[number];
   case_sensitive?: boolean;
   match_whole_words?: boolean;
+  /** Protected canon: proposals never edit it; a change becomes a new canon file that supersedes it. */
+  locked?: boolean;
+  /** Where a proposed canon file came from in play ("The Night Watch, turn 7"), written by the proposal. */
+  from_turn?: string;
 }
 
 type FactValue = string | number | boolean | (string | number | boolean)[];
@@ -73,6 +77,8 @@ const FIELD_SCHEMAS = {
     .pipe(z.enum(SELECTIVE_LOGIC, { error: () => `must be one of ${SELECTIVE_LOGIC.join(', ')}` })),
   case_sensitive: z.boolean({ error: 'must be true or false' }),
   match_whole_words: z.boolean({ error: 'must be true or false' }),
+  locked: z.boolean({ error: 'must be true or false' }),
+  from_turn: text,
   facts: z.record(
     z.string(),
     z.union([factValue, z.record(z.string(), factValue)], { error: 'each fact must be `attribute: value` or `Entity: {attribute: value}`' }),

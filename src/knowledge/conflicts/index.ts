@@ -10,4 +10,4 @@ export { describeWorldFact, supersedeRetrievedCanon, supersededByState, worldFac
 export type { WorldFact } from './conflictsState';
 export { buildEntityNames, EntityNames } from './facts';
 export type { FactStatement } from './facts';
-export { nameKey, stripInlineMarkup } from './factsNormalize';
+export { attributeKey, nameKey, stripInlineMarkup } from './factsNormalize';
