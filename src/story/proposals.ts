@@ -603,9 +603,14 @@ export function isApplied(proposal: CanonProposal, read: ReadFile): boolean {
 export function settleAnswer(playDb: Db, campaignId: string, adventureId: string, proposals: readonly CanonProposal[], read: ReadFile): { applied: CanonProposal[]; discarded: CanonProposal[] } {
   const applied = proposals.filter((p) => isApplied(p, read));
   const discarded = proposals.filter((p) => !applied.includes(p));
-  for (const key of applied.flatMap((p) => p.settles)) clearConflictDecision(playDb, campaignId, key);
+  clearSettledConflicts(playDb, campaignId, applied);
   recordDiscarded(playDb, campaignId, adventureId, discarded);
   return { applied, discarded };
+}
+
+/** The writer's kept statements that applied proposals wrote into the files: nothing is left for them to settle. */
+export function clearSettledConflicts(playDb: Db, campaignId: string, applied: readonly CanonProposal[]): void {
+  for (const key of applied.flatMap((p) => p.settles)) clearConflictDecision(playDb, campaignId, key);
 }
 
 export class ProposalWriteError extends Error {}
@@ -645,4 +650,39 @@ export function writeProposals(root: string, proposals: readonly CanonProposal[]
   }
   if (failures.length > 0) throw new ProposalWriteError(`${written.length > 0 ? `wrote ${written.join(', ')}; ` : ''}not written: ${failures.join('; ')}`);
   return written;
+}
+
+const DIFF_CONTEXT = 3;
+
+/**
+ * The proposal as a unified diff against `fileText` (the file as it is now; undefined for a new file), with
+ * three lines of context: what `storyteller propose` prints for review.
+ */
+export function proposalDiff(proposal: Pick<CanonProposal, 'file' | 'oldText' | 'newText'>, fileText: string | undefined): string {
+  const lines = (text: string) => (text === '' ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/));
+  if (proposal.oldText === '' || fileText === undefined) {
+    const added = lines(proposal.newText);
+    return [`--- /dev/null`, `+++ b/${proposal.file}`, `@@ -0,0 +1,${added.length} @@`, ...added.map((l) => `+${l}`)].join('\n');
+  }
+  const at = fileText.indexOf(proposal.oldText);
+  // Whole lines around the replaced text: it may start or end inside a line.
+  const lineStart = fileText.lastIndexOf('\n', at - 1) + 1;
+  const endBreak = fileText.indexOf('\n', at + proposal.oldText.length);
+  const lineEnd = endBreak === -1 ? fileText.length : endBreak;
+  const all = lines(fileText);
+  const first = fileText.slice(0, lineStart).split('\n').length - 1;
+  const removed = lines(fileText.slice(lineStart, lineEnd));
+  const added = lines(fileText.slice(lineStart, at) + proposal.newText + fileText.slice(at + proposal.oldText.length, lineEnd));
+  const before = all.slice(Math.max(0, first - DIFF_CONTEXT), first);
+  const after = all.slice(first + removed.length, first + removed.length + DIFF_CONTEXT);
+  const start = first - before.length + 1;
+  return [
+    `--- a/${proposal.file}`,
+    `+++ b/${proposal.file}`,
+    `@@ -${start},${before.length + removed.length + after.length} +${start},${before.length + added.length + after.length} @@`,
+    ...before.map((l) => ` ${l}`),
+    ...removed.map((l) => `-${l}`),
+    ...added.map((l) => `+${l}`),
+    ...after.map((l) => ` ${l}`),
+  ].join('\n');
 }
