@@ -115,6 +115,8 @@ export interface ProposalContext {
   store: KnowledgeStore;
   play: PlayStore;
   adventure: Adventure;
+  /** The branch ending at this turn; the adventure's current branch (its head) when absent. */
+  turnId?: string;
 }
 
 /** The adventure's current branch, as proposals read it. */
@@ -126,10 +128,10 @@ export interface BranchView {
   changedAt: Map<string, Turn>;
 }
 
-export function readBranch(ctx: Pick<ProposalContext, 'play' | 'adventure'>): BranchView {
+export function readBranch(ctx: Pick<ProposalContext, 'play' | 'adventure' | 'turnId'>): BranchView {
   const { play, adventure } = ctx;
   const schema = adventure.statSchema;
-  const turns = play.lineage(adventure.headTurnId);
+  const turns = play.lineage(ctx.turnId ?? adventure.headTurnId);
   const states = turns.map((t) => normalizeState(schema, t.stateAfter));
   const state = states.at(-1) ?? initialState(schema);
   const initial = initialState(schema);

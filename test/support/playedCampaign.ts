@@ -24,9 +24,9 @@ export const PLAYED_FILES: Record<string, string> = {
   'places/north-gate.md': '---\ntitle: The North Gate\nentities: [North Gate, gate]\nlocked: true\n---\n# The North Gate\n\n- **Status:** open\n\nThe gate of the north road, never shut in living memory.\n',
 };
 
-/** Copies the example campaign into `into` with the played scene's files and stats (not yet indexed). */
-export function writePlayedCampaign(into: string): void {
-  fs.cpSync(EXAMPLE_CAMPAIGN, into, { recursive: true });
+/** Copies the example campaign (or `from`, a copy of it) into `into` with the played scene's files and stats (not yet indexed). */
+export function writePlayedCampaign(into: string, from = EXAMPLE_CAMPAIGN): void {
+  fs.cpSync(from, into, { recursive: true });
   fs.rmSync(path.join(into, '.storyteller'), { recursive: true, force: true });
   fs.appendFileSync(path.join(into, 'campaign.yaml'), PLAYED_STATS);
   for (const [rel, text] of Object.entries(PLAYED_FILES)) fs.writeFileSync(path.join(into, ...rel.split('/')), text);
