@@ -404,6 +404,11 @@ export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checke
     if (!draft.file.endsWith('.md') || !isCandidateSource(target.campaign, draft.file)) return 'a new canon file must be a markdown (.md) file the campaign indexes (not hidden, not ignored)';
     const forbidden = writerOnlyFieldsIn(draft.newText);
     if (forbidden) return forbidden;
+    try {
+      asCanonFile(draft.newText, '');
+    } catch (error) {
+      return `the new file's front matter cannot take class and from_turn: ${(error as Error).message}`;
+    }
     return { kind: 'new', file: draft.file };
   }
   const source = target.store.getSourceByPath(draft.file);
@@ -415,10 +420,8 @@ export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checke
   const at = existing.indexOf(draft.oldText);
   if (splitFrontMatter(existing).meta.locked === true) return { kind: 'locked', file: draft.file, at };
   const after = existing.slice(0, at) + draft.newText + existing.slice(at + draft.oldText.length);
-  const before = frontMatterData(existing);
-  const changed = frontMatterData(after);
   for (const field of WRITER_ONLY_FIELDS) {
-    if (JSON.stringify(before[field]) !== JSON.stringify(changed[field])) return `front matter '${field}' is the writer's to set, never a proposal's`;
+    if (writerField(existing, field) !== writerField(after, field)) return `front matter '${field}' is the writer's to set, never a proposal's`;
   }
   if (splitFrontMatter(existing).issues.every((i) => i.code !== 'front-matter-yaml') && splitFrontMatter(after).issues.some((i) => i.code === 'front-matter-yaml')) {
     return 'the edit would break the front matter';
@@ -426,11 +429,16 @@ export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checke
   return { kind: 'edit', file: draft.file, at, end: at + draft.oldText.length };
 }
 
+/** A writer-only field as the file states it, in YAML or TOML front matter, valid or not. */
+function writerField(text: string, field: (typeof WRITER_ONLY_FIELDS)[number]): string | undefined {
+  const stated = frontMatterData(text)[field] ?? splitFrontMatter(text).meta[field];
+  return stated === undefined ? undefined : JSON.stringify(stated);
+}
+
 function writerOnlyFieldsIn(text: string): string | undefined {
   const split = splitFrontMatter(text);
   if (split.issues.some((i) => i.severity === 'error')) return `the new file's front matter is not valid: ${split.issues[0]!.message}`;
-  const data = frontMatterData(text);
-  const field = WRITER_ONLY_FIELDS.find((f) => f in data);
+  const field = WRITER_ONLY_FIELDS.find((f) => writerField(text, f) !== undefined);
   return field ? `front matter '${field}' is the writer's to set, never a proposal's` : undefined;
 }
 

@@ -134,12 +134,14 @@ describe('canon proposals: from play back to the bible', () => {
         edit({ file: 'reference.md', old_text: 'A rural tavern', new_text: 'A tavern', reason: 'shorter', turns: [1] }),
         edit({ file: 'characters/mara.md', old_text: 'title: Sister Mara', new_text: 'title: Sister Mara\nclass: reference', reason: 'demote', turns: [1] }),
         edit({ file: 'characters/mara.md', old_text: '- **Home:** the Old Abbey', new_text: '- **Home:** the ferry house', reason: 'moved', turns: [9] }),
+        edit({ file: 'places/ferry.md', old_text: '', new_text: '---\nlocked: true\n---\n# The Ferry\n', reason: 'protect it', turns: [2] }),
+        edit({ file: 'places/ford.md', old_text: '', new_text: '+++\nclass = "reference"\n+++\n# The Ford\n', reason: 'a ford', turns: [2] }),
         { id: 'call_other', name: 'delete_file', argumentsText: '{"file":"canon.md"}' },
       ],
       [],
     ]);
     const set = await propose({ client: model, model: 'scripted' });
-    assert.match(set.drafting, /^scripted drafted 4 of 13 proposed edits/);
+    assert.match(set.drafting, /^scripted drafted 4 of 15 proposed edits/);
     const byFile = (file: string) => set.proposals.filter((p) => p.file === file);
     // In bounds: the edit (once, though proposed twice) and the new place, written as canon with its turn.
     assert.equal(byFile('characters/mara.md').filter((p) => p.origin === 'model').length, 1);
@@ -163,11 +165,13 @@ describe('canon proposals: from play back to the bible', () => {
       'reference.md: it is reference, not canon: reference and inspiration files are never edited',
       "characters/mara.md: front matter 'class' is the writer's to set, never a proposal's",
       'characters/mara.md: no turn 9 in this branch (it has 3)',
+      "places/ferry.md: front matter 'locked' is the writer's to set, never a proposal's",
+      "places/ford.md: front matter 'class' is the writer's to set, never a proposal's",
       ': there is no tool named "delete_file"',
     ]);
     // The model heard each answer, and was shown canon only: never the reference or inspiration files.
     const second = model.sent[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
-    assert.equal(second.length, 13);
+    assert.equal(second.length, 15);
     assert.equal(second[0], 'accepted: the writer will review it');
     assert.match(second[3]!, /^refused: the path is absolute/);
     const prompt = model.sent[0]!.messages.map((m) => m.content).join('\n');
