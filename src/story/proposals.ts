@@ -209,15 +209,20 @@ function stateEvidence(fact: WorldFact, turn: Turn): string[] {
   return [`turn ${turn.depth + 1}: ${oneLine(turn.action.text)}`, `state after it: ${fact.statePath} = ${fact.value}`];
 }
 
-/** A canon line the state contradicts, rewritten to the value play gave it. */
-function contradictedLine(statement: FactStatement, current: WorldFact, turn: Turn, read: ReadFile, display: string): ProposalDraft | string {
+/** The statement's line with its value replaced by `value`, or why it cannot be. */
+function valueEdit(statement: FactStatement, value: string, read: ReadFile): { oldText: string; newText: string } | string {
   const text = read(statement.path);
   if (text === undefined) return `${statement.path} cannot be read`;
   const line = text.split(/\r?\n/)[statement.line - 1];
   const at = line === undefined ? -1 : line.lastIndexOf(statement.value);
   if (line === undefined || line.trim() !== statement.quote || at === -1) return `${statement.path}:${statement.line} changed since it was indexed`;
-  const edit = lineEdit(text, statement.line - 1, (l) => l.slice(0, at) + current.value + l.slice(at + statement.value.length));
-  if (!edit) return `${statement.path}:${statement.line} is not written once in its file`;
+  return lineEdit(text, statement.line - 1, (l) => l.slice(0, at) + value + l.slice(at + statement.value.length)) ?? `${statement.path}:${statement.line} is not written once in its file`;
+}
+
+/** A canon line the state contradicts, rewritten to the value play gave it. */
+function contradictedLine(statement: FactStatement, current: WorldFact, turn: Turn, read: ReadFile, display: string): ProposalDraft | string {
+  const edit = valueEdit(statement, current.value, read);
+  if (typeof edit === 'string') return edit;
   return {
     file: statement.path,
     ...edit,
@@ -345,14 +350,10 @@ export function deterministicDrafts(ctx: ProposalContext, branch: BranchView, ca
   for (const conflict of analysis.conflicts) {
     if (conflict.settledBy !== 'writer') continue;
     const [loser, winner] = conflict.supersededBy === 'a' ? [conflict.b, conflict.a] : [conflict.a, conflict.b];
-    if (contradicted.some((c) => c.statement.path === loser.path && c.statement.line === loser.line)) continue;
-    const text = read(loser.path);
-    const line = text?.split(/\r?\n/)[loser.line - 1];
-    const at = line?.lastIndexOf(loser.value) ?? -1;
-    const edit = text !== undefined && line?.trim() === loser.quote && at !== -1 ? lineEdit(text, loser.line - 1, (l) => l.slice(0, at) + winner.value + l.slice(at + loser.value.length)) : undefined;
+    const edit = valueEdit(loser, winner.value, read);
     const reason = `${conflict.entity} — ${conflict.attribute}: you kept "${winner.value}" (${winner.path}:${winner.line}); this line still says "${loser.value}"`;
-    if (!edit) {
-      skipped.push({ file: loser.path, origin: 'settled-conflict', reason, refusal: `${loser.path}:${loser.line} changed since it was indexed` });
+    if (typeof edit === 'string') {
+      skipped.push({ file: loser.path, origin: 'settled-conflict', reason, refusal: edit });
       continue;
     }
     drafts.push({

@@ -85,10 +85,17 @@ export class ProposalCommands extends Disposable {
       return { set, applied: [], discarded: [] };
     }
     const edit = await this.workspaceEdit(campaign.root, set.proposals);
+    // A buffer with the writer's own unsaved edits stays theirs to save.
+    const dirtyBefore = new Set(vscode.workspace.textDocuments.filter((d) => d.isDirty).map((d) => d.uri.toString()));
     await vscode.workspace.applyEdit(edit, { isRefactoring: true });
     // What the writer kept is what the files now hold: the preview lets them untick any change.
     const { applied, discarded } = settleAnswer(play.db, campaign.id, adventure.id, set.proposals, read);
     const files = [...new Set(applied.map((p) => p.file))];
+    // A refactoring saves what it changed (files.refactoring.autoSave); when that is off, the writer's yes still reaches the disk and the index.
+    for (const file of files) {
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uriOf(campaign.root, file).toString());
+      if (doc?.isDirty && !dirtyBefore.has(doc.uri.toString())) await doc.save();
+    }
     void vscode.window.showInformationMessage(
       applied.length > 0
         ? `Applied ${applied.length} canon edit${applied.length === 1 ? '' : 's'} from ${adventure.title} to ${files.join(', ')}.${discarded.length > 0 ? ` ${discarded.length} discarded (not proposed again for the same turns).` : ''}${refused}`

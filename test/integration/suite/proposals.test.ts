@@ -62,8 +62,17 @@ describe('canon proposals in the refactor preview', function () {
 
   it('shows every proposed change in the preview, and Discard writes nothing and is remembered', async () => {
     const before = ['characters/mara.md', 'places/bridge.md', 'places/north-gate.md'].map(read);
-    const { running, seen } = await openPreview('proposals-preview', /Status: canon says "standing"; play made it "destroyed"/);
-    for (const label of [/Turn 2: Sister Mara — Age: canon says "34"; play made it "52"/, /north-gate-update\.md/, /tomas-the-smuggler\.md/]) assert.match(seen.workbenchText, label);
+    // Grouped by file, each change a line to tick: nothing is checked until the writer says yes.
+    const { running, seen } = await openPreview('proposals-preview', /\*\*Status:\*\* destroyed/);
+    for (const shown of [/mara\.md/, /\*\*Age:\*\* 52/, /\*\*Trust:\*\* 55/, /north-gate-update\.md/, /tomas-the-smuggler\.md/]) assert.match(seen.workbenchText, shown);
+    // The same changes by their labels: each turn and reason.
+    await vscode.commands.executeCommand('refactorPreview.groupByType');
+    const labelled = await waitFor(async () => {
+      const reply = await capture('proposals-preview-by-reason', 300);
+      return /Turn 2: Sister Mara — Age: canon says "34"; play made it "52"/.test(reply.workbenchText) && reply;
+    }, 30_000, 'the preview grouped by each change\'s turn and reason');
+    assert.match(labelled.workbenchText, /Turn 3: Sister Mara — Trust: play made it "55"; canon does not say/);
+    await vscode.commands.executeCommand('refactorPreview.groupByFile');
     await capture('proposals-discarded', 200, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Discard")' }]);
     const outcome = await running;
     assert.equal(outcome.applied.length, 0);
@@ -81,7 +90,9 @@ describe('canon proposals in the refactor preview', function () {
     const head = play.turn(adventure.headTurnId!);
     const turn = play.createTurn({ adventureId: adventure.id, parentId: head.id, action: { kind: 'do', text: 'A year passes in the abbey' }, model: null, stateAfter: {} });
     play.finishTurn(turn.id, { status: 'complete', narration: 'Winter again.', error: null, stateDelta: null, stateAfter: { ...head.stateAfter, 'npc.mara.age': 53 }, refusals: [], promptEvalCount: null, evalCount: null });
-    const { running } = await openPreview('proposals-preview-turn-4', /Turn 4: Sister Mara — Age: canon says "34"; play made it "53"/);
+    const { running } = await openPreview('proposals-preview-turn-4', /\*\*Age:\*\* 53/);
+    // The writer ticks the change (the file's box), then applies.
+    await capture('proposals-ticked', 200, [{ action: 'click', selector: '.bulk-edit-panel .monaco-list-row .edit-checkbox' }]);
     await capture('proposals-applied', 200, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Apply")' }]);
     const outcome = await running;
     assert.deepEqual(outcome.applied.map((p) => p.file), ['characters/mara.md']);
