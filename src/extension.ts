@@ -21,6 +21,7 @@ import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
 import { ModelServers } from './views/modelServers';
+import { ProposalCommands } from './views/proposals';
 import { TranscriptDocuments } from './views/transcripts';
 
 /** What the extension hands to other extensions and to the integration suite. */
@@ -40,6 +41,8 @@ export interface StorytellerApi {
   readonly language: EntityLanguage;
   readonly codex: CodexTree;
   readonly transcripts: TranscriptDocuments;
+  /** Propose Canon Updates…: play back to the bible, through the refactor preview. */
+  readonly proposals: ProposalCommands;
   /** The one report tab (context previews, health, import reports). */
   readonly reports: ReportDocuments;
   /** Null when SQLite works with FTS5; otherwise the message the user was shown. */
@@ -79,6 +82,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly language: EntityLanguage;
   readonly codex: CodexTree;
   readonly transcripts: TranscriptDocuments;
+  readonly proposals: ProposalCommands;
   readonly reports = this._register(new ReportDocuments());
 
   constructor(context: vscode.ExtensionContext) {
@@ -116,6 +120,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this.codex = this._register(new CodexTree(() => this.knowledge.list(), this.language, readers, this.play.onDidPlay));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
+    this.proposals = this._register(new ProposalCommands(this.knowledge, this.log));
     this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, this.reports));
     this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, this.reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {

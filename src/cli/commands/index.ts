@@ -43,6 +43,11 @@ export const COMMANDS: CommandEntry[] = [
     load: async () => (await import('./play')).playCommand,
   },
   {
+    name: 'propose',
+    summary: "propose the canon edits an adventure's current branch implies, as diffs with their evidence (--write applies them)",
+    load: async () => (await import('./propose')).proposeCommand,
+  },
+  {
     name: 'export',
     summary: 'write the whole campaign (files, source metadata, adventures) to one bundle file',
     load: async () => (await import('./export')).exportCommand,

@@ -29,6 +29,10 @@ export interface FrontMatter {
   match_whole_words?: boolean;
   /** What a lorebook import keeps of SillyTavern: `entry` (its World Info fields) and `book` (name, settings). */
   sillytavern?: Record<string, unknown>;
+  /** Protected canon: proposals never edit it; a change becomes a new canon file that supersedes it. */
+  locked?: boolean;
+  /** Where a proposed canon file came from in play ("The Night Watch, turn 7"), written by the proposal. */
+  from_turn?: string;
 }
 
 type FactValue = string | number | boolean | (string | number | boolean)[];
@@ -75,6 +79,8 @@ const FIELD_SCHEMAS = {
   case_sensitive: z.boolean({ error: 'must be true or false' }),
   match_whole_words: z.boolean({ error: 'must be true or false' }),
   sillytavern: z.record(z.string(), z.unknown(), { error: 'must be a map (`entry:` and `book:`)' }),
+  locked: z.boolean({ error: 'must be true or false' }),
+  from_turn: text,
   facts: z.record(
     z.string(),
     z.union([factValue, z.record(z.string(), factValue)], { error: 'each fact must be `attribute: value` or `Entity: {attribute: value}`' }),

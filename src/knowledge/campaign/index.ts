@@ -11,7 +11,7 @@ export type { AtxHeading } from './markdown';
 export type { FrontMatter, FrontMatterBlock, FrontMatterSplit } from './frontMatter';
 export { ALWAYS_INCLUDED_SQL, ELIGIBLE_SQL, alwaysIncludeStanding, isAlwaysIncluded, sourceExclusion, standingFlags } from './sourceRules';
 export type { EligibilityFields, ReadingStage, SourceExclusion } from './sourceRules';
-export { pathInside, unsafeName, unsafeRelativePath } from './paths';
+export { linkLeavingCampaign, pathInside, unsafeName, unsafeRelativePath } from './paths';
 export { applyTextEdit, changeBetween } from './textEdit';
 export type { TextEdit } from './textEdit';
 export { countWords, estimateTokens, tokensFor } from './tokens';

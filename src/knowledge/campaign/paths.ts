@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { DATA_DIR } from './campaign';
 
@@ -70,4 +71,17 @@ export function unsafeName(p: string): string | undefined {
     if (why) return `'${segment}' ${why}`;
   }
   return undefined;
+}
+
+/**
+ * Why writing the campaign-relative `relPath` would land outside `root` through a symbolic link (the file
+ * itself, or the deepest folder of it that exists), or undefined when it stays inside. `relPath` must
+ * already have passed unsafeRelativePath.
+ */
+export function linkLeavingCampaign(root: string, relPath: string): string | undefined {
+  const realRoot = fs.realpathSync(root);
+  let existing = path.join(root, ...relPath.split('/'));
+  while (existing !== root && !fs.existsSync(existing)) existing = path.dirname(existing);
+  const real = fs.realpathSync(existing);
+  return pathInside(realRoot, real) === undefined ? `leads outside the campaign through a symbolic link (to ${real})` : undefined;
 }

@@ -8,3 +8,4 @@ export { checkCanonConsistency, pairPassagesByEntity } from './conflictsModel';
 export type { ConsistencyPassage, SuggestedConflict } from './conflictsModel';
 export { describeWorldFact, supersedeRetrievedCanon, supersededByState, worldFactsFromState } from './conflictsState';
 export type { FactStatement } from './facts';
+export { attributeKey } from './factsNormalize';

@@ -138,4 +138,23 @@ export const PLAY_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 4,
+    description: 'canon proposals the writer discarded, not proposed again for the same turns',
+    up(db) {
+      db.exec(`
+        -- A proposal is keyed by its file, the text it replaces and the turns that justify it: a later turn
+        -- that changes the same fact again is new evidence, and proposes it again.
+        CREATE TABLE proposal_discards (
+          campaign_id  TEXT NOT NULL,
+          adventure_id TEXT NOT NULL,
+          proposal_key TEXT NOT NULL,
+          file         TEXT NOT NULL,
+          reason       TEXT NOT NULL,
+          created_at   TEXT NOT NULL,
+          PRIMARY KEY (campaign_id, adventure_id, proposal_key)
+        );
+      `);
+    },
+  },
 ];

@@ -1,0 +1,88 @@
+import { CampaignError } from '../../knowledge/campaign';
+import type { PlayStore } from '../../story/playStore';
+import { proposeCanonUpdates, type ProposalSet } from '../../story/proposalDrafting';
+import { ProposalWriteError, clearSettledConflicts, diskReader, proposalDiff, writeProposals, type CanonProposal } from '../../story/proposals';
+import type { Adventure } from '../../story/types';
+import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
+import { campaignRootOption, refuse } from './import';
+import { openCliSession } from '../knowledgeAccess';
+import { oneLine } from '../terminalText';
+
+function pickAdventure(play: PlayStore, campaignId: string, id: string | undefined, playPath: string): Adventure {
+  if (id) {
+    const found = play.getAdventure(id) ?? play.listAdventures(campaignId).find((a) => a.id.startsWith(id));
+    if (!found) throw new UsageError(`no adventure '${id}' in ${playPath}`);
+    return found;
+  }
+  const latest = play.listAdventures(campaignId)[0];
+  if (!latest) throw new UsageError(`no adventure has been played in this campaign (${playPath}): play one first`);
+  return latest;
+}
+
+function describeProposal(proposal: CanonProposal, index: number, diff: string): string {
+  const turns = proposal.turns.length > 0 ? ` (turn${proposal.turns.length === 1 ? '' : 's'} ${proposal.turns.map((t) => t.number).join(', ')})` : '';
+  return [
+    `${index + 1}. ${oneLine(proposal.file)}${turns}: ${oneLine(proposal.reason)}`,
+    ...proposal.evidence.map((e) => `   ${oneLine(e)}`),
+    diff,
+  ].join('\n');
+}
+
+function report(set: ProposalSet, diffs: readonly string[], written: readonly string[] | undefined): string {
+  const count = set.proposals.length;
+  const lines = [`Canon proposals from "${oneLine(set.adventure.title)}" — ${set.drafting}.`, ''];
+  if (count === 0) lines.push('The canon already agrees with this branch: nothing to propose.');
+  set.proposals.forEach((p, i) => lines.push(describeProposal(p, i, diffs[i]!), ''));
+  if (set.discardedBefore > 0) lines.push(`${set.discardedBefore} proposal${set.discardedBefore === 1 ? '' : 's'} you discarded before for the same turns left out.`);
+  if (set.refused.length > 0) {
+    lines.push(`Refused (${set.refused.length}):`);
+    for (const r of set.refused) lines.push(`  ${oneLine(r.file || '(no file)')}: ${oneLine(r.refusal)}${r.reason ? ` — ${oneLine(r.reason)}` : ''}`);
+  }
+  if (written) lines.push(`Wrote ${written.length} file${written.length === 1 ? '' : 's'}: ${written.map(oneLine).join(', ')}; the index is up to date with them.`);
+  else if (count > 0) lines.push(`Dry run: nothing was written. Run again with --write to apply ${count === 1 ? 'this edit' : `these ${count} edits`}.`);
+  return lines.join('\n');
+}
+
+export const proposeCommand: Command = {
+  usage: 'storyteller propose [campaign-dir] [--adventure <id>] [--write] [--json]',
+  options: {
+    adventure: { type: 'string' },
+    write: { type: 'boolean', default: false },
+  },
+  async run(args, io) {
+    if (args.positionals.length > 1) throw new UsageError('give at most one campaign folder');
+    const root = campaignRootOption(args.positionals[0], io.cwd);
+    const session = openCliSession(root);
+    try {
+      // Proposals read the files as they are: the index is brought in line with them first.
+      await session.reindex();
+      const campaign = session.campaign;
+      const adventure = pickAdventure(session.play, campaign.id, stringOption(args, 'adventure'), campaign.playPath);
+      const read = diskReader(campaign.root);
+      const set = await proposeCanonUpdates({ campaign, store: session.store, play: session.play, adventure }, { read });
+      // The diffs are taken before anything is written, against the files they were proposed for.
+      const diffs = set.proposals.map((p) => proposalDiff(p, p.oldText === '' ? undefined : read(p.file)));
+      if (args.values.write !== true || set.proposals.length === 0) {
+        emit(io, args, { ...set, diffs, written: [] }, () => report(set, diffs, undefined));
+        return EXIT.ok;
+      }
+      let written: string[];
+      try {
+        written = writeProposals(campaign.root, set.proposals);
+      } catch (error) {
+        if (!(error instanceof ProposalWriteError)) throw error;
+        await session.reindex();
+        return refuse(io, args, 'propose', error.message);
+      }
+      clearSettledConflicts(session.play.db, campaign.id, set.proposals);
+      await session.reindex();
+      emit(io, args, { ...set, diffs, written }, () => report(set, diffs, written));
+      return EXIT.ok;
+    } catch (error) {
+      if (error instanceof CampaignError) return refuse(io, args, 'propose', error.message);
+      throw error;
+    } finally {
+      await session.close();
+    }
+  },
+};

@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { ToolChatClient } from '../models';
+import { proposeCanonUpdates, settleAnswer, type CanonProposal, type ProposalSet } from '../story';
+import type { Adventure } from '../story';
+import { Disposable } from './disposable';
+import type { KnowledgeService } from './knowledgeService';
+import type { AdventuresNode } from './playTrees';
+
+/**
+ * Propose Canon Updates…: the canon edits an adventure's branch implies, as ONE WorkspaceEdit in VS Code's
+ * refactor preview, each change labelled with its turn and reason and needing confirmation. Nothing is
+ * written until the writer applies it; applied files are saved (a refactoring) and reindexed by the file
+ * watcher, the conflicts they settle are cleared, and whatever the writer left out is remembered as
+ * discarded so it is not proposed again for the same turns.
+ */
+
+export const PROPOSE_COMMAND = 'storyteller.proposeCanonUpdates';
+
+type ProposalNode = Extract<AdventuresNode, { kind: 'adventure' | 'turn' }>;
+
+/** A model that drafts through tools, when one is configured; the deterministic rules run without it. */
+export type ProposalDrafter = () => { client: ToolChatClient; model: string } | undefined;
+
+export interface ProposalOutcome {
+  set: ProposalSet;
+  applied: CanonProposal[];
+  discarded: CanonProposal[];
+}
+
+const uriOf = (root: string, relPath: string) => vscode.Uri.file(path.join(root, ...relPath.split('/')));
+
+export class ProposalCommands extends Disposable {
+  constructor(
+    private readonly knowledge: KnowledgeService,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly drafter: ProposalDrafter = () => undefined,
+  ) {
+    super();
+    this._register(vscode.commands.registerCommand(PROPOSE_COMMAND, (node?: ProposalNode) => this.propose(node)));
+  }
+
+  /** A file's text as the writer sees it: an open editor's buffer (unsaved edits too), else the disk. */
+  private read(root: string): (relPath: string) => string | undefined {
+    return (relPath) => {
+      const uri = uriOf(root, relPath).toString();
+      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+      if (open) return open.getText();
+      try {
+        return fs.readFileSync(vscode.Uri.parse(uri).fsPath, 'utf8').replace(/^\uFEFF/, '');
+      } catch {
+        return undefined;
+      }
+    };
+  }
+
+  async propose(node?: ProposalNode): Promise<ProposalOutcome | undefined> {
+    const picked = node ?? (await this.pickAdventure());
+    if (!picked) return undefined;
+    const index = this.knowledge.list().find((i) => i.campaign.playPath === picked.playPath);
+    const play = index?.session.playIfAny;
+    if (!index || !play) return undefined;
+    const campaign = index.campaign;
+    const adventure = play.adventure(picked.adventure.id);
+    const read = this.read(campaign.root);
+    const drafter = this.drafter();
+    const set = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Reading ${adventure.title} for canon changes…`, cancellable: true },
+      (_progress, token) => {
+        const abort = new AbortController();
+        token.onCancellationRequested(() => abort.abort());
+        return proposeCanonUpdates(
+          { campaign, store: index.session.store, play, adventure, ...(picked.kind === 'turn' ? { turnId: picked.turn.id } : {}) },
+          { read, signal: abort.signal, ...(drafter ? { client: drafter.client, model: drafter.model } : {}) },
+        );
+      },
+    );
+    this.log.info(`Propose Canon Updates (${adventure.title}): ${set.proposals.length} proposed — ${set.drafting}`);
+    for (const r of set.refused) this.log.warn(`refused proposal for ${r.file || '(no file)'}: ${r.refusal}${r.reason ? ` — ${r.reason}` : ''}`);
+    const refused = set.refused.length > 0 ? ` ${set.refused.length} drafted edit${set.refused.length === 1 ? ' was' : 's were'} refused (see the log).` : '';
+    if (set.proposals.length === 0) {
+      const before = set.discardedBefore > 0 ? ` (${set.discardedBefore} you discarded before are left out)` : '';
+      void vscode.window.showInformationMessage(`The canon already agrees with ${adventure.title}: nothing to propose${before}.${refused}`);
+      return { set, applied: [], discarded: [] };
+    }
+    const edit = await this.workspaceEdit(campaign.root, set.proposals);
+    // A buffer with the writer's own unsaved edits stays theirs to save.
+    const dirtyBefore = new Set(vscode.workspace.textDocuments.filter((d) => d.isDirty).map((d) => d.uri.toString()));
+    await vscode.workspace.applyEdit(edit, { isRefactoring: true });
+    // What the writer kept is what the files now hold: the preview lets them untick any change.
+    const { applied, discarded } = settleAnswer(play.db, campaign.id, adventure.id, set.proposals, read);
+    const files = [...new Set(applied.map((p) => p.file))];
+    // A refactoring saves what it changed (files.refactoring.autoSave); when that is off, the writer's yes still reaches the disk and the index.
+    for (const file of files) {
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uriOf(campaign.root, file).toString());
+      if (doc?.isDirty && !dirtyBefore.has(doc.uri.toString())) await doc.save();
+    }
+    void vscode.window.showInformationMessage(
+      applied.length > 0
+        ? `Applied ${applied.length} canon edit${applied.length === 1 ? '' : 's'} from ${adventure.title} to ${files.join(', ')}.${discarded.length > 0 ? ` ${discarded.length} discarded (not proposed again for the same turns).` : ''}${refused}`
+        : `Discarded ${discarded.length} canon proposal${discarded.length === 1 ? '' : 's'} from ${adventure.title}: nothing was written, and they are not proposed again for the same turns.${refused}`,
+    );
+    return { set, applied, discarded };
+  }
+
+  /** One edit for every proposal, each entry labelled with its turn and reason and needing the writer's confirmation. */
+  private async workspaceEdit(root: string, proposals: readonly CanonProposal[]): Promise<vscode.WorkspaceEdit> {
+    const edit = new vscode.WorkspaceEdit();
+    // Grouped by file: each file's changes together, in the order they stand in it.
+    const byFile = new Map<string, CanonProposal[]>();
+    for (const p of proposals) byFile.set(p.file, [...(byFile.get(p.file) ?? []), p]);
+    for (const [file, list] of byFile) {
+      const uri = uriOf(root, file);
+      // The document the edit applies to: its buffer is what the proposals were checked against.
+      const doc = list.some((p) => p.oldText !== '') ? await vscode.workspace.openTextDocument(uri) : undefined;
+      for (const p of list) {
+        const turns = p.turns.length > 0 ? `Turn ${p.turns.map((t) => t.number).join(', ')}` : 'Settled conflict';
+        const metadata: vscode.WorkspaceEditEntryMetadata = { label: `${turns}: ${p.reason}`, description: p.evidence.join(' · '), needsConfirmation: true };
+        if (p.oldText === '') {
+          edit.createFile(uri, { overwrite: false, ignoreIfExists: false, contents: Buffer.from(p.newText, 'utf8') }, metadata);
+          continue;
+        }
+        const at = doc!.getText().indexOf(p.oldText);
+        edit.replace(uri, new vscode.Range(doc!.positionAt(at), doc!.positionAt(at + p.oldText.length)), p.newText, metadata);
+      }
+    }
+    return edit;
+  }
+
+  private async pickAdventure(): Promise<ProposalNode | undefined> {
+    const items = this.knowledge.list().flatMap((index) =>
+      (index.session.playIfAny?.listAdventures(index.campaign.id) ?? []).map((adventure: Adventure) => ({
+        label: adventure.title,
+        description: index.campaign.title,
+        node: { kind: 'adventure' as const, playPath: index.campaign.playPath, campaignTitle: index.campaign.title, adventure, latest: false },
+      })),
+    );
+    if (items.length === 0) {
+      void vscode.window.showInformationMessage('No adventure has been played yet: there is nothing to propose to the canon.');
+      return undefined;
+    }
+    return (await vscode.window.showQuickPick(items, { title: 'Propose canon updates from which adventure?' }))?.node;
+  }
+}

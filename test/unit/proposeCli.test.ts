@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openSession } from '../../src/session';
+import { REPO_ROOT } from '../support/corpora';
+import { readTree, runCliCaptured } from '../support/interchange';
+import { playScene, writePlayedCampaign } from '../support/playedCampaign';
+
+const GOLDEN = path.join(REPO_ROOT, 'test', 'golden', 'propose-dry-run.txt');
+
+describe('storyteller propose', () => {
+  let dir: string;
+  let root: string;
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-propose-cli-'));
+    root = path.join(dir, 'campaign');
+    writePlayedCampaign(root);
+    const session = openSession(root);
+    try {
+      await session.reindex();
+      playScene(session);
+    } finally {
+      await session.close();
+    }
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const files = () => readTree(root, (rel) => rel.startsWith('.storyteller'));
+
+  it('a dry run prints each proposal as a unified diff with its evidence, and writes nothing (golden)', async () => {
+    const before = files();
+    const out = await runCliCaptured(['propose', root], dir);
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(out.stdout, fs.readFileSync(GOLDEN, 'utf8'));
+    assert.deepEqual(files(), before);
+  });
+
+  it('--write applies the edits, says what it wrote, and the next run finds the canon agreeing with play', async () => {
+    const out = await runCliCaptured(['propose', root, '--write'], dir);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /Wrote 4 files: places\/bridge\.md, places\/north-gate-update\.md, characters\/mara\.md, characters\/tomas-the-smuggler\.md; the index is up to date with them\.\n$/);
+    assert.match(fs.readFileSync(path.join(root, 'places', 'bridge.md'), 'utf8'), /- \*\*Status:\*\* destroyed/);
+    assert.match(fs.readFileSync(path.join(root, 'places', 'north-gate.md'), 'utf8'), /- \*\*Status:\*\* open/, 'locked canon is never edited');
+    const again = await runCliCaptured(['propose', root], dir);
+    assert.match(again.stdout, /The canon already agrees with this branch: nothing to propose\./);
+  });
+
+  it('--json gives the proposals, their diffs and what was refused', async () => {
+    const out = await runCliCaptured(['propose', root, '--json'], dir);
+    assert.equal(out.code, 0, out.stderr);
+    const data = JSON.parse(out.stdout) as { proposals: { file: string; turns: { number: number }[] }[]; diffs: string[]; written: string[]; refused: unknown[] };
+    assert.deepEqual(data.proposals.map((p) => p.file), ['places/bridge.md', 'places/north-gate-update.md', 'characters/mara.md', 'characters/mara.md', 'characters/tomas-the-smuggler.md']);
+    assert.match(data.diffs[0]!, /^--- a\/places\/bridge\.md\n\+\+\+ b\/places\/bridge\.md\n@@ -4,7 \+4,7 @@\n/);
+    assert.deepEqual(data.written, []);
+  });
+
+  it('an adventure that is not there, or none played, is a usage error that says so', async () => {
+    const unknown = await runCliCaptured(['propose', root, '--adventure', 'nope'], dir);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no adventure 'nope' in .*play\.db/);
+    fs.rmSync(path.join(root, '.storyteller', 'play.db'));
+    const none = await runCliCaptured(['propose', root], dir);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no adventure has been played in this campaign \(.*play\.db\): play one first/);
+  });
+});
