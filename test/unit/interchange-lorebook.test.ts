@@ -10,6 +10,7 @@ import { importLorebookFile, lorebookImportReport, portableSlug, type LorebookIm
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
+import { EntityModel, entitySourcesFromStore } from '../../src/knowledge/entities';
 import { readPngTextChunks } from '../../src/knowledge/interchange/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { listTree, runCliCaptured, withIndexedSession } from '../support/interchange';
@@ -30,6 +31,8 @@ const ELDORIA_KEYS = [
   ['glade', 'safe haven', 'refuge'],
   ['power', 'magic', 'ability'],
 ];
+/** Keys are triggers: the entity is the title, read as a name, with only the name-like keys as aliases. */
+const ELDORIA_ENTITIES = [['Eldoria', 'magical forest'], ['Shadowfang'], ['Glade', 'safe haven'], ['Power']];
 
 const readJson = (name: string): Record<string, unknown> => JSON.parse(fs.readFileSync(sample(name), 'utf8')) as Record<string, unknown>;
 const parseJsonValue = (name: string, value: unknown): ParsedLorebook => parseLorebook(name, Buffer.from(JSON.stringify(value)));
@@ -362,7 +365,7 @@ describe('lorebook import: writing campaign markdown', () => {
       const entry = source.entries[i]!.worldInfo;
       assert.equal(body, entry.content);
       assert.deepEqual(meta.keys, ELDORIA_KEYS[i]);
-      assert.deepEqual(meta.entities, ELDORIA_KEYS[i]);
+      assert.deepEqual(meta.entities, ELDORIA_ENTITIES[i]);
       assert.equal(meta.class, 'canon');
       assert.equal(meta.title, ELDORIA_TITLES[i]);
       assert.equal(meta.always_include, undefined);
@@ -452,6 +455,22 @@ describe('lorebook import: writing campaign markdown', () => {
     );
     const old = store.getSourceByPath(result.written.find((w) => w.title === 'Old name')!.path)!;
     assert.deepEqual([old.alwaysInclude, old.enabled], [true, false]);
+    store.close();
+  });
+
+  it('makes each entry one Codex entity named by its title: trigger words such as "magic" or "beast" name nothing', async () => {
+    importLorebookFile(sample('Eldoria.worldinfo.st-current.json'), { campaignRoot: campaign, class: 'canon' });
+    const store = KnowledgeStore.inMemory('westhaven');
+    await importCampaign(loadCampaign(campaign), store);
+    const model = new EntityModel(entitySourcesFromStore(store));
+    for (const word of ['magic', 'ability', 'beast', 'beasts', 'monster', 'wood', 'forest', 'refuge']) assert.equal(model.resolveName(word), undefined, word);
+    assert.deepEqual(
+      model.canonEntities().filter((e) => e.definitions[0]?.path.startsWith('lore/')).map((e) => e.display),
+      ['Eldoria', 'Glade', 'magical forest', 'Power', 'safe haven', 'Shadowfang'],
+    );
+    assert.equal(model.resolveName('the magical forest')?.definitions[0]?.path, 'lore/eldoria.md', 'a key of several words names the entry');
+    const said = 'A beast may use its power and magic once per day; Shadowfang waits in the magical forest by the Glade.';
+    assert.deepEqual(model.mentionsIn('notes.md', said).map((m) => m.text), ['Shadowfang', 'magical forest', 'Glade']);
     store.close();
   });
 

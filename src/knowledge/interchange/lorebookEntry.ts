@@ -82,12 +82,38 @@ export function entryTitle(comment: unknown, keys: readonly string[], sourceId: 
   return (typeof comment === 'string' && oneLine(comment)) || keys.map(oneLine).find((k) => k && !isRegexKey(k)) || `Entry ${sourceId}`;
 }
 
-/** Names the entry is about: its plain keys on one line, case variants folded (keys keeps them all). */
-export function entitiesFromKeys(keys: readonly string[]): string[] {
+const MINOR_WORDS = new Set(['a', 'an', 'and', 'at', 'by', 'for', 'in', 'of', 'on', 'or', 'the', 'to']);
+
+/**
+ * A lowercase title reads as a name: `eldoria` → `Eldoria`, `house of the moon` → `House of the Moon`. Any
+ * capital means the writer chose the case. Names are matched case-sensitively, so a title left as the
+ * trigger word `power` would make every lowercase "power" in the campaign a mention of the entry.
+ */
+function prettyTitle(title: string): string {
+  if (/\p{Lu}/u.test(title)) return title;
+  return title.replace(/\p{Ll}[\p{L}\p{M}\p{N}'’-]*/gu, (word, at: number) => (at > 0 && MINOR_WORDS.has(word) ? word : word.replace(/^./u, (first) => first.toUpperCase())));
+}
+
+/** A key that names something: capitalised (`Elise`, `GDP`), of several words (`safe haven`), or a form of the title (`eldorian`). */
+function nameLikeKey(key: string, title: string): boolean {
+  if (/^\p{Lu}/u.test(key) || /\s/.test(key)) return true;
+  const [k, t] = [key.toLowerCase(), title.toLowerCase()];
+  const [short, long] = k.length <= t.length ? [k, t] : [t, k];
+  return short.length >= 4 && long.startsWith(short) && long.length - short.length <= 3;
+}
+
+/**
+ * The entity an entry is about and its aliases. Keys are triggers, not names: "magic" or "beast" as a
+ * campaign entity would turn every sentence about magic into a mention of it. So the entity is the entry's
+ * title, read as a name, and only name-like keys are its aliases (keys keeps them all). An entry titled by
+ * nothing but its id (`Entry 7`, `untitled`) names no entity.
+ */
+export function entitiesOfEntry(title: string, keys: readonly string[], untitled: boolean): string[] {
   const seen = new Set<string>();
-  return keys.map(oneLine).filter((key) => {
-    if (!key || isRegexKey(key) || seen.has(key.toLowerCase())) return false;
-    seen.add(key.toLowerCase());
+  const names = [...(untitled ? [] : [prettyTitle(title)]), ...keys.map(oneLine).filter((key) => key && !isRegexKey(key) && nameLikeKey(key, title))];
+  return names.filter((name) => {
+    if (!name || seen.has(name.toLowerCase())) return false;
+    seen.add(name.toLowerCase());
     return true;
   });
 }
