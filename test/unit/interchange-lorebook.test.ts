@@ -11,6 +11,8 @@ import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { EntityModel, entitySourcesFromStore } from '../../src/knowledge/entities';
+import { analyzeStoreConflicts, keepStatement } from '../../src/knowledge/conflicts';
+import { openSession } from '../../src/session';
 import { readPngTextChunks } from '../../src/knowledge/interchange/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { listTree, runCliCaptured, withIndexedSession } from '../support/interchange';
@@ -616,7 +618,7 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('exports only canon; a file written by hand becomes a new entry keyed by its entities, with SillyTavern defaults', async () => {
+  it('exports only canon; a file written by hand becomes a new entry keyed by its title and entities, with SillyTavern defaults', async () => {
     const out = path.join(dir, 'world.json');
     const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
     const world = JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile;
@@ -624,12 +626,36 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
     assert.ok(paths.includes('characters/mara.md') && paths.includes('canon.md'));
     assert.ok(!paths.includes('reference.md') && !paths.includes('inspiration.md'), 'reference and inspiration stay out');
     const mara = Object.values(world.entries).find((e) => e.comment === 'Sister Mara')!;
-    assert.deepEqual(mara.key, ['Mara', 'Sister Mara']);
+    assert.deepEqual(mara.key, ['Sister Mara', 'Mara']);
     assert.ok(!(mara.content as string).startsWith('---'), 'front matter is not part of the entry text');
+    assert.match(mara.content as string, /^Sister Mara\n\n- Age: 34\n/, 'plain text: no heading marks, no bold');
     assert.deepEqual([mara.order, mara.position, mara.probability, mara.selective, mara.displayIndex], [100, 0, 100, true, mara.uid]);
     assert.deepEqual(result.keyedByTitle, ['rules.md']);
     const aldric = result.notes.find((n) => n.path === 'characters/brother-aldric.md')!.notes;
     assert.ok(aldric.includes('`visibility: "hidden"` has no World Info field'), 'a hidden source is named: SillyTavern would show it like any other');
+  });
+
+  it('keys a file by its title and aliases, applies the writer\'s Keep decision, and writes plain text (CLI export-lorebook)', async () => {
+    fs.writeFileSync(path.join(campaign, 'lantern-guild.md'), '---\nclass: canon\ntitle: Lantern Guild\nentities: [the Guild]\n---\n# Lantern Guild\n\nThe Guild lights the [[Old Abbey|abbey]] road for [[Sister Mara]].\n');
+    fs.writeFileSync(path.join(campaign, 'bible.md'), '---\nclass: canon\ntitle: The Sunken Crown — setting bible\n---\n# The Sunken Crown\n\nA drowned kingdom.\n');
+    fs.writeFileSync(path.join(campaign, 'characters', 'mara-later.md'), '---\nclass: canon\ntitle: Mara, years later\nentities: [Mara]\n---\n# Mara\n\n- **Age:** 47\n');
+    const session = openSession(campaign);
+    try {
+      await session.reindex();
+      const conflict = analyzeStoreConflicts(session.store).conflicts.find((c) => c.attribute === 'Age')!;
+      keepStatement(session.play.db, session.campaign.id, conflict, conflict.a.value === '47' ? conflict.a : conflict.b);
+    } finally {
+      await session.close();
+    }
+    const run = await runCliCaptured(['export-lorebook', '--out', '../world.json'], campaign);
+    assert.equal(run.code, 0, run.stderr);
+    const entries = Object.values((JSON.parse(fs.readFileSync(path.join(dir, 'world.json'), 'utf8')) as WorldInfoFile).entries);
+    const entry = (comment: string) => entries.find((e) => e.comment === comment)!;
+    assert.deepEqual(entry('Lantern Guild').key, ['Lantern Guild', 'the Guild'], 'the title is a key beside the aliases');
+    assert.equal(entry('Lantern Guild').content, 'Lantern Guild\n\nThe Guild lights the abbey road for Sister Mara.\n', 'links keep their words; no # heading');
+    assert.deepEqual(entry('The Sunken Crown — setting bible').key, ['The Sunken Crown'], 'a long title gives its name part');
+    assert.match(entry('Sister Mara').content as string, /^- Age: 47$/m, 'the writer kept 47: the other file does not tell SillyTavern 34');
+    assert.doesNotMatch(entry('Sister Mara').content as string, /34/);
   });
 
   it('answers the CLI with the shared report, --json, and refuses to overwrite without --force', async () => {

@@ -118,6 +118,21 @@ export function entitiesOfEntry(title: string, keys: readonly string[], untitled
   });
 }
 
+/** A title of more than this many words is a document's name ("Westhaven Setting Bible — Part One"), not what a chat says. */
+const MAX_KEY_WORDS = 3;
+
+/**
+ * Keys for a file written by hand: what the story calls its subject — the title and the entities it
+ * declares. A long title gives its part before a dash or colon, and is left out when entities name the subject.
+ */
+function keysFromNames(title: string, entities: readonly string[]): string[] {
+  const words = (text: string): number => text.split(/\s+/).filter(Boolean).length;
+  const head = oneLine(title).split(/\s+[—–-]\s+|:\s+|\s+\(/)[0]!.trim();
+  const titleKey = words(head) <= MAX_KEY_WORDS ? [head] : entities.length > 0 ? [] : [oneLine(title)];
+  const seen = new Set<string>();
+  return [...titleKey, ...entities.map(oneLine)].filter((key) => key && !seen.has(key.toLowerCase()) && seen.add(key.toLowerCase()));
+}
+
 /** Secondary keys only narrow a match in SillyTavern when `selective` is on (its default) and there are some. */
 function secondaryKeysActive(entry: WorldInfoEntry): boolean {
   const secondary = stringArray(entry.keysecondary);
@@ -205,7 +220,7 @@ export function entryFromFrontMatter(source: EntrySource): { entry: WorldInfoEnt
 
   const keys = stringArray(fm.keys);
   if (fm.keys !== undefined && !keys) notes.push('`keys` is not a list of text; the entities were used instead');
-  entry.key = keys ?? (source.entities.length > 0 ? [...source.entities] : [source.title]);
+  entry.key = keys ?? keysFromNames(source.title, source.entities);
   const keptComment = typeof kept?.comment === 'string' ? kept.comment : undefined;
   // An untouched title goes back as the comment it came from; a renamed one replaces it.
   entry.comment = keptComment !== undefined && source.title === entryTitle(keptComment, entry.key as string[], String(kept?.uid ?? '')) ? keptComment : source.title;
