@@ -68,6 +68,10 @@ describe('the play panel', () => {
     assert.equal(panel.panel.options.retainContextWhenHidden, undefined, 'state comes back through the handshake, not by keeping the page alive');
     const text = await panelShows('play-panel-opened', (t) => t.includes('Nothing played yet'));
     assert.match(text, /The Westhaven Campaign · narrator llama3\.2/);
+    // The action box is named for a screen reader, and says (as the Do button's tooltip does) that Ctrl+Enter sends.
+    const named = ['#action[aria-label="Your action (Ctrl+Enter plays it as Do)"][placeholder="What do you do? (Ctrl+Enter plays it)"]', '#do[title="Do (Ctrl+Enter)"]'];
+    const reply = await panelReply('play-action-box-named', () => true, [], named);
+    for (const selector of named) assert.ok(reply.located[selector], selector);
   });
 
   it('plays an action the writer types: the narration streams in and the prompt carries the campaign', async () => {
