@@ -173,7 +173,12 @@ describe('the play panel', () => {
     assert.ok(answer && answer.length > 10, 'a reason a writer can read');
     const [top] = api.provenance.getChildren();
     assert.equal(top?.kind, 'whyNot', 'the answer stands at the top of Turn Provenance, not in a toast');
-    assert.equal(String(api.provenance.getTreeItem(top!).description), answer);
+    const rows = api.provenance.getChildren(top).map((n) => String(api.provenance.getTreeItem(n).label));
+    assert.equal(rows.join(' '), answer.replace(/(?<=[.;:])\s+/g, ' '), 'the answer in rows under the question, none cut off at the view\'s width');
+    const commands = await vscode.commands.getCommands(true);
+    assert.ok(commands.includes('storyteller.whyNot'));
+    const manifest = vscode.extensions.getExtension('storyteller.adventure-storyteller')!.packageJSON as { contributes: { menus: { commandPalette: { command: string; when?: string }[] } } };
+    assert.ok(!manifest.contributes.menus.commandPalette.some((m) => m.command === 'storyteller.whyNot' && m.when === 'false'), 'Why Not? is in the palette');
     await vscode.commands.executeCommand('storyteller.adventures.focus');
     const seen = await waitFor(async () => {
       const reply = await capture('adventures-and-provenance');
