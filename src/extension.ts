@@ -95,7 +95,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this.provenance = this._register(new ProvenanceTree(readers, this.knowledge));
     this._register(this.play.onDidPlay(({ playPath, turnId }) => turnId && this.provenance.show(playPath, turnId)));
     this._register(vscode.commands.registerCommand('storyteller.showProvenance', (playPath: string, turnId: string) => this.provenance.show(playPath, turnId)));
-    this._register(vscode.commands.registerCommand('storyteller.whyNot', (node: PassageNode) => this.provenance.whyNot(node)));
+    this._register(vscode.commands.registerCommand('storyteller.whyNot', (node?: PassageNode) => this.provenance.whyNot(node)));
     this._register(new SourceDiagnostics(this.knowledge));
     this.conflicts = this._register(
       new ConflictFeatures({

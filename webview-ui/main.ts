@@ -213,9 +213,12 @@ const renderSubtitle = (): void => {
   subtitle.textContent = `${campaign}${narrator ? ` · ${narrator}` : ''}${generating ? ' · generating…' : ''}`;
 };
 
+/** The shortcut as this machine writes it: the box says it, the Do button's tooltip too. */
+const SEND_KEYS = /Mac|iPhone|iPad/.test(navigator.userAgent) ? 'Cmd+Enter' : 'Ctrl+Enter';
 const action = el('vscode-textarea') as HTMLElement & { value: string };
 action.id = 'action';
-action.setAttribute('placeholder', 'What do you do?');
+action.setAttribute('aria-label', `Your action (${SEND_KEYS} plays it as Do)`);
+action.setAttribute('placeholder', `What do you do? (${SEND_KEYS} plays it)`);
 action.setAttribute('rows', '3');
 
 // The typed text stays in the box until the host says it is stored as a turn (an 'accepted' message).
@@ -246,6 +249,7 @@ const headActions = [
   }, true),
   button('undo', 'Undo', () => vscode.postMessage({ type: 'undo' }), true),
 ];
+turnActions[0]!.title = `Do (${SEND_KEYS})`;
 controls.append(
   ...turnActions,
   stop,

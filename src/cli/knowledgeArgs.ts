@@ -11,7 +11,9 @@ export function campaignFromArgs(args: ParsedArgs, cwd: string, positional: stri
   try {
     return locateCampaign(start);
   } catch (error) {
-    if (error instanceof CampaignError && !error.line && /no campaign\.yaml/.test(error.message)) throw new UsageError(error.message);
+    if (error instanceof CampaignError && !error.line && /no campaign\.yaml/.test(error.message)) {
+      throw new UsageError(`${error.message}; to make this folder a campaign, run 'storyteller init ${JSON.stringify(start)}'`);
+    }
     throw error;
   }
 }

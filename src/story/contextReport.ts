@@ -94,12 +94,19 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
     const budget = section.budget === null ? 'required' : `budget ${section.budget}`;
     out.push('', `## ${position + 1}. ${inline(section.title)} — ${section.tokens} tokens (${budget})`, '');
     out.push(`${section.stable ? 'Stable prefix (system message)' : 'Live part'} · section \`${section.id}\``, '');
-    if (items.length > 0) {
-      out.push('Uses:', '', ...items.map((item) => `- **${inline(item.title)}**${item.detail ? ` — ${inline(item.detail)}` : ''}`), '');
+    if (section.id === 'history') {
+      // Turns are named by the story text below, not by their ids, which mean nothing to a writer.
+      if (items.length > 0) out.push(`Uses: ${items.length === 1 ? 'the latest turn' : `the ${items.length} latest turns`}, as sent below.`, '');
+      if (leftOut.length > 0) out.push(`Left out: ${leftOut.length === 1 ? '1 older turn' : `${leftOut.length} older turns`} — ${inline(leftOut[0]!.detail)}.`, '');
+    } else {
+      if (items.length > 0) {
+        out.push('Uses:', '', ...items.map((item) => `- **${inline(item.title)}**${item.detail ? ` — ${inline(item.detail)}` : ''}`), '');
+      }
+      if (leftOut.length > 0) {
+        out.push('Left out:', '', ...leftOut.map((item) => `- **${inline(item.title)}** — ${inline(item.detail)}`), '');
+      }
     }
-    if (leftOut.length > 0) {
-      out.push('Left out:', '', ...leftOut.map((item) => `- **${inline(item.title)}** — ${inline(item.detail)}`), '');
-    }
+    if (/^\\#/m.test(section.text)) out.push('A line of this text that starts with `#` is sent as `\\#`: plain text, so it cannot open a section of the prompt.', '');
     out.push(section.text.trim() === '' ? '*(sends nothing)*' : fenced(section.text));
   }
   const unused = context.retrieval.candidates.filter((c) => c.outcome !== 'selected');

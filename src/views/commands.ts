@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { CAMPAIGN_FILE } from '../knowledge/campaign';
+import { CAMPAIGN_FILE, findCampaignRoot } from '../knowledge/campaign';
 import { changeBetween, withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
 import { excerptAround, searchKnowledge } from '../knowledge/retrieval';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
@@ -75,7 +75,7 @@ export class Commands extends Disposable {
     register('storyteller.openPassage', (node: PassageNode) => openPassage(node));
     register('storyteller.reindexSource', (arg?: SourcesNode | vscode.Uri) => this.reindexSource(arg));
     register('storyteller.deleteSource', (arg?: SourcesNode | vscode.Uri) => this.deleteSource(arg));
-    register('storyteller.newCampaign', (options?: { parent?: vscode.Uri; title?: string }) => this.newCampaign(options));
+    register('storyteller.newCampaign', (options?: { parent?: vscode.Uri; title?: string; then?: 'ask' | 'add' | 'none' }) => this.newCampaign(options));
   }
 
   /** Reindexes the one file now, as a save would, without waiting for the watcher. */
@@ -254,21 +254,34 @@ export class Commands extends Disposable {
     pick.show();
   }
 
-  private async newCampaign(options: { parent?: vscode.Uri; title?: string } = {}): Promise<vscode.Uri | undefined> {
+  /**
+   * Creates a campaign where the writer chose: in the folder itself when it is empty, else in a new `<id>/`
+   * inside it (said before anything is written), then offers to open it or add it to the workspace, where
+   * Sources lists it. `then` lets a caller decide instead of asking.
+   */
+  private async newCampaign(options: { parent?: vscode.Uri; title?: string; then?: 'ask' | 'add' | 'none' } = {}): Promise<vscode.Uri | undefined> {
+    await this.campaigns.ready();
+    // Campaigns do not nest: the dialog starts beside the open campaign, never inside it.
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const open = folder && this.campaigns.campaignOf(folder.fsPath);
     const parent =
       options.parent ??
       (
         await vscode.window.showOpenDialog({
           canSelectFolders: true,
           canSelectFiles: false,
-          defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
-          openLabel: 'Create the campaign in this folder',
+          defaultUri: open ? vscode.Uri.file(path.dirname(open.root)) : folder,
+          openLabel: 'Create the Campaign Here',
+          title: 'New Campaign: choose an empty folder for it (outside any campaign)',
         })
       )?.[0];
     if (!parent) return undefined;
     const enclosing = this.campaigns.campaignOf(parent.fsPath);
-    if (enclosing) {
-      void vscode.window.showErrorMessage(`${parent.fsPath} is inside the campaign "${enclosing.title}"; campaigns do not nest. Choose a folder outside it.`);
+    // A campaign outside the workspace is in no registry: its campaign.yaml on disk says so.
+    const enclosingRoot = enclosing ? undefined : findCampaignRoot(parent.fsPath);
+    if (enclosing || enclosingRoot) {
+      const which = enclosing ? `the campaign "${enclosing.title}"` : `the campaign at ${enclosingRoot}`;
+      void vscode.window.showErrorMessage(`${parent.fsPath} is inside ${which}; campaigns do not nest. Choose a folder outside it.`);
       return undefined;
     }
     const title =
@@ -276,7 +289,17 @@ export class Commands extends Disposable {
       (await vscode.window.showInputBox({ prompt: 'Campaign title', placeHolder: 'The Sunken Crown', validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
     if (!title?.trim()) return undefined;
     const id = title.trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'campaign';
-    const root = vscode.Uri.joinPath(parent, id);
+    const entries = await vscode.workspace.fs.readDirectory(parent).then((list) => list, () => []);
+    const root = entries.length === 0 ? parent : vscode.Uri.joinPath(parent, id);
+    if (await vscode.workspace.fs.stat(vscode.Uri.joinPath(root, CAMPAIGN_FILE)).then(() => true, () => false)) {
+      void vscode.window.showErrorMessage(`${root.fsPath} is already a campaign (it has a ${CAMPAIGN_FILE}); nothing was written.`);
+      return undefined;
+    }
+    if (root !== parent && !options.parent) {
+      const create = `Create ${path.basename(root.fsPath)}/`;
+      const choice = await vscode.window.showInformationMessage(`${parent.fsPath} is not empty: the campaign goes in a new folder, ${root.fsPath}.`, { modal: true }, create);
+      if (choice !== create) return undefined;
+    }
     const yaml = `id: ${id}\ntitle: ${JSON.stringify(title.trim())}\ndefault_class: reference\nfolders:\n  characters: canon\n  places: canon\n`;
     const canon = `---\nclass: canon\ntitle: ${JSON.stringify(`${title.trim()} — setting bible`)}\n---\n# ${title.trim()}\n\nWhat is true in this world, whatever the story does.\n`;
     const edit = new vscode.WorkspaceEdit();
@@ -288,6 +311,23 @@ export class Commands extends Disposable {
       return undefined;
     }
     await vscode.window.showTextDocument(vscode.Uri.joinPath(root, 'canon.md'));
+    this.offerCampaign(root, `Created "${title.trim()}" in ${root.fsPath}.`, options.then ?? 'ask');
     return root;
+  }
+
+  /** A campaign outside the workspace is in no view: the writer opens it, or adds it beside the others. */
+  private offerCampaign(root: vscode.Uri, said: string, then: 'ask' | 'add' | 'none'): void {
+    const add = (): void => void vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: root });
+    if (vscode.workspace.getWorkspaceFolder(root)) {
+      void vscode.window.showInformationMessage(`${said} It is in Sources.`);
+    } else if (then === 'add') {
+      add();
+      void vscode.window.showInformationMessage(`${said} Added to the workspace: it is in Sources.`);
+    } else if (then === 'ask') {
+      void vscode.window.showInformationMessage(`${said} It is outside this workspace: open it, or add it to see it in Sources.`, 'Open Folder', 'Add to Workspace').then(async (choice) => {
+        if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', root);
+        if (choice === 'Add to Workspace') add();
+      });
+    }
   }
 }

@@ -1,5 +1,3 @@
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import * as vscode from 'vscode';
 import { healthSummary, indexHealth } from '../knowledge/health';
 import type { Finding, FindingSeverity, LintReport } from '../knowledge/health';
@@ -14,25 +12,21 @@ import type { SourcesNode } from './sourcesTree';
 const SEVERITY_TITLE: Record<FindingSeverity, string> = { error: 'Errors', warning: 'Warnings', info: 'Notes' };
 
 /**
- * Markdown for the writer: the summary, then each finding with a reference link that opens the file at
- * its line, the long file URIs gathered at the end so the list stays readable.
+ * Markdown for the writer: the summary, then each finding at its `path:line`. The markdown preview refuses
+ * `file:` links (it renders them as literal text), so the place is written plainly, as a terminal or
+ * Ctrl+P (Go to File) takes it.
  */
-export function renderHealthReport(report: LintReport, title: string, root: string): string {
-  const targets: string[] = [];
-  const link = (f: Finding) => {
-    targets.push(`${pathToFileURL(path.join(root, ...f.path.split('/'))).toString()}${f.line ? `#L${f.line}` : ''}`);
-    return `[${f.line ? `${f.path}:${f.line}` : f.path}][${targets.length}]`;
-  };
+export function renderHealthReport(report: LintReport, title: string): string {
+  const place = (f: Finding) => `\`${f.line ? `${f.path}:${f.line}` : f.path}\``;
   const lines = [`# Campaign health: ${title}`, '', healthSummary(report, title), ''];
   for (const severity of ['error', 'warning', 'info'] as const) {
     const findings = report.findings.filter((f) => f.severity === severity);
     if (findings.length === 0) continue;
     lines.push(`## ${SEVERITY_TITLE[severity]} (${findings.length})`, '');
-    for (const f of findings) lines.push(`- ${link(f)} ${f.message.replace(/[\r\n]+/g, ' ')} \`${f.code}\``);
+    for (const f of findings) lines.push(`- ${place(f)} ${f.message.replace(/[\r\n]+/g, ' ')} (${f.code})`);
     lines.push('');
   }
   if (report.findings.length === 0) lines.push('Nothing to report.', '');
-  lines.push(...targets.map((target, i) => `[${i + 1}]: ${target}`));
   return lines.join('\n');
 }
 
@@ -67,7 +61,7 @@ export class HealthCommand extends Disposable {
       embeddingModel: embeddingModel || null,
       ...(playDb ? { playDb } : {}),
     });
-    await this.reports.show(`Campaign health: ${campaign.title}`, renderHealthReport(report, campaign.title, campaign.root));
+    await this.reports.show(`Campaign health: ${campaign.title}`, renderHealthReport(report, campaign.title));
     const summary = healthSummary(report, campaign.title);
     if (report.errors > 0) void vscode.window.showErrorMessage(summary);
     else if (report.warnings > 0) void vscode.window.showWarningMessage(summary);

@@ -342,7 +342,7 @@ export class InterchangeCommands extends Disposable {
     await index.idle();
     try {
       // Read from the session's index as the writer's settings built it: an export never re-imports.
-      const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true });
+      const result = exportCampaignWorldInfo(index.session.store, out.fsPath, { force: true, settled: index.session.canonFacts().supersededCanon() });
       await this.reports.show(`World Info Export — ${path.basename(out.fsPath)}`, `# World Info export: ${path.basename(out.fsPath)}\n\n${fenced(worldInfoExportReport(result, result.file).join('\n'))}\n`);
       const left = result.skipped.length > 0 ? `; ${result.skipped.length} left out (see the report)` : '';
       void vscode.window.showInformationMessage(`Exported ${result.entries.length} canon entries of ${title} as World Info to ${result.file}${left}.`);

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { locate, OUTCOME_WORDS, whyNot, worldInfoItems, worldInfoLines, type CandidateDecision, type WorldInfoRecord } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
@@ -154,11 +155,12 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
    * "Why not?" for a passage, answered for the turn shown: the answer goes at the top of this view, where
    * it stays readable (and in its hover), and the view is brought forward.
    */
-  async whyNot(node: PassageNode): Promise<string | undefined> {
+  async whyNot(clicked?: PassageNode): Promise<string | undefined> {
     const snapshot = this.current;
-    const store = this.knowledge.get(node.root)?.store;
-    if (!snapshot || !store) {
-      void vscode.window.showInformationMessage('Select a turn in the Adventures view first: "why not?" answers for that turn.');
+    const node = clicked ?? (snapshot && this.shown ? await this.pickPassage(this.shown.playPath, snapshot) : undefined);
+    const store = node && this.knowledge.get(node.root)?.store;
+    if (!snapshot || !store || !node) {
+      if (!snapshot) void vscode.window.showInformationMessage('Select a turn in the Adventures view first: "why not?" answers for that turn.');
       return undefined;
     }
     const answer = plainAnswer(whyNot(store, snapshot.retrieval, node.passage.id));
@@ -167,6 +169,22 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
     this.refresh();
     await vscode.commands.executeCommand('storyteller.provenance.focus');
     return answer;
+  }
+
+  /** From the palette: the turn's candidate passages, those left out first, to ask about one. */
+  private async pickPassage(playPath: string, snapshot: PromptSnapshot): Promise<PassageNode | undefined> {
+    // play.db sits in the campaign's data folder: <campaign>/.storyteller/play.db.
+    const root = path.dirname(path.dirname(playPath));
+    const store = this.knowledge.get(root)?.store;
+    if (!store) return undefined;
+    const candidates = [...snapshot.retrieval.candidates].sort((a, b) => Number(a.outcome === 'selected') - Number(b.outcome === 'selected'));
+    const picked = await vscode.window.showQuickPick(
+      candidates.map((d) => ({ label: [d.sourceTitle, ...(d.headingPath[0] === d.sourceTitle ? d.headingPath.slice(1) : d.headingPath)].join(' › '), description: `${locate(d)} · ${OUTCOME_WORDS[d.outcome]}`, decision: d })),
+      { title: 'Why not? Choose a passage of the campaign', placeHolder: 'Passages this turn considered; those left out first' },
+    );
+    const source = picked && store.getSourceByPath(picked.decision.sourcePath);
+    const passage = picked && store.getPassage(picked.decision.passageId);
+    return source && passage ? { root, source, passage } : undefined;
   }
 
   /** A title for something a section used that is not a retrieved passage: a turn, a memory, the summary. */
@@ -184,6 +202,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
     const snapshot = this.current;
     if (!snapshot) return [];
     const decisions = new Map(snapshot.retrieval.candidates.map((c) => [c.passageId, c]));
+    if (node?.kind === 'whyNot') return node.answer.split(/(?<=[.;:])\s+/).map((line) => ({ kind: 'item' as const, label: line, reason: '' }));
     if (!node) {
       const excluded = snapshot.retrieval.candidates.filter((c) => c.outcome !== 'selected');
       return [
@@ -212,8 +231,8 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
   getTreeItem(node: ProvenanceNode): vscode.TreeItem {
     switch (node.kind) {
       case 'whyNot': {
-        const item = new vscode.TreeItem(node.question);
-        item.description = node.answer;
+        // The answer is its rows below the question: a description is cut off at the view's width.
+        const item = new vscode.TreeItem(node.question, vscode.TreeItemCollapsibleState.Expanded);
         item.tooltip = new vscode.MarkdownString().appendText(`${node.question}\n\n${node.answer}`);
         item.iconPath = new vscode.ThemeIcon('question');
         return item;

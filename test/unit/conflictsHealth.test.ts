@@ -128,6 +128,13 @@ describe('campaign health', () => {
     const never = (await indexHealth(campaign, store, { playDb: play })).findings.filter((f) => f.code === 'never-retrieved').map((f) => f.path);
     // canon.md was used; rules.md is always included; duplicates and broken files could never be retrieved.
     assert.deepEqual(never, ['characters/brother-aldric.md', 'characters/mara.md', 'inspiration-copy.md', 'loose-notes.md', 'places/infirmary.md', 'places/old-abbey.md', 'reference.md']);
+
+    // Turns played before the files were imported could not have used them: nothing is flagged for them.
+    play.prepare("UPDATE turns SET created_at = '2000-01-01T00:00:00.000Z'").run();
+    assert.deepEqual((await indexHealth(campaign, store, { playDb: play })).findings.filter((f) => f.code === 'never-retrieved'), []);
+    play.prepare('UPDATE turns SET created_at = ? WHERE id = ?').run(new Date(Date.now() + 60_000).toISOString(), 't2');
+    const since = (await indexHealth(campaign, store, { playDb: play })).findings.find((f) => f.path === 'reference.md' && f.code === 'never-retrieved');
+    assert.match(since!.message, /no turn has used this reference source in the 1 turn played since it was added/);
   });
 });
 

@@ -179,6 +179,15 @@ describe('entities: the example campaign', () => {
     assert.equal(model.resolveLink(findWikiLinks('[[Medieval Taverns and Inns]]', 0)[0]!)?.path, 'reference.md', 'but a link may still name it');
   });
 
+  it("shows the summary the writer gave a page in its front matter, else the page's first paragraph", () => {
+    const text = fs.readFileSync(path.join(root, 'characters', 'mara.md'), 'utf8').replace('tags: [abbey, npc]', 'tags: [abbey, npc]\nsummary: "The Abbey\'s healer, who **reads** the old script."');
+    const source = entitySourcesFromStore(store).find((s) => s.path === 'characters/mara.md')!;
+    const others = entitySourcesFromStore(store).filter((s) => s.path !== 'characters/mara.md');
+    const withSummary = new EntityModel([...others, { ...source, text, sha256: 'edited' }]);
+    assert.equal(withSummary.resolveName('Mara')!.summary, "The Abbey's healer, who reads the old script.");
+    assert.match(model.resolveName('Mara')!.summary, /^Mara came to the Abbey as a foundling/);
+  });
+
   it('reads a sentence-initial article as the same name, and renames it keeping the capital', () => {
     const abbey = model.resolveName('the Abbey')!;
     const text = 'The Abbey bell rang; the Abbey gate stayed shut. Abbeyfield is elsewhere.';

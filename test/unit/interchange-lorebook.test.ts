@@ -10,6 +10,9 @@ import { importLorebookFile, lorebookImportReport, portableSlug, type LorebookIm
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
+import { EntityModel, entitySourcesFromStore } from '../../src/knowledge/entities';
+import { analyzeStoreConflicts, keepStatement } from '../../src/knowledge/conflicts';
+import { openSession } from '../../src/session';
 import { readPngTextChunks } from '../../src/knowledge/interchange/lorebookPng';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { listTree, runCliCaptured, withIndexedSession } from '../support/interchange';
@@ -30,6 +33,8 @@ const ELDORIA_KEYS = [
   ['glade', 'safe haven', 'refuge'],
   ['power', 'magic', 'ability'],
 ];
+/** Keys are triggers: the entity is the title, read as a name, with only the name-like keys as aliases. */
+const ELDORIA_ENTITIES = [['Eldoria', 'magical forest'], ['Shadowfang'], ['Glade', 'safe haven'], ['Power']];
 
 const readJson = (name: string): Record<string, unknown> => JSON.parse(fs.readFileSync(sample(name), 'utf8')) as Record<string, unknown>;
 const parseJsonValue = (name: string, value: unknown): ParsedLorebook => parseLorebook(name, Buffer.from(JSON.stringify(value)));
@@ -362,7 +367,7 @@ describe('lorebook import: writing campaign markdown', () => {
       const entry = source.entries[i]!.worldInfo;
       assert.equal(body, entry.content);
       assert.deepEqual(meta.keys, ELDORIA_KEYS[i]);
-      assert.deepEqual(meta.entities, ELDORIA_KEYS[i]);
+      assert.deepEqual(meta.entities, ELDORIA_ENTITIES[i]);
       assert.equal(meta.class, 'canon');
       assert.equal(meta.title, ELDORIA_TITLES[i]);
       assert.equal(meta.always_include, undefined);
@@ -452,6 +457,22 @@ describe('lorebook import: writing campaign markdown', () => {
     );
     const old = store.getSourceByPath(result.written.find((w) => w.title === 'Old name')!.path)!;
     assert.deepEqual([old.alwaysInclude, old.enabled], [true, false]);
+    store.close();
+  });
+
+  it('makes each entry one Codex entity named by its title: trigger words such as "magic" or "beast" name nothing', async () => {
+    importLorebookFile(sample('Eldoria.worldinfo.st-current.json'), { campaignRoot: campaign, class: 'canon' });
+    const store = KnowledgeStore.inMemory('westhaven');
+    await importCampaign(loadCampaign(campaign), store);
+    const model = new EntityModel(entitySourcesFromStore(store));
+    for (const word of ['magic', 'ability', 'beast', 'beasts', 'monster', 'wood', 'forest', 'refuge']) assert.equal(model.resolveName(word), undefined, word);
+    assert.deepEqual(
+      model.canonEntities().filter((e) => e.definitions[0]?.path.startsWith('lore/')).map((e) => e.display),
+      ['Eldoria', 'Glade', 'magical forest', 'Power', 'safe haven', 'Shadowfang'],
+    );
+    assert.equal(model.resolveName('the magical forest')?.definitions[0]?.path, 'lore/eldoria.md', 'a key of several words names the entry');
+    const said = 'A beast may use its power and magic once per day; Shadowfang waits in the magical forest by the Glade.';
+    assert.deepEqual(model.mentionsIn('notes.md', said).map((m) => m.text), ['Shadowfang', 'magical forest', 'Glade']);
     store.close();
   });
 
@@ -599,7 +620,7 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('exports only canon; a file written by hand becomes a new entry keyed by its entities, with SillyTavern defaults', async () => {
+  it('exports only canon; a file written by hand becomes a new entry keyed by its title and entities, with SillyTavern defaults', async () => {
     const out = path.join(dir, 'world.json');
     const result = await withIndexedSession(campaign, (session) => exportCampaignWorldInfo(session.store, out));
     const world = JSON.parse(fs.readFileSync(out, 'utf8')) as WorldInfoFile;
@@ -607,12 +628,36 @@ describe('lorebook export: canon as SillyTavern World Info', () => {
     assert.ok(paths.includes('characters/mara.md') && paths.includes('canon.md'));
     assert.ok(!paths.includes('reference.md') && !paths.includes('inspiration.md'), 'reference and inspiration stay out');
     const mara = Object.values(world.entries).find((e) => e.comment === 'Sister Mara')!;
-    assert.deepEqual(mara.key, ['Mara', 'Sister Mara']);
+    assert.deepEqual(mara.key, ['Sister Mara', 'Mara']);
     assert.ok(!(mara.content as string).startsWith('---'), 'front matter is not part of the entry text');
+    assert.match(mara.content as string, /^Sister Mara\n\n- Age: 34\n/, 'plain text: no heading marks, no bold');
     assert.deepEqual([mara.order, mara.position, mara.probability, mara.selective, mara.displayIndex], [100, 0, 100, true, mara.uid]);
     assert.deepEqual(result.keyedByTitle, ['rules.md']);
     const aldric = result.notes.find((n) => n.path === 'characters/brother-aldric.md')!.notes;
     assert.ok(aldric.includes('`visibility: "hidden"` has no World Info field'), 'a hidden source is named: SillyTavern would show it like any other');
+  });
+
+  it('keys a file by its title and aliases, applies the writer\'s Keep decision, and writes plain text (CLI export-lorebook)', async () => {
+    fs.writeFileSync(path.join(campaign, 'lantern-guild.md'), '---\nclass: canon\ntitle: Lantern Guild\nentities: [the Guild]\n---\n# Lantern Guild\n\nThe Guild lights the [[Old Abbey|abbey]] road for [[Sister Mara]].\n');
+    fs.writeFileSync(path.join(campaign, 'bible.md'), '---\nclass: canon\ntitle: The Sunken Crown — setting bible\n---\n# The Sunken Crown\n\nA drowned kingdom.\n');
+    fs.writeFileSync(path.join(campaign, 'characters', 'mara-later.md'), '---\nclass: canon\ntitle: Mara, years later\nentities: [Mara]\n---\n# Mara\n\n- **Age:** 47\n');
+    const session = openSession(campaign);
+    try {
+      await session.reindex();
+      const conflict = analyzeStoreConflicts(session.store).conflicts.find((c) => c.attribute === 'Age')!;
+      keepStatement(session.play.db, session.campaign.id, conflict, conflict.a.value === '47' ? conflict.a : conflict.b);
+    } finally {
+      await session.close();
+    }
+    const run = await runCliCaptured(['export-lorebook', '--out', '../world.json'], campaign);
+    assert.equal(run.code, 0, run.stderr);
+    const entries = Object.values((JSON.parse(fs.readFileSync(path.join(dir, 'world.json'), 'utf8')) as WorldInfoFile).entries);
+    const entry = (comment: string) => entries.find((e) => e.comment === comment)!;
+    assert.deepEqual(entry('Lantern Guild').key, ['Lantern Guild', 'the Guild'], 'the title is a key beside the aliases');
+    assert.equal(entry('Lantern Guild').content, 'Lantern Guild\n\nThe Guild lights the abbey road for Sister Mara.\n', 'links keep their words; no # heading');
+    assert.deepEqual(entry('The Sunken Crown — setting bible').key, ['The Sunken Crown'], 'a long title gives its name part');
+    assert.match(entry('Sister Mara').content as string, /^- Age: 47$/m, 'the writer kept 47: the other file does not tell SillyTavern 34');
+    assert.doesNotMatch(entry('Sister Mara').content as string, /34/);
   });
 
   it('answers the CLI with the shared report, --json, and refuses to overwrite without --force', async () => {

@@ -102,6 +102,16 @@ describe('CLI index, sources, passages, lint', () => {
     assert.ok(json.findings.some((f) => f.code === 'unclassified' && f.path === 'loose.md'));
   });
 
+  it("lint finds a canon conflict on a page not headed by the entity's name: its front matter says whose facts they are", async () => {
+    writeFile(root, 'notes/infirmary-notes.md', '---\ntitle: Infirmary Notes\nclass: canon\nentities: [Mara]\n---\n# Infirmary Notes\n\n- **Age:** 52\n- **Patients this winter:** 14\n');
+    writeFile(root, 'notes/market-day.md', '---\ntitle: Market Day\nclass: canon\nentities: [Mara, Brother Aldric]\n---\n# Market Day\n\n- **Age:** 60\n');
+    await runCaptured(['index', root, '--workers', '0'], '/');
+    const result = await runCaptured(['lint', root], '/');
+    assert.equal(result.code, EXIT.findings, result.stdout);
+    assert.match(result.stdout, /characters\/mara\.md:8 +error +canon contradicts itself: Sister Mara — Age is "34" here but "52" in notes\/infirmary-notes\.md:8/);
+    assert.doesNotMatch(result.stdout, /"60"/, 'a page naming two people does not say whose age 60 is: no conflict is made up');
+  });
+
   it('lint reports a broken campaign.yaml as a finding on that file', async () => {
     fs.writeFileSync(path.join(root, 'campaign.yaml'), 'id: Not Valid\ntitle: x\n');
     const result = await runCaptured(['lint', root], '/');

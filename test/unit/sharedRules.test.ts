@@ -45,10 +45,11 @@ describe('shared rules: every surface reads alike', () => {
         assert.deepEqual(atxHeading(line), expected, line);
         const passage = parseDocument(`${line}\n\nThe ferry runs at dawn.\n`, 'markdown').passages[0]!;
         assert.deepEqual(passage.headingPath, expected ? [expected.text] : [], `chunker: ${line}`);
-        // A fact under the line belongs to the heading's entity only when the line is a heading.
+        // A fact under the line belongs to the heading's entity only when the line is a heading. (The notes name
+        // no entity in front matter: a page that does states that entity's facts wherever they stand.)
         const name = expected?.text ?? 'Sister Mara';
         const sources = [
-          factSourceFromText('a.md', `${line}\n\n- **Age:** 34\n`, { title: 'Notes', class: 'canon', entities: [name] }),
+          factSourceFromText('a.md', `${line}\n\n- **Age:** 34\n`, { title: 'Notes', class: 'canon' }),
           factSourceFromText('b.md', `# ${name}\n\n- **Age:** 40\n`, { title: name, class: 'canon', entities: [name] }),
         ];
         assert.equal(analyzeConflicts(sources).conflicts.length, expected ? 1 : 0, `facts: ${line}`);

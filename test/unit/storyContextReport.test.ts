@@ -52,6 +52,27 @@ describe('context report', () => {
     assert.ok(report.includes(renderContextSummary(context)), 'the summary the CLI prints heads the report');
   });
 
+  it("names the recent story by its turns, not their ids, and says why a passage's heading reads \\#", async () => {
+    const adventure = play.createAdventure({ campaignId: 'westhaven', title: 'Bells' });
+    const turn = play.createTurn({ adventureId: adventure.id, parentId: null, action: { kind: 'do', text: 'ring the bell' }, model: 'none', stateAfter: {} });
+    play.finishTurn(turn.id, { status: 'complete', narration: 'The bell tolls.\n# Night falls', error: null, stateDelta: null, stateAfter: {}, refusals: [], promptEvalCount: null, evalCount: null });
+    const context = await engine.previewContext(adventure.id, { kind: 'do', text: 'listen' });
+    const report = renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'Bells', action: 'listen' });
+    const history = report.slice(report.indexOf('Recent story'));
+    assert.match(history, /^Uses: the latest turn, as sent below\.$/m);
+    assert.ok(!report.includes(turn.id), 'no turn id in the report');
+    // The SRD's run-on sections carry their headings in the passage text, which the prompt escapes.
+    const srd = path.join(dir, 'srd.md');
+    fs.writeFileSync(srd, '---\nclass: reference\n---\n# Spellcasting\n\n## Spellcasting Focus\n\nYou can use a holy symbol as a spellcasting focus.\n\n## Divine Smite\n\nWhen you hit with a melee weapon, you can expend one spell slot.\n');
+    await importCampaign(loadCampaign(dir), index);
+    const smite = await engine.previewContext(adventure.id, { kind: 'do', text: 'I use my holy symbol as a spellcasting focus and smite' });
+    const shown = renderContextMarkdown(smite, { campaignTitle: 'W', adventureTitle: 'Bells', action: 'smite' });
+    fs.rmSync(srd);
+    await importCampaign(loadCampaign(dir), index);
+    assert.match(shown, /^\\## Divine Smite$/m, 'shown exactly as sent');
+    assert.match(shown, /^A line of this text that starts with `#` is sent as `\\#`: plain text, so it cannot open a section of the prompt\.$/m);
+  });
+
   it('keeps imported text inert: inside a fence longer than any backtick run, never as markup', async () => {
     const context = await engine.previewContext(adventureId, { kind: 'do', text: 'open the crypt door' });
     const report = renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'A', action: 'open the crypt door' });

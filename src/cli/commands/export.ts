@@ -70,7 +70,8 @@ export const exportLorebookCommand: Command = {
     if (!out) throw new UsageError('--out is required (for example world.json)');
     const root = campaignArgument(args.positionals, io.cwd);
     try {
-      const result = await withExportSession('export-lorebook', root, io, (session) => exportCampaignWorldInfo(session.store, path.resolve(io.cwd, out), { force: args.values.force === true }));
+      const result = await withExportSession('export-lorebook', root, io, (session) =>
+        exportCampaignWorldInfo(session.store, path.resolve(io.cwd, out), { force: args.values.force === true, settled: session.canonFacts().supersededCanon() }));
       emit(io, args, result, () => worldInfoExportReport(result, path.relative(io.cwd, result.file) || result.file).join('\n'));
       return EXIT.ok;
     } catch (error) {

@@ -7,6 +7,11 @@ import type { CommandEntry } from '../command';
  */
 export const COMMANDS: CommandEntry[] = [
   {
+    name: 'init',
+    summary: 'make a folder of notes a campaign: a commented campaign.yaml (never overwritten), what would be indexed or skipped, and the next command',
+    load: async () => (await import('./init')).initCommand,
+  },
+  {
     name: 'index',
     summary: "Import a campaign's files into its search index (only new and changed files are parsed)",
     load: async () => (await import('./indexCommand')).indexCommand,

@@ -138,6 +138,18 @@ function looksLikeValue(value: string, plain: boolean): boolean {
 }
 
 /** Extracts the facts one source states. `names` must know every source's declared names (see buildEntityNames). */
+/**
+ * What a page is about: its title's entity, unless nothing declared is that title's (a page titled "Infirmary
+ * Notes" with `entities: [Mara]`) — then the one entity its front matter names, so the page's `Age: 52` is
+ * Mara's and meets her sheet's 34. With several named entities the page stays its own subject.
+ */
+function subjectOfFile(source: Pick<FactSourceInput, 'title' | 'entities'>, names: EntityNames): string {
+  const titleKey = names.resolve(source.title);
+  if (source.entities.some((e) => names.resolve(e) === titleKey)) return source.title;
+  const named = new Map(source.entities.map((e) => [names.resolve(e), e] as const).filter(([key]) => key !== undefined));
+  return named.size === 1 ? [...named.values()][0]! : source.title;
+}
+
 export function extractFacts(source: FactSourceInput, names: EntityNames): FactStatement[] {
   const raw: RawStatement[] = [];
   const lines = source.body.split(/\r?\n/);
@@ -148,12 +160,17 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
   let table: { headers: string[] } | null = null;
 
   const entityOf = (name: string) => ({ entity: name, entityKey: names.keyFor(name, source.path) });
+  const fileSubject = subjectOfFile(source, names);
+  const titleKey = names.resolve(source.title);
   const findSubject = (): { entity: string; entityKey: string } => {
     for (let i = headings.length - 1; i >= 0; i--) {
-      const heading = headings[i]!.text;
-      if (names.resolve(heading) !== undefined || !SECTION_HEADINGS.has(nameKey(heading))) return entityOf(heading);
+      const { text: heading, level } = headings[i]!;
+      const key = names.resolve(heading);
+      // The page's own heading (its title, or an undeclared top heading) stands for what the page is about.
+      if (fileSubject !== source.title && ((key !== undefined && key === titleKey) || (key === undefined && level === 1))) return entityOf(fileSubject);
+      if (key !== undefined || !SECTION_HEADINGS.has(nameKey(heading))) return entityOf(heading);
     }
-    return entityOf(source.title);
+    return entityOf(fileSubject);
   };
   let subject = findSubject();
   const innermostHeading = (): string | undefined => headings[headings.length - 1]?.text;
@@ -261,7 +278,7 @@ export function extractFacts(source: FactSourceInput, names: EntityNames): FactS
     previousKind = 'other';
   }
 
-  const ownSubject = source.entities.find((e) => names.resolve(e) === names.resolve(source.title)) ?? source.title;
+  const ownSubject = source.entities.find((e) => names.resolve(e) === names.resolve(source.title)) ?? fileSubject;
   for (const fact of source.frontMatterFacts) {
     raw.push({ ...entityOf(fact.entity ?? ownSubject), attribute: fact.attribute, value: fact.value, shape: 'front-matter', line: fact.line, startColumn: fact.startColumn, endColumn: fact.endColumn, quote: fact.quote, section: -1 });
   }

@@ -1,4 +1,4 @@
-import { atxHeading, splitFrontMatter, type KnowledgeClass } from '../campaign';
+import { atxHeading, frontMatterData, splitFrontMatter, type KnowledgeClass } from '../campaign';
 import { buildEntityNames, nameKey, stripInlineMarkup, type EntityNames } from '../names';
 import { findWikiLinks, type WikiLink } from './links';
 
@@ -228,7 +228,7 @@ export class EntityModel {
         names,
         kind: primary ? entityKindOf(primary.source.tags, primary.source.path, declaredType(primary.source.text)) : 'other',
         definitions: defs.map((d) => d.definition),
-        summary: primary ? summaryAfter(primary.source.text, primary.definition.line) : '',
+        summary: primary ? (this.names.resolve(primary.source.title) === key ? declaredSummary(primary.source.text) : undefined) ?? summaryAfter(primary.source.text, primary.definition.line) : '',
         canon: defs.some((d) => d.source.class === 'canon'),
       };
       this.byKey.set(key, entity);
@@ -401,6 +401,15 @@ function declaredType(text: string): string | undefined {
 const SUMMARY_MAX = 400;
 
 /** The first paragraph of prose after `line` (headings, lists, tables and fences skipped), as plain text. */
+/** A `summary:` the writer gave the page in its front matter: what the page is about, in their words. */
+function declaredSummary(text: string): string | undefined {
+  if (!text.includes('summary:')) return undefined;
+  const summary = frontMatterData(text).summary;
+  return typeof summary === 'string' && summary.trim() ? clip(stripInlineMarkup(summary.replace(/\s+/g, ' ').trim())) : undefined;
+}
+
+const clip = (plain: string): string => (plain.length > SUMMARY_MAX ? `${plain.slice(0, SUMMARY_MAX).replace(/\s+\S*$/, '')}…` : plain);
+
 function summaryAfter(text: string, line: number): string {
   const { lines, bodyStart } = describeLines(text);
   const paragraph: string[] = [];
@@ -415,6 +424,5 @@ function summaryAfter(text: string, line: number): string {
     if (prose) paragraph.push(lineText.trim());
     else if (paragraph.length > 0) break;
   }
-  const plain = stripInlineMarkup(paragraph.join(' '));
-  return plain.length > SUMMARY_MAX ? `${plain.slice(0, SUMMARY_MAX).replace(/\s+\S*$/, '')}…` : plain;
+  return clip(stripInlineMarkup(paragraph.join(' ')));
 }

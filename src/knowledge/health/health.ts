@@ -193,18 +193,25 @@ export function retrievingTurnCount(playDb: Db): number {
  */
 export function neverRetrievedProducer(playDb: Db): FindingProducer {
   return ({ sources }) => {
-    const turns = retrievingTurnCount(playDb);
-    if (turns === 0) return [];
+    if (retrievingTurnCount(playDb) === 0) return [];
     const used = new Set((playDb.prepare('SELECT DISTINCT source_id FROM turn_passages WHERE selected = 1').all() as { source_id: string }[]).map((r) => r.source_id));
+    // Only turns played after a source was first indexed could have used it: a file imported after the
+    // last turn is not "unused".
+    const playedAt = (playDb.prepare('SELECT created_at FROM turns WHERE id IN (SELECT DISTINCT turn_id FROM turn_passages)').all() as { created_at: string }[]).map((r) => Date.parse(r.created_at));
     return sources
       .filter((s) => !sourceExclusion(s, 'narrator') && !isAlwaysIncluded(s) && !used.has(s.id))
-      .map((s) => ({
-        severity: 'info',
-        code: 'never-retrieved',
-        message: `no turn has used this ${s.class} source in ${turns} turn${turns === 1 ? '' : 's'}: check its headings and tags, or whether it belongs here`,
-        path: s.path,
-        sourceId: s.id,
-      }));
+      .flatMap((s) => {
+        const since = Date.parse(s.importedAt);
+        const turns = playedAt.filter((at) => !(at < since)).length;
+        if (turns === 0) return [];
+        return [{
+          severity: 'info' as const,
+          code: 'never-retrieved',
+          message: `no turn has used this ${s.class} source in the ${turns} turn${turns === 1 ? '' : 's'} played since it was added: check its headings and tags, or whether it belongs here`,
+          path: s.path,
+          sourceId: s.id,
+        }];
+      });
   };
 }
 

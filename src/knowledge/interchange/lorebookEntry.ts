@@ -82,14 +82,55 @@ export function entryTitle(comment: unknown, keys: readonly string[], sourceId: 
   return (typeof comment === 'string' && oneLine(comment)) || keys.map(oneLine).find((k) => k && !isRegexKey(k)) || `Entry ${sourceId}`;
 }
 
-/** Names the entry is about: its plain keys on one line, case variants folded (keys keeps them all). */
-export function entitiesFromKeys(keys: readonly string[]): string[] {
+const MINOR_WORDS = new Set(['a', 'an', 'and', 'at', 'by', 'for', 'in', 'of', 'on', 'or', 'the', 'to']);
+
+/**
+ * A lowercase title reads as a name: `eldoria` → `Eldoria`, `house of the moon` → `House of the Moon`. Any
+ * capital means the writer chose the case. Names are matched case-sensitively, so a title left as the
+ * trigger word `power` would make every lowercase "power" in the campaign a mention of the entry.
+ */
+function prettyTitle(title: string): string {
+  if (/\p{Lu}/u.test(title)) return title;
+  return title.replace(/\p{Ll}[\p{L}\p{M}\p{N}'’-]*/gu, (word, at: number) => (at > 0 && MINOR_WORDS.has(word) ? word : word.replace(/^./u, (first) => first.toUpperCase())));
+}
+
+/** A key that names something: capitalised (`Elise`, `GDP`), of several words (`safe haven`), or a form of the title (`eldorian`). */
+function nameLikeKey(key: string, title: string): boolean {
+  if (/^\p{Lu}/u.test(key) || /\s/.test(key)) return true;
+  const [k, t] = [key.toLowerCase(), title.toLowerCase()];
+  const [short, long] = k.length <= t.length ? [k, t] : [t, k];
+  return short.length >= 4 && long.startsWith(short) && long.length - short.length <= 3;
+}
+
+/**
+ * The entity an entry is about and its aliases. Keys are triggers, not names: "magic" or "beast" as a
+ * campaign entity would turn every sentence about magic into a mention of it. So the entity is the entry's
+ * title, read as a name, and only name-like keys are its aliases (keys keeps them all). An entry titled by
+ * nothing but its id (`Entry 7`, `untitled`) names no entity.
+ */
+export function entitiesOfEntry(title: string, keys: readonly string[], untitled: boolean): string[] {
   const seen = new Set<string>();
-  return keys.map(oneLine).filter((key) => {
-    if (!key || isRegexKey(key) || seen.has(key.toLowerCase())) return false;
-    seen.add(key.toLowerCase());
+  const names = [...(untitled ? [] : [prettyTitle(title)]), ...keys.map(oneLine).filter((key) => key && !isRegexKey(key) && nameLikeKey(key, title))];
+  return names.filter((name) => {
+    if (!name || seen.has(name.toLowerCase())) return false;
+    seen.add(name.toLowerCase());
     return true;
   });
+}
+
+/** A title of more than this many words is a document's name ("Westhaven Setting Bible — Part One"), not what a chat says. */
+const MAX_KEY_WORDS = 3;
+
+/**
+ * Keys for a file written by hand: what the story calls its subject — the title and the entities it
+ * declares. A long title gives its part before a dash or colon, and is left out when entities name the subject.
+ */
+function keysFromNames(title: string, entities: readonly string[]): string[] {
+  const words = (text: string): number => text.split(/\s+/).filter(Boolean).length;
+  const head = oneLine(title).split(/\s+[—–-]\s+|:\s+|\s+\(/)[0]!.trim();
+  const titleKey = words(head) <= MAX_KEY_WORDS ? [head] : entities.length > 0 ? [] : [oneLine(title)];
+  const seen = new Set<string>();
+  return [...titleKey, ...entities.map(oneLine)].filter((key) => key && !seen.has(key.toLowerCase()) && seen.add(key.toLowerCase()));
 }
 
 /** Secondary keys only narrow a match in SillyTavern when `selective` is on (its default) and there are some. */
@@ -180,7 +221,7 @@ export function entryFromFrontMatter(source: EntrySource): { entry: WorldInfoEnt
 
   const keys = stringArray(fm.keys);
   if (fm.keys !== undefined && !keys) notes.push('`keys` is not a list of text; the entities were used instead');
-  entry.key = keys ?? (source.entities.length > 0 ? [...source.entities] : [source.title]);
+  entry.key = keys ?? keysFromNames(source.title, source.entities);
   const keptComment = typeof kept?.comment === 'string' ? kept.comment : undefined;
   // An untouched title goes back as the comment it came from; a renamed one replaces it.
   entry.comment = keptComment !== undefined && source.title === entryTitle(keptComment, entry.key as string[], String(kept?.uid ?? '')) ? keptComment : source.title;

@@ -11,7 +11,7 @@ import type { SourceRecord } from '../campaign';
  * A campaign's canon as a SillyTavern World Info file, one entry per Canon source. A file a lorebook import
  * wrote gives back its entry with every field it kept (lorebookEntry.ts), its uid too unless an earlier
  * entry holds it; any other canon file becomes a new entry with SillyTavern's defaults, keyed by its
- * entities (else its title). The book settings the imported entries agree on go back to the top of the file.
+ * title and entities, its text plain. The book settings the imported entries agree on go back to the top of the file.
  * A source whose text repeats another's is still its own entry: its keys are its own.
  */
 
@@ -37,10 +37,53 @@ export interface WorldInfoExportResult {
 
 type ExportDraft = { source: SourceRecord; entry: WorldInfoEntry; keptUid: unknown; book: Record<string, unknown> | undefined };
 
+/** A canon statement the writer settled against (kept the other side, or a file declares it superseded). */
+export interface SettledStatement {
+  statement: { path: string; line: number; value: string };
+  by: { value: string };
+}
+
+/**
+ * The file's text with each settled-against statement saying what is true now: a "Keep 47" decision makes
+ * the other file's `Age: 39` line read `Age: 47`, so SillyTavern is never told the value the writer rejected.
+ */
+function withSettledValues(content: string, settled: readonly SettledStatement['statement'][], current: readonly string[]): string {
+  if (settled.length === 0) return content;
+  const lines = content.split('\n');
+  settled.forEach((statement, i) => {
+    const at = statement.line - 1;
+    const line = lines[at];
+    const index = line?.lastIndexOf(statement.value) ?? -1;
+    if (line !== undefined && index !== -1) lines[at] = line.slice(0, index) + current[i]! + line.slice(index + statement.value.length);
+  });
+  return lines.join('\n');
+}
+
+/**
+ * A written file's body as plain text for SillyTavern, which shows entry content verbatim: `[[links]]` keep
+ * their shown words, headings and bold/italic markers go. Entries a lorebook import wrote keep their text
+ * exactly (it came from SillyTavern as it is).
+ */
+function plainText(body: string): string {
+  return body
+    .split('\n')
+    .map((line) =>
+      line
+        .replace(/^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/, '$1')
+        .replace(/\[\[([^\][\n|]+?)\|([^\][\n]+?)\]\]/g, '$2')
+        .replace(/\[\[([^\][\n#]+?)#([^\][\n]+?)\]\]/g, '$2')
+        .replace(/\[\[([^\][\n:]+?):([^\][\n]+?)\]\]/g, '$1')
+        .replace(/\[\[([^\][\n]+?)\]\]/g, '$1')
+        .replace(/(\*\*|__)(.+?)\1/g, '$2'),
+    )
+    .join('\n');
+}
+
 /** World Info entries for Canon sources, in path order. `contentOf` gives a source's text as indexed. */
 export function worldInfoFromSources(
   sources: readonly SourceRecord[],
   contentOf: (source: SourceRecord) => string | undefined,
+  settled: readonly SettledStatement[] = [],
 ): { file: WorldInfoFile; result: Omit<WorldInfoExportResult, 'file'> } {
   const result: Omit<WorldInfoExportResult, 'file'> = { entries: [], renumbered: [], keyedByTitle: [], bookSettings: { written: [], conflicting: [] }, notes: [], skipped: [] };
   const drafts: ExportDraft[] = [];
@@ -57,10 +100,12 @@ export function worldInfoFromSources(
     }
     const frontMatter = frontMatterData(content);
     const kept = keptSillyTavern(frontMatter);
+    const mine = settled.filter((s) => s.statement.path === source.path);
+    const body = splitFrontMatter(withSettledValues(content, mine.map((s) => s.statement), mine.map((s) => s.by.value))).body;
     const { entry, notes } = entryFromFrontMatter({
       frontMatter,
       title: source.title,
-      body: splitFrontMatter(content).body,
+      body: kept.entry ? body : plainText(body),
       alwaysInclude: source.alwaysInclude,
       enabled: source.enabled,
       entities: source.entities,
@@ -117,10 +162,14 @@ function bookSettings(all: readonly Record<string, unknown>[]): { agreed: Record
  * Writes the campaign's canon as World Info to `outFile` (atomically; an existing file only with `force`).
  * It only reads the index the campaign session keeps, imported with the writer's settings.
  */
-export function exportCampaignWorldInfo(store: KnowledgeStore, outFile: string, options: { force?: boolean } = {}): WorldInfoExportResult {
+export function exportCampaignWorldInfo(
+  store: KnowledgeStore,
+  outFile: string,
+  options: { force?: boolean; settled?: readonly SettledStatement[] } = {},
+): WorldInfoExportResult {
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new LorebookError(out, 'already exists; choose another name or pass --force to replace it');
-  const built = worldInfoFromSources(store.listSources(), (s) => store.getSourceContent(s.id));
+  const built = worldInfoFromSources(store.listSources(), (s) => store.getSourceContent(s.id), options.settled);
   const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     fs.writeFileSync(temp, `${JSON.stringify(built.file, null, 4)}\n`, { flag: 'wx' });

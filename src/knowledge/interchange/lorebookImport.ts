@@ -3,7 +3,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { loadCampaign, CAMPAIGN_FILE, ReadRefusedError, pathInside, readFileBounded, unsafeName, unsafeRelativePath } from '../campaign';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
-import { entitiesFromKeys, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
+import { entitiesOfEntry, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
 
 /**
@@ -117,7 +117,7 @@ interface EntryFile {
 function entryFile(entry: LoreEntry, book: ParsedLorebook, cls: KnowledgeClass, provenance: string): EntryFile {
   const { fields, kept, placement } = entryToFrontMatter(entry.worldInfo, entry.title);
   const keys = Array.isArray(fields.keys) ? (fields.keys as string[]) : [];
-  const entities = entitiesFromKeys(keys);
+  const entities = entitiesOfEntry(entry.title, keys, entry.title === `Entry ${entry.sourceId}`);
   const sillytavern = {
     book: { name: book.name, ...(Object.keys(book.settings).length > 0 ? { settings: book.settings } : {}) },
     entry: kept,

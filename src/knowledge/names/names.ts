@@ -48,14 +48,21 @@ export class EntityNames {
   /** Raw spelling → canonical key: headings repeat on every fact under them. */
   private readonly resolved = new Map<string, string | undefined>();
 
-  /** Declares that every one of `names` is the same entity; the first is its display name. */
+  /**
+   * Declares that every one of `names` is the same entity; the first is its display name, unless it is all
+   * lowercase and a later spelling capitalises it (a lorebook entry titled by its key `eldoria` names `Eldoria`):
+   * names are matched as written, so the lowercase one would make every common use of the word a mention.
+   */
   declare(names: readonly string[]): void {
     const keys = names.map(nameKey).filter(Boolean);
     if (keys.length === 0) return;
     this.resolved.clear();
     for (let i = 0; i < keys.length; i++) {
+      const shown = this.display.get(keys[i]!);
       if (!this.parent.has(keys[i]!)) {
         this.parent.set(keys[i]!, keys[i]!);
+        this.display.set(keys[i]!, names[i]!.trim());
+      } else if (shown !== undefined && !/\p{Lu}/u.test(shown) && /\p{Lu}/u.test(names[i]!)) {
         this.display.set(keys[i]!, names[i]!.trim());
       }
     }

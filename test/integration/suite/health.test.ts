@@ -50,8 +50,8 @@ describe('campaign health', () => {
     assert.equal(api.reports.current?.title, 'Campaign health: The Westhaven Campaign');
     const text = document!.getText();
     assert.match(text, /^# Campaign health: The Westhaven Campaign/);
-    assert.match(text, new RegExp(`\\[${broken}:\\d+\\]\\[(\\d+)\\]`));
-    assert.match(text, new RegExp(`^\\[\\d+\\]: file://.*/${broken}#L\\d+$`, 'm'));
+    assert.match(text, new RegExp(`^- \`${broken}:\\d+\` `, 'm'), 'each finding at its path:line, as Go to File takes it');
+    assert.doesNotMatch(text, /file:\/\/|\]\[\d+\]/, 'no file: links, which the preview shows as literal text');
     assert.match(text, /## Warnings \(\d+\)/);
     const shown = await waitFor(async () => {
       const seen = await capture('campaign-health-report', 300);

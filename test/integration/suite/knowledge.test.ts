@@ -263,13 +263,35 @@ describe('campaign knowledge in the workbench', () => {
     await waitFor(() => api.settings.current.problems.length === 0, 5000, 'the settings to be valid again');
   });
 
-  it('creates a new campaign as one undoable edit, and refuses to nest one inside another', async () => {
-    const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-new-'));
-    const created = await vscode.commands.executeCommand<vscode.Uri>('storyteller.newCampaign', { parent: vscode.Uri.file(parent), title: 'The Sunken Crown' });
-    assert.equal(created?.fsPath, path.join(parent, 'the-sunken-crown'));
-    const campaign = loadCampaign(created.fsPath);
-    assert.equal(campaign.title, 'The Sunken Crown');
-    assert.ok(fs.existsSync(path.join(created.fsPath, 'canon.md')));
+  it('creates a new campaign where the writer chose, adds it to the workspace (Sources lists it), and refuses to nest one', async function () {
+    this.timeout(120_000);
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-new-'));
+    const inPlace = await vscode.commands.executeCommand<vscode.Uri>('storyteller.newCampaign', { parent: vscode.Uri.file(empty), title: 'The Sunken Crown', then: 'none' });
+    assert.equal(inPlace?.fsPath, empty, 'an empty folder chosen is the campaign itself, not a folder inside it');
+    assert.equal(loadCampaign(empty).title, 'The Sunken Crown');
+    assert.ok(fs.existsSync(path.join(empty, 'canon.md')));
+    const again = await vscode.commands.executeCommand('storyteller.newCampaign', { parent: vscode.Uri.file(empty), title: 'The Sunken Crown', then: 'none' });
+    assert.equal(again, undefined, 'a campaign is never created over or inside another');
+
+    const busy = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-new-'));
+    fs.writeFileSync(path.join(busy, 'todo.txt'), 'not a campaign\n');
+    const created = await vscode.commands.executeCommand<vscode.Uri>('storyteller.newCampaign', { parent: vscode.Uri.file(busy), title: 'Salt Roads', then: 'add' });
+    assert.equal(created?.fsPath, path.join(busy, 'salt-roads'), 'a folder with files in it gets the campaign in a new folder');
+    try {
+      await waitFor(() => api.knowledge.get(created.fsPath)?.store, 30_000, 'the new campaign opened in the workspace');
+      const titles = async () => ((await api.sources.getChildren()) ?? []).map((n) => api.sources.getTreeItem(n)).map((item) => String(typeof item.label === 'object' ? item.label.label : item.label));
+      await waitFor(async () => (await titles()).includes('Salt Roads'), 20_000, 'the new campaign in Sources');
+      await vscode.commands.executeCommand('storyteller.sources.focus');
+      await waitFor(async () => {
+        const seen = await capture('new-campaign-in-sources', 500);
+        return seen.workbenchText.includes('Salt Roads') && seen.workbenchText.includes('Added to the workspace');
+      }, 10_000, 'the new campaign and the message on screen');
+    } finally {
+      const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === created.fsPath);
+      if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
+      await waitFor(() => !api.knowledge.get(created.fsPath), 30_000, 'the new campaign to close');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    }
     const nested = await vscode.commands.executeCommand('storyteller.newCampaign', { parent: vscode.Uri.file(root), title: 'Nested' });
     assert.equal(nested, undefined);
     assert.equal(fs.existsSync(path.join(root, 'nested')), false);

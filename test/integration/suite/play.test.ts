@@ -68,6 +68,10 @@ describe('the play panel', () => {
     assert.equal(panel.panel.options.retainContextWhenHidden, undefined, 'state comes back through the handshake, not by keeping the page alive');
     const text = await panelShows('play-panel-opened', (t) => t.includes('Nothing played yet'));
     assert.match(text, /The Westhaven Campaign · narrator llama3\.2/);
+    // The action box is named for a screen reader, and says (as the Do button's tooltip does) that Ctrl+Enter sends.
+    const named = ['#action[aria-label="Your action (Ctrl+Enter plays it as Do)"][placeholder="What do you do? (Ctrl+Enter plays it)"]', '#do[title="Do (Ctrl+Enter)"]'];
+    const reply = await panelReply('play-action-box-named', () => true, [], named);
+    for (const selector of named) assert.ok(reply.located[selector], selector);
   });
 
   it('plays an action the writer types: the narration streams in and the prompt carries the campaign', async () => {
@@ -169,7 +173,12 @@ describe('the play panel', () => {
     assert.ok(answer && answer.length > 10, 'a reason a writer can read');
     const [top] = api.provenance.getChildren();
     assert.equal(top?.kind, 'whyNot', 'the answer stands at the top of Turn Provenance, not in a toast');
-    assert.equal(String(api.provenance.getTreeItem(top!).description), answer);
+    const rows = api.provenance.getChildren(top).map((n) => String(api.provenance.getTreeItem(n).label));
+    assert.equal(rows.join(' '), answer.replace(/(?<=[.;:])\s+/g, ' '), 'the answer in rows under the question, none cut off at the view\'s width');
+    const commands = await vscode.commands.getCommands(true);
+    assert.ok(commands.includes('storyteller.whyNot'));
+    const manifest = vscode.extensions.getExtension('storyteller.adventure-storyteller')!.packageJSON as { contributes: { menus: { commandPalette: { command: string; when?: string }[] } } };
+    assert.ok(!manifest.contributes.menus.commandPalette.some((m) => m.command === 'storyteller.whyNot' && m.when === 'false'), 'Why Not? is in the palette');
     await vscode.commands.executeCommand('storyteller.adventures.focus');
     const seen = await waitFor(async () => {
       const reply = await capture('adventures-and-provenance');
