@@ -11,7 +11,7 @@ import type {
   SemanticStatus,
   TokenMeasure,
 } from './retrievalTypes';
-import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
@@ -73,7 +73,6 @@ interface Working {
   lexical: LexicalJudgement | null;
   /** The key or name of its source this turn mentioned: eligible by that alone. */
   trigger: Trigger | null;
-  shingles: Set<string>;
   /** Relevance among the admitted (1 for the best), before class and boosts order it. */
   relevance: number;
 }
@@ -116,6 +115,15 @@ function shingles(tokens: readonly string[]): Set<string> {
   return set;
 }
 
+/** A passage's shingles, built when redundancy is judged and kept while its stemmed text is (by content, across turns). */
+const passageShingles = new WeakMap<StemmedText, Set<string>>();
+function shinglesOf(w: Working): Set<string> {
+  const stemmed = stemmedPassage(w.row.content_hash, w.row.text);
+  let set = passageShingles.get(stemmed);
+  if (!set) passageShingles.set(stemmed, (set = shingles(stemmed.words)));
+  return set;
+}
+
 function overlap(a: Set<string>, b: Set<string>): number {
   let shared = 0;
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];
@@ -123,10 +131,15 @@ function overlap(a: Set<string>, b: Set<string>): number {
   return shared;
 }
 
-function jaccard(a: Set<string>, b: Set<string>): number {
+/**
+ * Whether two shingle sets' Jaccard similarity reaches `threshold`. It is at most the smaller size over the
+ * larger, so sets that far apart in size are answered without being compared.
+ */
+function jaccardAtLeast(a: Set<string>, b: Set<string>, threshold: number): boolean {
+  const [small, large] = a.size <= b.size ? [a.size, b.size] : [b.size, a.size];
+  if (large === 0 || small / large < threshold) return false;
   const shared = overlap(a, b);
-  const union = a.size + b.size - shared;
-  return union === 0 ? 0 : shared / union;
+  return shared / (a.size + b.size - shared) >= threshold;
 }
 
 function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger: Trigger | null = null): Working {
@@ -137,7 +150,6 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
     hidden: row.visibility === 'hidden',
     lexical,
     trigger,
-    shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
     relevance: 0,
     decision: {
       passageId: row.id,
@@ -506,13 +518,14 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
   const kept: Working[] = [...pinned];
   for (const w of admitted) {
     const d = w.decision;
-    if (facts.size > 0 && w.shingles.size > 0 && overlap(w.shingles, facts) / w.shingles.size >= IN_STATE_CONTAINMENT) {
+    const own = shinglesOf(w);
+    if (facts.size > 0 && own.size > 0 && overlap(own, facts) / own.size >= IN_STATE_CONTAINMENT) {
       d.outcome = 'in-state';
       d.section = competesFor(w);
       d.reason = `${d.reason}; repeats facts already in the current state`;
       continue;
     }
-    const original = kept.find((k) => jaccard(k.shingles, w.shingles) >= DUPLICATE_JACCARD);
+    const original = kept.find((k) => jaccardAtLeast(shinglesOf(k), own, DUPLICATE_JACCARD));
     if (original) {
       d.outcome = 'duplicate';
       d.section = competesFor(w);
