@@ -133,12 +133,20 @@ function overlap(a: Set<string>, b: Set<string>): number {
 
 /**
  * Whether two shingle sets' Jaccard similarity reaches `threshold`. It is at most the smaller size over the
- * larger, so sets that far apart in size are answered without being compared.
+ * larger, so sets that far apart in size are answered without being compared; and the comparison stops as
+ * soon as the shingles left could no longer reach it.
  */
 function jaccardAtLeast(a: Set<string>, b: Set<string>, threshold: number): boolean {
-  const [small, large] = a.size <= b.size ? [a.size, b.size] : [b.size, a.size];
-  if (large === 0 || small / large < threshold) return false;
-  const shared = overlap(a, b);
+  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  if (large.size === 0 || small.size / large.size < threshold) return false;
+  let shared = 0;
+  let left = small.size;
+  for (const s of small) {
+    left--;
+    if (large.has(s)) shared++;
+    // Even if every shingle left were shared, the similarity would stay below the threshold.
+    else if ((shared + left) / (a.size + b.size - shared - left) < threshold) return false;
+  }
   return shared / (a.size + b.size - shared) >= threshold;
 }
 
