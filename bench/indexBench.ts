@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { corpusPath, REPO_ROOT } from '../test/support/corpora';
+import { REPO_ROOT } from '../test/support/corpora';
+import { writeSrdCopies } from './floorBench';
 import type { WorkName, WorkResult } from './indexWork';
 
 /**
- * Indexing speed and memory on the D&D SRD (1028 files, 2.7 MB) and on the SRD really copied ×N, each
+ * Indexing speed and memory on the D&D SRD (1028 files, 2.7 MB) and on N distinct copies of it (`writeSrdCopies`), each
  * measurement in a child process of its own (its own peak RSS and CPU time), paired in one run: every
  * repeat runs the anchor and the product back to back, and the summary gives min / median / max.
  *
@@ -39,28 +39,6 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 const show = (s: Spread, unit: string): string => `${s.median} ${unit} (min ${s.min}, max ${s.max})`;
-
-/**
- * A campaign holding `copies` versions of the SRD, its files' mtimes an hour back (a library's files are
- * not being written). Copy 0 is the SRD itself; the others have "the" numbered per copy, so their passages
- * are distinct text (a real larger library, not duplicates the importer would rightly refuse).
- */
-function makeCampaign(source: string, copies: number): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-bench-index-'));
-  fs.writeFileSync(path.join(root, 'campaign.yaml'), `id: bench\ntitle: SRD x${copies}\n`);
-  const rels = (fs.readdirSync(source, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => /\.(md|txt)$/i.test(f));
-  const past = new Date(Date.now() - 3_600_000);
-  for (const rel of rels) {
-    const text = fs.readFileSync(path.join(source, rel), 'utf8');
-    for (let i = 0; i < copies; i++) {
-      const target = path.join(root, 'reference', `srd-${i}`, rel);
-      fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, i === 0 ? text : text.replace(/\bthe\b/g, `the${i}`));
-      fs.utimesSync(target, past, past);
-    }
-  }
-  return root;
-}
 
 /** Runs node with `args`; exit codes other than `ok` fail the bench. */
 function runChild(args: string[], ok: readonly number[] = [0]): Promise<{ stdout: string; wallMs: number }> {
@@ -102,8 +80,8 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
   const copies = options.copies ?? 10;
   const repeats = options.repeats ?? 3;
   if (!fs.existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} is missing: the bench runs the built CLI (npm run bench builds it)`);
-  const srdRoot = makeCampaign(corpusPath('dnd-srd-5.1'), 1);
-  const bigRoot = makeCampaign(corpusPath('dnd-srd-5.1'), copies);
+  const srdRoot = writeSrdCopies(1);
+  const bigRoot = writeSrdCopies(copies);
   try {
     log(`index: every figure is its own child process; ${repeats} repeats, anchor and product back to back in each`);
 

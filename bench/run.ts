@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { runEntitiesBench } from './entitiesBench';
+import { runFloorBench } from './floorBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
@@ -19,6 +20,8 @@ interface BenchPart {
 
 const PARTS: BenchPart[] = [
   { name: 'index', run: (log, options) => runIndexBench(log, options) },
+  // The product's CLI against what SQLite itself needs, index and search, on the SRD and its distinct copies.
+  { name: 'floor', run: (log, options) => runFloorBench(log, options) },
   { name: 'retrieval', run: (log) => runRetrievalBench(log) },
   // Reported on validation only; constants were tuned on a train sample (`tsx bench/fairytaleBench.ts train 30`).
   { name: 'fairytales', run: (log) => measureFairytales('val', undefined, log) },

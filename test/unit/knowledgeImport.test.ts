@@ -464,6 +464,19 @@ describe('knowledge: importing a campaign', () => {
     assert.deepEqual(store.listSources().map((s) => s.path), ['a.md', 'b.markdown']);
   });
 
+  it('a write that fails midway through a file leaves no half of it in the index, and the next run indexes everything', async () => {
+    open({ 'a.md': prose('a'), 'b.md': `# One\n\n${prose('b')}\n\n# Two\n\n${prose('broken')}` });
+    // The disk fills up, say, after b.md's first passage is written.
+    store.db.exec("CREATE TEMP TRIGGER fail BEFORE INSERT ON passages WHEN NEW.text LIKE 'broken%' BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    await assert.rejects(importCampaign(campaign, store), /disk full/);
+    assert.equal(source('b.md'), undefined);
+    assert.equal((store.db.prepare("SELECT count(*) n FROM passages WHERE text LIKE 'b%'").get() as { n: number }).n, 0);
+    store.db.exec('DROP TRIGGER temp.fail');
+    const report = await importCampaign(campaign, store);
+    assert.equal(report.counts.indexed, 2);
+    assert.equal(store.counts().passages, 3);
+  });
+
   it('removes the source of a deleted file', async () => {
     open({ 'a.md': prose('a'), 'b.md': prose('b') });
     await importCampaign(campaign, store);

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
 import type { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { corpusPath } from '../support/corpora';
@@ -15,6 +17,29 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
     }));
   });
   after(() => dispose());
+
+  it('gives every question the answers pinned for it: a faster search is the same search', async () => {
+    // Each question's results (file, lines, score) and one turn's context, as search gave them before it was
+    // made faster; a change meant to move them rewrites the file and says why.
+    const pinned = JSON.parse(fs.readFileSync(path.join(__dirname, 'retrievalCorpora.pinned.json'), 'utf8')) as Record<string, string[]>;
+    const contextPrefix = 'context: ';
+    const got: Record<string, string[]> = {};
+    for (const key of Object.keys(pinned)) {
+      if (key.startsWith(contextPrefix)) {
+        const turn = await retrieveKnowledge(store, {
+          input: key.slice(contextPrefix.length),
+          scene: 'The party rests in a ruined keep.',
+          recent: ['The goblin archers fall back into the trees.'],
+          stage: 'narrator',
+          budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS },
+        });
+        got[key] = Object.entries(turn.sections).flatMap(([section, passages]) => passages.map((p) => `${section} ${p.sourcePath}:${p.startLine}-${p.endLine}`));
+      } else {
+        got[key] = (await searchKnowledge(store, key, { limit: 10 })).hits.map((h) => `${h.sourcePath}:${h.startLine}-${h.endLine} ${h.score}`);
+      }
+    }
+    assert.deepEqual(got, pinned);
+  });
 
   it("answers a reader's question about the setting from the right page", async () => {
     const { hits } = await searchKnowledge(store, "Who runs the inn at Day's End?", { limit: 3 });

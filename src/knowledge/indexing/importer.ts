@@ -568,12 +568,12 @@ class ImportRun {
       semanticState: existing && existing.semanticState !== 'off' ? 'pending' : (this.options.initialSemanticState ?? 'off'),
       issues,
     };
-    this.store.db.transaction(() => {
+    this.store.atomically(() => {
       this.store.writeSource(record, prepared.text, kept, triggersOf(prepared.meta));
-      this.store.db.prepare('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
-      const insert = this.store.db.prepare('INSERT INTO duplicate_passages (source_id, idx, content_hash, holder_id) VALUES (?, ?, ?, ?)');
+      this.store.statement('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
+      const insert = this.store.statement('INSERT INTO duplicate_passages (source_id, idx, content_hash, holder_id) VALUES (?, ?, ?, ?)');
       for (const [index, holder] of repeated) insert.run(record.id, index, all[index]!.contentHash, holder.id);
-    })();
+    });
     return {
       path: relPath,
       sourceId: record.id,
@@ -772,7 +772,7 @@ async function importAll(campaign: Campaign, store: KnowledgeStore, options: Imp
     while (queue.length > 0) await writeHead();
     for (const outcome of await run.restoreOrphanedDuplicates(byPath, claims)) replaceOutcome(outcomes, outcome);
   } finally {
-    // Every file written is whole; committing them (even when stopped) is what lets the next run skip them.
+    // Every file written is whole; committing them (even when stopped) is what lets the next run skip them. A failed write rolls the batch back instead.
     batch.end();
   }
   options.onProgress?.({ phase: 'done', done, total: files.length });
@@ -780,8 +780,11 @@ async function importAll(campaign: Campaign, store: KnowledgeStore, options: Imp
 }
 
 /**
- * The import's own transactions, committed every BATCH_FILES files or BATCH_MS. Does nothing when the
- * caller already holds a transaction (a rebuild, which commits once at the end).
+ * The import's own transactions, committed every BATCH_FILES files or BATCH_MS, and its writes in them
+ * without a savepoint per file (`KnowledgeStore.atomically`): a write that fails rolls back what the batch
+ * holds since its last commit, so no half-written source is ever committed; the files it held are indexed
+ * again by the next run. When the caller already holds a transaction (a rebuild, which commits once at the
+ * end and rolls back whole on a failure), the writes run in that one.
  */
 class CommitBatch {
   private readonly owned: boolean;
@@ -791,6 +794,7 @@ class CommitBatch {
   constructor(private readonly store: KnowledgeStore) {
     this.owned = !store.db.inTransaction;
     if (this.owned) store.db.exec('BEGIN');
+    store.beginBulk();
   }
 
   wrote(): void {
@@ -802,7 +806,8 @@ class CommitBatch {
   }
 
   end(): void {
-    if (this.owned && this.store.db.inTransaction) this.store.db.exec('COMMIT');
+    const failed = this.store.endBulk();
+    if (this.owned && this.store.db.inTransaction) this.store.db.exec(failed ? 'ROLLBACK' : 'COMMIT');
   }
 }
 

@@ -182,6 +182,38 @@ export class KnowledgeStore {
     }
   }
 
+  /** While a bulk import writes inside one transaction of its own: whether a write failed in it (see `atomically`). */
+  private bulk: { failed: boolean } | undefined;
+
+  /**
+   * Runs `work` all or nothing: as a transaction (a savepoint inside another), or, during a bulk import, as
+   * part of the import's one transaction, which is rolled back whole when a write fails (`endBulk`). A
+   * savepoint per source would make FTS5 flush its pending terms into a segment of their own at every file.
+   */
+  atomically<T>(work: () => T): T {
+    const bulk = this.bulk;
+    if (!bulk) return this.db.transaction(work)();
+    try {
+      return work();
+    } catch (error) {
+      bulk.failed = true;
+      throw error;
+    }
+  }
+
+  /** Writes from here to `endBulk` run in the transaction the caller holds (see `atomically`). */
+  beginBulk(): void {
+    if (!this.db.inTransaction) throw new Error('a bulk import writes inside a transaction it holds');
+    this.bulk = { failed: false };
+  }
+
+  /** Ends bulk writing; true when a write failed, and the caller's transaction must be rolled back whole. */
+  endBulk(): boolean {
+    const failed = this.bulk?.failed ?? false;
+    this.bulk = undefined;
+    return failed;
+  }
+
   /** For tests and throwaway previews. */
   static inMemory(campaignId: string): KnowledgeStore {
     return KnowledgeStore.open({ id: campaignId, indexPath: ':memory:' });
@@ -199,7 +231,7 @@ export class KnowledgeStore {
     if (source.campaignId !== this.campaignId) {
       throw new Error(`source ${source.path} belongs to campaign ${source.campaignId}, not ${this.campaignId}`);
     }
-    this.db.transaction(() => {
+    this.atomically(() => {
       this
         .statement(
           `INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility,
@@ -258,7 +290,7 @@ export class KnowledgeStore {
           this.statement('INSERT INTO source_triggers (source_id, campaign_id, triggers) VALUES (?, ?, ?)').run(source.id, source.campaignId, JSON.stringify(triggers));
         }
       }
-    })();
+    });
   }
 
   /** Records a file's size and mtime after it was found unchanged by its content, so the next run can trust its stat. */
@@ -268,10 +300,10 @@ export class KnowledgeStore {
 
   /** Removes the source, its passages and index rows. Play data (turn snapshots) is elsewhere and untouched. */
   deleteSource(sourceId: string): boolean {
-    return this.db.transaction(() => {
+    return this.atomically(() => {
       this.deletePassages(sourceId);
       return this.statement('DELETE FROM sources WHERE id = ?').run(sourceId).changes > 0;
-    })();
+    });
   }
 
   /**

@@ -15,7 +15,7 @@ import type {
 } from './retrievalTypes';
 import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
 import { insertionOrder, type EntryVerdict } from './worldInfo';
-import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
@@ -79,7 +79,6 @@ interface Working {
   trigger: Trigger | null;
   /** A prompt's SillyTavern verdict on its source, when the source carries SillyTavern behaviour. */
   worldInfo?: EntryVerdict;
-  shingles: Set<string>;
   /** Relevance among the admitted (1 for the best), before class and boosts order it. */
   relevance: number;
 }
@@ -122,6 +121,15 @@ function shingles(tokens: readonly string[]): Set<string> {
   return set;
 }
 
+/** A passage's shingles, built when redundancy is judged and kept while its stemmed text is (by content, across turns). */
+const passageShingles = new WeakMap<StemmedText, Set<string>>();
+function shinglesOf(w: Working): Set<string> {
+  const stemmed = stemmedPassage(w.row.content_hash, w.row.text);
+  let set = passageShingles.get(stemmed);
+  if (!set) passageShingles.set(stemmed, (set = shingles(stemmed.words)));
+  return set;
+}
+
 function overlap(a: Set<string>, b: Set<string>): number {
   let shared = 0;
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];
@@ -129,10 +137,23 @@ function overlap(a: Set<string>, b: Set<string>): number {
   return shared;
 }
 
-function jaccard(a: Set<string>, b: Set<string>): number {
-  const shared = overlap(a, b);
-  const union = a.size + b.size - shared;
-  return union === 0 ? 0 : shared / union;
+/**
+ * Whether two shingle sets' Jaccard similarity reaches `threshold`. It is at most the smaller size over the
+ * larger, so sets that far apart in size are answered without being compared; and the comparison stops as
+ * soon as the shingles left could no longer reach it.
+ */
+function jaccardAtLeast(a: Set<string>, b: Set<string>, threshold: number): boolean {
+  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  if (large.size === 0 || small.size / large.size < threshold) return false;
+  let shared = 0;
+  let left = small.size;
+  for (const s of small) {
+    left--;
+    if (large.has(s)) shared++;
+    // Even if every shingle left were shared, the similarity would stay below the threshold.
+    else if ((shared + left) / (a.size + b.size - shared - left) < threshold) return false;
+  }
+  return shared / (a.size + b.size - shared) >= threshold;
 }
 
 function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger: Trigger | null = null): Working {
@@ -143,7 +164,6 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
     hidden: row.visibility === 'hidden',
     lexical,
     trigger,
-    shingles: shingles(stemmedPassage(row.content_hash, row.text).words),
     relevance: 0,
     decision: {
       passageId: row.id,
@@ -551,13 +571,14 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
   const kept: Working[] = [...pinned];
   for (const w of admitted) {
     const d = w.decision;
-    if (facts.size > 0 && w.shingles.size > 0 && overlap(w.shingles, facts) / w.shingles.size >= IN_STATE_CONTAINMENT) {
+    const own = shinglesOf(w);
+    if (facts.size > 0 && own.size > 0 && overlap(own, facts) / own.size >= IN_STATE_CONTAINMENT) {
       d.outcome = 'in-state';
       d.section = competesFor(w);
       d.reason = `${d.reason}; repeats facts already in the current state`;
       continue;
     }
-    const original = kept.find((k) => jaccard(k.shingles, w.shingles) >= DUPLICATE_JACCARD);
+    const original = kept.find((k) => jaccardAtLeast(shinglesOf(k), own, DUPLICATE_JACCARD));
     if (original) {
       d.outcome = 'duplicate';
       d.section = competesFor(w);

@@ -75,7 +75,23 @@ const STEP2_SORTED = byLength(STEP2);
 const STEP3_SORTED = byLength(STEP3);
 const STEP4_SORTED = [...STEP4].sort((a, b) => b.length - a.length);
 
+/**
+ * Stems already worked out, by word: a campaign uses some tens of thousands of words, and judging a turn's
+ * candidates stems every word of each. Emptied when full, so a long session's memory stays bounded.
+ */
+const stems = new Map<string, string>();
+const STEMS_HELD = 100_000;
+
 export function stem(word: string): string {
+  let stemmed = stems.get(word);
+  if (stemmed === undefined) {
+    if (stems.size >= STEMS_HELD) stems.clear();
+    stems.set(word, (stemmed = porterStem(word)));
+  }
+  return stemmed;
+}
+
+function porterStem(word: string): string {
   if (word.length <= 2 || !/^[a-z]+$/.test(word)) return word;
   let w = word;
 

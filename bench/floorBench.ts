@@ -1,0 +1,178 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { corpusPath, REPO_ROOT } from '../test/support/corpora';
+import { EVAL_QUESTIONS } from './retrievalBench';
+import { rulesQuestions } from './fairytaleBench';
+
+/**
+ * The product against the floor: what SQLite itself needs (`bench/floor.mjs`). Both are whole processes, as
+ * a writer runs the CLI: a fresh index of the campaign (the floor reads the same files, parses them with
+ * markdown-it, cuts them at headings and inserts them into one FTS5 table in one transaction), and search in
+ * batch mode (`search --stdin`; the floor runs FTS5 bm25 top-20 over the query's words on the product's own
+ * index), start-up subtracted by a run with no query. On the SRD and on ten distinct copies of it. Every
+ * repeat runs both, in alternating order, and every ratio is of the same repeat; the medians are printed,
+ * never asserted.
+ */
+
+const FLOOR = path.join(__dirname, 'floor.mjs');
+const USAGE = path.join(__dirname, 'usage.mjs');
+const BUILT_CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+
+/**
+ * A campaign of `copies` versions of the SRD, mtimes an hour back. Copy 0 is the SRD itself; in copy k every
+ * body line (one with a letter or digit, not a heading or a code fence) ends "Volume k.", so no passage of
+ * one copy repeats another's and the importer keeps them all, as it would a real library that large.
+ */
+export function writeSrdCopies(copies: number): string {
+  const source = corpusPath('dnd-srd-5.1');
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-bench-srd-'));
+  fs.writeFileSync(path.join(root, 'campaign.yaml'), `id: bench\ntitle: SRD x${copies}\n`);
+  const rels = (fs.readdirSync(source, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => /\.(md|txt)$/i.test(f));
+  const past = new Date(Date.now() - 3_600_000);
+  for (const rel of rels) {
+    const text = fs.readFileSync(path.join(source, rel), 'utf8');
+    for (let k = 0; k < copies; k++) {
+      const target = path.join(root, 'reference', `srd-${k}`, rel);
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      const body = (line: string): boolean => /[\p{L}\p{N}]/u.test(line) && !/^\s*(#|```|~~~)/.test(line);
+      fs.writeFileSync(target, k === 0 ? text : text.replace(/[^\r\n]+/g, (line) => (body(line) ? `${line.trimEnd()} Volume ${k}.` : line)));
+      fs.utimesSync(target, past, past);
+    }
+  }
+  return root;
+}
+
+interface Run {
+  wallMs: number;
+  cpuMs: number;
+  peakRssMb: number;
+  stdout: string;
+}
+
+/** `node <args>` as a process of its own, its wall time from here and its CPU time and peak RSS from itself. */
+function runNode(args: string[], input = '', ok: readonly number[] = [0]): Promise<Run> {
+  const usageFile = path.join(os.tmpdir(), `st-bench-usage-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', USAGE, ...args], { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, BENCH_USAGE_FILE: usageFile } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const wallMs = performance.now() - started;
+      if (code === null || !ok.includes(code)) return reject(new Error(`node ${args.join(' ')} exited ${code}: ${stderr}`));
+      const usage = JSON.parse(fs.readFileSync(usageFile, 'utf8')) as { cpuMs: number; peakRssMb: number };
+      fs.rmSync(usageFile, { force: true });
+      resolve({ wallMs, ...usage, stdout });
+    });
+    child.stdin.end(input);
+  });
+}
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+const round = (n: number, digits = 2): number => Number(n.toFixed(digits));
+
+export interface FloorFigures {
+  copies: number;
+  files: number;
+  passages: { product: number; floor: number };
+  index: { productMs: number; floorMs: number; productCpuMs: number; floorCpuMs: number; wall: number; cpu: number; peakRssMb: { product: number; floor: number } };
+  search: { queries: number; productMs: number; floorMs: number; productCpuMs: number; floorCpuMs: number; wall: number; cpu: number; peakRssMb: { product: number; floor: number } };
+}
+
+/** Index and search, product and floor, `repeats` times each in alternating order, on one campaign. */
+async function measureCampaign(copies: number, repeats: number, queries: readonly string[], log: (line: string) => void): Promise<FloorFigures> {
+  const root = writeSrdCopies(copies);
+  const floorDb = path.join(os.tmpdir(), `st-bench-floor-${process.pid}.db`);
+  const dropFloor = () => ['', '-wal', '-shm'].forEach((s) => fs.rmSync(`${floorDb}${s}`, { force: true }));
+  try {
+    const index = { product: [] as Run[], floor: [] as Run[] };
+    const product = async () => {
+      fs.rmSync(path.join(root, '.storyteller'), { recursive: true, force: true });
+      // Exit 1 is "findings" (the SRD's repeated text is named): a finished run.
+      index.product.push(await runNode([BUILT_CLI, 'index', root], '', [0, 1]));
+    };
+    const floor = async () => {
+      index.floor.push(await runNode([FLOOR, 'index', root, floorDb]));
+      dropFloor();
+    };
+    for (let r = 0; r < repeats; r++) for (const step of r % 2 === 0 ? [floor, product] : [product, floor]) await step();
+    const passages = Number(/(\d+) passages written/.exec(index.product.at(-1)!.stdout)?.[1]);
+    const floorSummary = JSON.parse(index.floor.at(-1)!.stdout.trim()) as { files: number; passages: number };
+
+    // Search, on the product's index left by the last run; a run with no query measures start-up.
+    const indexDb = path.join(root, '.storyteller', 'index.db');
+    const input = `${queries.join('\n')}\n`;
+    const productSearch = (text: string) => runNode([BUILT_CLI, 'search', '--stdin', '--lexical-only', '--campaign', root], text);
+    const floorSearch = (text: string) => runNode([FLOOR, 'search', indexDb], text);
+    const perQuery = { productMs: [] as number[], floorMs: [] as number[], productCpuMs: [] as number[], floorCpuMs: [] as number[], productRss: [] as number[], floorRss: [] as number[] };
+    for (let r = 0; r < repeats; r++) {
+      for (const who of r % 2 === 0 ? (['floor', 'product'] as const) : (['product', 'floor'] as const)) {
+        const run = who === 'product' ? productSearch : floorSearch;
+        const idle = await run('');
+        const busy = await run(input);
+        const answered = busy.stdout.split('\n').filter((line) => line.startsWith('{"')).length - (who === 'floor' ? 1 : 0);
+        if (answered !== queries.length) throw new Error(`${who} search answered ${answered} of ${queries.length} queries`);
+        perQuery[`${who}Ms`].push((busy.wallMs - idle.wallMs) / queries.length);
+        perQuery[`${who}CpuMs`].push((busy.cpuMs - idle.cpuMs) / queries.length);
+        perQuery[who === 'product' ? 'productRss' : 'floorRss'].push(busy.peakRssMb);
+      }
+    }
+    const ratio = (a: readonly number[], b: readonly number[]) => round(median(a.map((x, i) => x / b[i]!)));
+    const figures: FloorFigures = {
+      copies,
+      files: floorSummary.files,
+      passages: { product: passages, floor: floorSummary.passages },
+      index: {
+        productMs: round(median(index.product.map((r) => r.wallMs)), 0),
+        floorMs: round(median(index.floor.map((r) => r.wallMs)), 0),
+        productCpuMs: round(median(index.product.map((r) => r.cpuMs)), 0),
+        floorCpuMs: round(median(index.floor.map((r) => r.cpuMs)), 0),
+        wall: ratio(index.product.map((r) => r.wallMs), index.floor.map((r) => r.wallMs)),
+        cpu: ratio(index.product.map((r) => r.cpuMs), index.floor.map((r) => r.cpuMs)),
+        peakRssMb: { product: round(median(index.product.map((r) => r.peakRssMb)), 0), floor: round(median(index.floor.map((r) => r.peakRssMb)), 0) },
+      },
+      search: {
+        queries: queries.length,
+        productMs: round(median(perQuery.productMs)),
+        floorMs: round(median(perQuery.floorMs)),
+        productCpuMs: round(median(perQuery.productCpuMs)),
+        floorCpuMs: round(median(perQuery.floorCpuMs)),
+        wall: ratio(perQuery.productMs, perQuery.floorMs),
+        cpu: ratio(perQuery.productCpuMs, perQuery.floorCpuMs),
+        peakRssMb: { product: round(median(perQuery.productRss), 0), floor: round(median(perQuery.floorRss), 0) },
+      },
+    };
+    const i = figures.index;
+    const s = figures.search;
+    log(`  SRD x${copies}: ${figures.files} files; passages kept: product ${figures.passages.product}, floor ${figures.passages.floor} (it keeps repeated text)`);
+    log(`    fresh index    product ${i.productMs} ms (CPU ${i.productCpuMs}, peak RSS ${i.peakRssMb.product} MB)   floor ${i.floorMs} ms (CPU ${i.floorCpuMs}, peak RSS ${i.peakRssMb.floor} MB)`);
+    log(`                   product / floor: wall ${i.wall}x, CPU ${i.cpu}x   goal <= 1.5x`);
+    log(`    search, per query (${s.queries}, start-up subtracted)   product ${s.productMs} ms (CPU ${s.productCpuMs}, peak RSS ${s.peakRssMb.product} MB)   floor ${s.floorMs} ms (CPU ${s.floorCpuMs}, peak RSS ${s.peakRssMb.floor} MB)`);
+    log(`                   product / floor: wall ${s.wall}x, CPU ${s.cpu}x   goal <= 2x`);
+    return figures;
+  } finally {
+    dropFloor();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+export async function runFloorBench(log: (line: string) => void = () => undefined, options: { copies?: number; repeats?: number } = {}): Promise<{ srd: FloorFigures; copies: FloorFigures; growth: { index: number; search: number } }> {
+  if (!fs.existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} is missing: the bench runs the built CLI (npm run bench builds it)`);
+  const repeats = options.repeats ?? 3;
+  const copies = options.copies ?? 10;
+  // The SRD's questions: a reader's, then "How does <heading> work?" for the rulebook's headings.
+  const queries = [...EVAL_QUESTIONS.filter((e) => e.expect[0]!.startsWith('srd/')).map((e) => e.q), ...rulesQuestions('dnd-srd-5.1', 'val'), ...rulesQuestions('dnd-srd-5.1', 'train')];
+  log(`floor: whole processes, ${repeats} repeats in alternating order, medians; each ratio is product / floor within one repeat`);
+  const srd = await measureCampaign(1, repeats, queries, log);
+  const big = await measureCampaign(copies, repeats, queries, log);
+  // Above 1: the product's cost grows faster than the floor's as the campaign grows.
+  const growth = { index: round(big.index.cpu / srd.index.cpu), search: round(big.search.cpu / srd.search.cpu) };
+  log(`  growth, SRD -> SRD x${copies}: the CPU ratio moves x${growth.index} for the index, x${growth.search} for search (1 = growing as the floor does)`);
+  return { srd, copies: big, growth };
+}
