@@ -19,6 +19,20 @@ export interface DescribedSection {
   leftOut: ContextItem[];
 }
 
+/**
+ * A section as a writer reads its name: a short sentence-case label ("Always-included canon") and what the
+ * prompt's own heading says beyond it ("untrusted data"), for a description or a tooltip. Read from the
+ * title, so turns stored with older headings read the same way.
+ */
+export function sectionLabel(section: Pick<ContextSection, 'title'>): { label: string; note: string } {
+  const parts = /^(.*?)\s+(?:—\s+(.*)|\((.*)\))$/s.exec(section.title);
+  const head = parts ? parts[1]! : section.title;
+  const note = parts ? (parts[2] ?? parts[3]!) : '';
+  const sentence = (text: string) => (text === text.toUpperCase() ? text.toLowerCase() : text);
+  const label = sentence(head);
+  return { label: `${label.charAt(0).toUpperCase()}${label.slice(1)}`, note: sentence(note) };
+}
+
 /** Each section with its items and left-out items resolved against the retrieval record (of a context just assembled or frozen with a turn). */
 export function describeContext(context: Pick<AssembledContext, 'sections' | 'retrieval'>): DescribedSection[] {
   const candidates = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
-import { renderContextMarkdown, renderContextSummary } from '../../src/story/contextReport';
+import { renderContextMarkdown, renderContextSummary, sectionLabel } from '../../src/story/contextReport';
 import { StoryEngine } from '../../src/story/engine';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
 import { OllamaNarrator } from '../../src/story/narrator';
@@ -61,5 +61,16 @@ describe('context report', () => {
     const opener = [...before.matchAll(/^(`{3,})text$/gm)].at(-1);
     assert.ok(opener && opener[1]!.length > 4, 'the text sits in a fence longer than its own ```` run');
     assert.ok(!before.slice(opener.index).includes(`\n${opener[1]}\n`), 'and that fence is still open there');
+  });
+
+  it("names each section for the side bar in sentence case, short, with what the prompt's heading adds kept as its note", async () => {
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
+    const named = new Map(context.sections.map((s) => [s.id, sectionLabel(s)]));
+    assert.deepEqual(named.get('always-include'), { label: 'Always-included canon', note: 'untrusted data' });
+    assert.deepEqual(named.get('canon'), { label: 'Canon sources', note: 'untrusted data' });
+    // Sent only by an adventure that tracks state: its heading's parenthesis is the note.
+    assert.deepEqual(sectionLabel({ title: 'Current world state (authoritative: it supersedes imported canon)' }), { label: 'Current world state', note: 'authoritative: it supersedes imported canon' });
+    assert.deepEqual(named.get('narrator'), { label: 'Narrator', note: '' });
+    for (const { label } of named.values()) assert.ok(label.length <= 24 && label !== label.toUpperCase(), `"${label}" fits a side bar row and is not shouted`);
   });
 });

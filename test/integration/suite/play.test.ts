@@ -149,6 +149,9 @@ describe('the play panel', () => {
     const sections = api.provenance.getChildren();
     const canon = sections.find((n) => n.kind === 'section' && n.section.id === 'canon');
     assert.ok(canon, 'the latest turn sent a canon section');
+    const canonItem = api.provenance.getTreeItem(canon);
+    assert.equal(canonItem.label, 'Canon sources', "a sentence-case label the side bar does not cut, not the prompt's 'CANON SOURCES — UNTRUSTED DATA'");
+    assert.match(String(canonItem.description), /^\d+ \/ \d+ tokens.* · untrusted data$/, 'the heading\'s detail follows the cost');
     const used = api.provenance.getChildren(canon).filter((n) => n.kind === 'passage');
     assert.ok(used.some((n) => n.kind === 'passage' && n.decision.sourcePath === 'characters/mara.md' && n.decision.outcome === 'selected'));
     const item = api.provenance.getTreeItem(used[0]!);
@@ -173,8 +176,9 @@ describe('the play panel', () => {
     await vscode.commands.executeCommand('storyteller.adventures.focus');
     const seen = await waitFor(async () => {
       const reply = await capture('adventures-and-provenance');
-      return reply.workbenchText.includes('Why not') && reply.workbenchText.includes('Current story') && reply;
-    }, 15_000, 'the Adventures branches and the why-not answer on screen');
+      return reply.workbenchText.includes('Why not') && reply.workbenchText.includes('Current story') && reply.workbenchText.includes('Canon sources') && reply;
+    }, 15_000, 'the Adventures branches, the why-not answer and the section labels on screen');
+    assert.doesNotMatch(seen.workbenchText, /CANON SOURCES/, 'section labels in sentence case');
     assert.match(seen.workbenchText, /Turn \d+: I ask Sister Mara about the abbey bells/);
   });
 
