@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { locate, OUTCOME_WORDS, whyNot, type CandidateDecision } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
 import { branchesOf, type Branch } from '../story/branches';
-import { sectionLabel } from '../story/contextReport';
+import { playItemName, sectionLabel } from '../story/contextReport';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
@@ -171,13 +171,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
 
   /** A title for something a section used that is not a retrieved passage: a turn, a memory, the summary. */
   private describeItem(id: string): string {
-    const store = this.shown && this.readers.get(this.shown.playPath);
-    const turn = store?.getTurn(id);
-    if (turn) return `Turn ${turn.depth + 1}: ${oneLine(turn.action.text, 50)}`;
-    const adventureId = this.shown?.turn?.adventureId;
-    const memory = adventureId ? store?.listMemories(adventureId).find((m) => m.id === id) : undefined;
-    if (memory) return `Memory: ${oneLine(memory.text, 50)}`;
-    return id === 'story-summary' ? 'The story so far' : 'an item no longer stored';
+    return playItemName(this.shown && this.readers.get(this.shown.playPath), this.shown?.turn?.adventureId, id);
   }
 
   getChildren(node?: ProvenanceNode): ProvenanceNode[] {

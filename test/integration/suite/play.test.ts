@@ -86,6 +86,14 @@ describe('the play panel', () => {
     await openContext('play-context');
     const opened = await panelShows('play-context-opened', (t) => /Context: \d+ of \d+ tokens/.test(t));
     assert.match(opened, /The Old Abbey/, 'the context region shows what the turn was given');
+    // A bar per section: its cost against its budget, each passage a segment named in its hover.
+    const bars = await waitFor(async () => {
+      const reply = await capture('play-budget-bars');
+      return reply.frames.find((f) => f.text.includes(PANEL_MARKER) && f.html.includes('budget-row'));
+    }, 20_000, 'the budget bars in the context region');
+    assert.match(bars.html, /data-section="canon" aria-label="Canon sources: \d+ \/ \d+ tokens, \d+ used/);
+    assert.match(bars.html, /class="segment item"[^>]*title="The Old Abbey[^"]* — \d+ tokens/, 'hovering a segment names the passage and its cost');
+    assert.match(bars.html, /data-section="narrator" aria-label="Narrator: \d+ tokens, required/);
   });
 
   it('opens one panel per adventure: opening it again reveals the same panel', async () => {
