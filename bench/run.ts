@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { runEntitiesBench } from './entitiesBench';
+import { runGraphBench } from './graphBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
@@ -25,6 +26,7 @@ const PARTS: BenchPart[] = [
   { name: 'rulebook', run: (log) => measureRulebook(log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
+  { name: 'graph', run: (log) => runGraphBench(log) },
 ];
 
 async function main(): Promise<void> {

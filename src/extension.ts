@@ -5,6 +5,7 @@ import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
 import { CodexTree } from './views/codexTree';
+import { GraphPanels } from './views/graphPanel';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
@@ -39,6 +40,8 @@ export interface StorytellerApi {
   readonly conflicts: ConflictFeatures;
   readonly language: EntityLanguage;
   readonly codex: CodexTree;
+  /** The Campaign Graph panels, one per campaign. */
+  readonly graphs: GraphPanels;
   readonly transcripts: TranscriptDocuments;
   /** The one report tab (context previews, health, import reports). */
   readonly reports: ReportDocuments;
@@ -78,6 +81,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly conflicts: ConflictFeatures;
   readonly language: EntityLanguage;
   readonly codex: CodexTree;
+  readonly graphs: GraphPanels;
   readonly transcripts: TranscriptDocuments;
   readonly reports = this._register(new ReportDocuments());
 
@@ -114,6 +118,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       new EntityLanguage({ campaigns: () => this.knowledge.list(), onDidChangeIndex: this.knowledge.onDidChange, conflicts: this.conflicts, transcripts: this.transcripts }),
     );
     this.codex = this._register(new CodexTree(() => this.knowledge.list(), this.language, readers, this.play.onDidPlay));
+    this.graphs = this._register(new GraphPanels(extensionUri, this.campaigns, this.knowledge, this.language, this.codex));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, this.reports));
