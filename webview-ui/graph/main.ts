@@ -101,13 +101,17 @@ app.append(header, body);
 
 // ── pan and zoom ───────────────────────────────────────────────────────────────────────────────────
 let view = { x: 0, y: 0, k: 1 };
+/** The writer has panned or zoomed: a resize no longer refits the picture over their choice. */
+let moved = false;
 const applyView = (): void => world.setAttribute('transform', `translate(${view.x} ${view.y}) scale(${view.k})`);
+/** Room around the outermost nodes for their labels. */
+const FIT_MARGIN = 60;
 function fit(ids: readonly string[]): void {
   const placed = ids.map((id) => positions.get(id)).filter((p): p is Placed => p !== undefined);
   if (placed.length === 0) return;
   const xs = placed.map((p) => p.x);
   const ys = placed.map((p) => p.y);
-  const [minX, maxX, minY, maxY] = [Math.min(...xs) - 30, Math.max(...xs) + 30, Math.min(...ys) - 30, Math.max(...ys) + 30];
+  const [minX, maxX, minY, maxY] = [Math.min(...xs) - FIT_MARGIN, Math.max(...xs) + FIT_MARGIN, Math.min(...ys) - FIT_MARGIN, Math.max(...ys) + FIT_MARGIN];
   const { width, height } = picture.getBoundingClientRect();
   const k = Math.min(2, width / (maxX - minX), height / (maxY - minY));
   view = { k, x: width / 2 - ((minX + maxX) / 2) * k, y: height / 2 - ((minY + maxY) / 2) * k };
@@ -119,6 +123,7 @@ picture.addEventListener('wheel', (event) => {
   const box = picture.getBoundingClientRect();
   const [px, py] = [event.clientX - box.left, event.clientY - box.top];
   view = { k: view.k * factor, x: px - (px - view.x) * factor, y: py - (py - view.y) * factor };
+  moved = true;
   applyView();
 }, { passive: false });
 let drag: { x: number; y: number } | undefined;
@@ -130,9 +135,14 @@ picture.addEventListener('pointerdown', (event) => {
 picture.addEventListener('pointermove', (event) => {
   if (!drag) return;
   view = { ...view, x: event.clientX - drag.x, y: event.clientY - drag.y };
+  moved = true;
   applyView();
 });
 picture.addEventListener('pointerup', () => (drag = undefined));
+// The panel is resized or laid out anew (a column opened beside it): what is shown is fitted again.
+new ResizeObserver(() => {
+  if (!moved) fit(visible().map((n) => n.id));
+}).observe(picture);
 
 // ── drawing ────────────────────────────────────────────────────────────────────────────────────────
 /** The focused entity and its neighbours `steps` links out, or undefined when nothing is focused. */
@@ -230,7 +240,10 @@ function render(): void {
   focusLine.replaceChildren(...(focused ? [document.createTextNode(`Focused on ${focused.label}, steps out: `), stepsInput, clearFocus] : []));
   status.textContent = `${shown.length} of ${nodes.length} entities, ${shownEdges.length} links`;
   picture.setAttribute('aria-label', `Campaign graph: ${status.textContent}. The list beside it holds the same entities.`);
-  if (focus) fit([...ids]);
+  if (focus) {
+    moved = false;
+    fit([...ids]);
+  }
 }
 
 window.addEventListener('message', (event: MessageEvent<unknown>) => {
