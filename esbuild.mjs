@@ -72,7 +72,8 @@ const builds = [
     target: 'es2022',
     sourcemap: !production,
     minify: production,
-    entryPoints: { webview: 'webview-ui/main.ts' },
+    // The play panel and the Campaign Graph (with its layout library, d3-force) each load only their own script.
+    entryPoints: { webview: 'webview-ui/main.ts', graph: 'webview-ui/graph/main.ts' },
     outdir: 'dist',
     logLevel: 'info',
   },

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { runEntitiesBench } from './entitiesBench';
 import { runFloorBench } from './floorBench';
+import { runGraphBench } from './graphBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
 import { runRetrievalBench } from './retrievalBench';
@@ -30,6 +31,7 @@ const PARTS: BenchPart[] = [
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
   { name: 'world-info', run: (log) => Promise.resolve(runWorldInfoBench(log)) },
+  { name: 'graph', run: (log) => runGraphBench(log) },
 ];
 
 async function main(): Promise<void> {

@@ -5,6 +5,7 @@ import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
 import { CodexTree } from './views/codexTree';
+import { GraphPanels } from './views/graphPanel';
 import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
@@ -40,6 +41,8 @@ export interface StorytellerApi {
   readonly conflicts: ConflictFeatures;
   readonly language: EntityLanguage;
   readonly codex: CodexTree;
+  /** The Campaign Graph panels, one per campaign. */
+  readonly graphs: GraphPanels;
   readonly transcripts: TranscriptDocuments;
   /** Propose Canon Updates…: play back to the bible, through the refactor preview. */
   readonly proposals: ProposalCommands;
@@ -81,6 +84,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly conflicts: ConflictFeatures;
   readonly language: EntityLanguage;
   readonly codex: CodexTree;
+  readonly graphs: GraphPanels;
   readonly transcripts: TranscriptDocuments;
   readonly proposals: ProposalCommands;
   readonly reports = this._register(new ReportDocuments());
@@ -118,6 +122,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       new EntityLanguage({ campaigns: () => this.knowledge.list(), onDidChangeIndex: this.knowledge.onDidChange, conflicts: this.conflicts, transcripts: this.transcripts }),
     );
     this.codex = this._register(new CodexTree(() => this.knowledge.list(), this.language, readers, this.play.onDidPlay));
+    this.graphs = this._register(new GraphPanels(extensionUri, this.campaigns, this.knowledge, this.language, this.codex));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     this.proposals = this._register(new ProposalCommands(this.knowledge, this.log));

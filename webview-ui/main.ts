@@ -348,9 +348,56 @@ function renderTurn(turn: TurnView): HTMLElement {
 
 const KNOWLEDGE_SECTIONS = new Set(['always-include', 'canon', 'reference', 'inspiration']);
 
+const cost = (tokens: number, budget: number | null): string => `${tokens}${budget === null ? '' : ` / ${budget}`} tokens`;
+
+/**
+ * One stacked bar per section, each on its own scale: what it used item by item (hover names each), the
+ * room it had left, and beside it what was left out. A row is a button: it opens the section's details.
+ */
+function renderBudget(sections: readonly ContextSectionView[]): HTMLElement {
+  const list = el('div', 'budget');
+  list.id = 'budget';
+  list.setAttribute('aria-label', 'Budget by section');
+  for (const section of sections) {
+    const { bar } = section;
+    const row = el('button', 'budget-row');
+    row.type = 'button';
+    row.dataset.section = section.id;
+    const left = section.leftOut.length;
+    const over = bar.budget !== null && bar.used > bar.budget;
+    const said = `${section.label}: ${cost(bar.used, bar.budget)}${bar.budget === null ? ', required' : ''}${over ? ', over budget' : ''}, ${section.items.length} used${left > 0 ? `, ${left} left out` : ''}`;
+    row.setAttribute('aria-label', said);
+    row.title = said;
+    const track = el('span', 'budget-track');
+    track.setAttribute('aria-hidden', 'true');
+    for (const segment of bar.segments) {
+      const part = el('span', `segment ${segment.kind}`);
+      // Through the CSSOM, which the content security policy allows (no inline style attribute).
+      part.style.width = `${(100 * segment.tokens) / bar.scale}%`;
+      part.title = `${segment.kind === 'left-out' ? 'Left out: ' : ''}${segment.title} — ${segment.tokens} tokens${segment.detail ? `\n${segment.detail}` : ''}`;
+      track.append(part);
+    }
+    if (bar.budget !== null && bar.budget < bar.scale) {
+      const mark = el('span', 'budget-mark');
+      mark.style.left = `${(100 * bar.budget) / bar.scale}%`;
+      track.append(mark);
+    }
+    const figures = el('span', `budget-figures${over ? ' over' : ''}`, bar.budget === null ? `${bar.used} · required` : cost(bar.used, bar.budget));
+    const leftNote = el('span', 'budget-left', left > 0 ? `${left} left out` : '');
+    row.append(el('span', 'budget-label', section.label), track, figures, leftNote);
+    row.addEventListener('click', () => {
+      const details = contextPane.querySelector<HTMLElement>(`vscode-collapsible[data-section="${CSS.escape(section.id)}"]`);
+      details?.setAttribute('open', '');
+      details?.scrollIntoView({ block: 'nearest' });
+    });
+    list.append(row);
+  }
+  return list;
+}
+
 function renderSection(section: ContextSectionView): HTMLElement {
   const node = el('vscode-collapsible');
-  node.setAttribute('title', `${section.title} — ${section.tokens}${section.budget === null ? '' : ` / ${section.budget}`} tokens`);
+  node.setAttribute('title', `${section.label} — ${cost(section.tokens, section.budget)}${section.note ? ` · ${section.note}` : ''}`);
   node.dataset.section = section.id;
   // Knowledge sections start open: what the turn was given from the campaign is the point of this view.
   if (KNOWLEDGE_SECTIONS.has(section.id)) node.setAttribute('open', '');
@@ -422,8 +469,13 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
         contextPane.replaceChildren(el('p', 'empty', 'Nothing sent yet.'));
         break;
       }
-      const cost = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;
-      contextPane.replaceChildren(el('div', 'context-summary', cost), ...message.warnings.map((w) => el('div', 'warning', w)), ...message.sections.map(renderSection));
+      const summary = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;
+      contextPane.replaceChildren(
+        el('div', 'context-summary', summary),
+        ...message.warnings.map((w) => el('div', 'warning', w)),
+        renderBudget(message.sections),
+        ...message.sections.map(renderSection),
+      );
       break;
     }
     case 'error':

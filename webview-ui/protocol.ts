@@ -18,14 +18,28 @@ export type TurnView = z.infer<typeof TurnView>;
 
 const ContextPassageView = z.object({ title: z.string(), detail: z.string() });
 
+/** A section's budget drawn as a stacked bar (src/story/contextReport.ts budgetBar): widths are tokens over scale. */
+const BudgetBarView = z.object({
+  scale: z.number().positive(),
+  used: z.number(),
+  budget: z.number().nullable(),
+  segments: z.array(z.object({ kind: z.enum(['item', 'frame', 'left-out']), tokens: z.number().nonnegative(), title: z.string(), detail: z.string() })),
+  unsizedLeftOut: z.number(),
+});
+export type BudgetBarView = z.infer<typeof BudgetBarView>;
+
 const ContextSectionView = z.object({
   id: z.string(),
+  /** The prompt's own heading; `label` and `note` are how the panel names it. */
   title: z.string(),
+  label: z.string(),
+  note: z.string(),
   tokens: z.number(),
   budget: z.number().nullable(),
   text: z.string(),
   items: z.array(ContextPassageView),
   leftOut: z.array(ContextPassageView),
+  bar: BudgetBarView,
 });
 export type ContextSectionView = z.infer<typeof ContextSectionView>;
 

@@ -1,4 +1,5 @@
 import { decisionLine, worldInfoLines } from '../knowledge/retrieval';
+import type { PlayStore } from './playStore';
 import type { AssembledContext, ContextSection } from './types';
 
 // How an assembled context reads for a writer: the one-screen summary (CLI play's /context) and the full
@@ -11,6 +12,8 @@ export interface ContextItem {
   title: string;
   /** "canon · places/old-abbey.md · matched 'abbey'", or the section's own reason. */
   detail: string;
+  /** What it costs in the prompt, when the record says (a passage); null for a turn or a memory. */
+  tokens: number | null;
 }
 
 export interface DescribedSection {
@@ -19,16 +22,100 @@ export interface DescribedSection {
   leftOut: ContextItem[];
 }
 
+const oneLine = (text: string, max: number): string => {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+};
+
+/** A section item that is not a retrieved passage, named for a writer: a turn, a memory, the summary. */
+export function playItemName(store: Pick<PlayStore, 'getTurn' | 'listMemories'> | undefined, adventureId: string | undefined, id: string): string {
+  const turn = store?.getTurn(id);
+  if (turn) return `Turn ${turn.depth + 1}: ${oneLine(turn.action.text, 50)}`;
+  const memory = adventureId ? store?.listMemories(adventureId).find((m) => m.id === id) : undefined;
+  if (memory) return `Memory: ${oneLine(memory.text, 50)}`;
+  return id === 'story-summary' ? 'The story so far' : 'an item no longer stored';
+}
+
+/**
+ * A section's budget as a stacked bar: what it used item by item (the rest of its cost is its heading and
+ * frames), the room left, and what was left out beside it. Widths are tokens over `scale`, the larger of the
+ * budget and what used and left out would have needed together, so every bar reads on its own scale.
+ */
+export interface BudgetBar {
+  scale: number;
+  used: number;
+  budget: number | null;
+  /** In order: used items, the frames, then left-out items (sized when their cost is known). */
+  segments: { kind: 'item' | 'frame' | 'left-out'; tokens: number; title: string; detail: string }[];
+  /** Left-out items whose cost the record does not hold (turns, memories): counted, not drawn. */
+  unsizedLeftOut: number;
+}
+
+export function budgetBar({ section, items, leftOut }: DescribedSection): BudgetBar {
+  const sized = items.every((item) => item.tokens !== null);
+  const itemTokens = sized ? items.reduce((n, item) => n + item.tokens!, 0) : 0;
+  const segments: BudgetBar['segments'] = sized
+    ? items.map((item) => ({ kind: 'item' as const, tokens: item.tokens!, title: item.title, detail: item.detail }))
+    : [];
+  // Items with no cost of their own (turns, memories) share one segment; passages' frames are the rest.
+  const rest = Math.max(0, section.tokens - itemTokens);
+  if (rest > 0) {
+    const title = sized ? 'Heading and passage frames' : items.length > 0 ? items.map((item) => item.title).join('\n') : sectionLabel(section).label;
+    segments.push({ kind: 'frame', tokens: rest, title, detail: sized ? '' : `${items.length} item${items.length === 1 ? '' : 's'}` });
+  }
+  const left = leftOut.filter((item) => item.tokens !== null);
+  segments.push(...left.map((item) => ({ kind: 'left-out' as const, tokens: item.tokens!, title: item.title, detail: item.detail })));
+  const wanted = section.tokens + left.reduce((n, item) => n + item.tokens!, 0);
+  return { scale: Math.max(1, section.budget ?? 0, wanted), used: section.tokens, budget: section.budget, segments, unsizedLeftOut: leftOut.length - left.length };
+}
+
+/**
+ * A section as a writer reads its name: a short sentence-case label ("Always-included canon") and what the
+ * prompt's own heading says beyond it ("untrusted data"), for a description or a tooltip. Read from the
+ * title, so turns stored with older headings read the same way.
+ */
+export function sectionLabel(section: Pick<ContextSection, 'title'>): { label: string; note: string } {
+  const parts = /^(.*?)\s+(?:—\s+(.*)|\((.*)\))$/s.exec(section.title);
+  const head = parts ? parts[1]! : section.title;
+  const note = parts ? (parts[2] ?? parts[3]!) : '';
+  const sentence = (text: string) => (text === text.toUpperCase() ? text.toLowerCase() : text);
+  const label = sentence(head);
+  return { label: `${label.charAt(0).toUpperCase()}${label.slice(1)}`, note: sentence(note) };
+}
+
+const BAR_CELLS = 24;
+
+/** The bar in text, for the report: █ used, ▒ left out, ░ room left in the budget (each on its own scale). */
+export function textBar(bar: BudgetBar): string {
+  const cells = (tokens: number) => Math.round((BAR_CELLS * tokens) / bar.scale);
+  const used = Math.min(BAR_CELLS, cells(bar.used));
+  const left = Math.min(BAR_CELLS - used, cells(bar.segments.filter((s) => s.kind === 'left-out').reduce((n, s) => n + s.tokens, 0)));
+  return `${'█'.repeat(used)}${'▒'.repeat(left)}${'░'.repeat(BAR_CELLS - used - left)}`;
+}
+
+/** Every section's bar, one line each, with its label, cost against its budget and what it left out. */
+export function renderBudgetBars(described: readonly DescribedSection[]): string {
+  const width = Math.max(...described.map((d) => sectionLabel(d.section).label.length));
+  return described
+    .map((d) => {
+      const bar = budgetBar(d);
+      const figures = bar.budget === null ? `${bar.used} · required` : `${bar.used} / ${bar.budget}${bar.used > bar.budget ? ' · over budget' : ''}`;
+      const left = d.leftOut.length > 0 ? ` · ${d.leftOut.length} left out` : '';
+      return `${sectionLabel(d.section).label.padEnd(width)}  ${textBar(bar)}  ${figures}${left}`;
+    })
+    .join('\n');
+}
+
 /** Each section with its items and left-out items resolved against the retrieval record (of a context just assembled or frozen with a turn). */
-export function describeContext(context: Pick<AssembledContext, 'sections' | 'retrieval'>): DescribedSection[] {
+export function describeContext(context: Pick<AssembledContext, 'sections' | 'retrieval'>, nameOf: (id: string) => string = (id) => id): DescribedSection[] {
   const candidates = new Map(context.retrieval.candidates.map((c) => [c.passageId, c]));
   const describe = (id: string, reason?: string): ContextItem => {
     const candidate = candidates.get(id);
-    if (!candidate) return { id, title: id, detail: reason ?? '' };
+    if (!candidate) return { id, title: nameOf(id), detail: reason ?? '', tokens: null };
     // A file's first heading usually repeats its title: "Sister Mara", not "Sister Mara › Sister Mara".
     const headings = candidate.headingPath[0] === candidate.sourceTitle ? candidate.headingPath.slice(1) : candidate.headingPath;
     const trail = headings.length > 0 ? ` › ${headings.join(' › ')}` : '';
-    return { id, title: `${candidate.sourceTitle}${trail}`, detail: `${candidate.class} · ${candidate.sourcePath} · ${reason ?? candidate.reason}` };
+    return { id, title: `${candidate.sourceTitle}${trail}`, detail: `${candidate.class} · ${candidate.sourcePath} · ${reason ?? candidate.reason}`, tokens: candidate.tokenCount };
   };
   return context.sections.map((section) => ({
     section,
@@ -77,7 +164,8 @@ export interface ContextReportHeading {
  * The whole context as a markdown document: the summary, then every section in prompt order with its
  * tokens and budget, the passages it carries, what it left out and why, and the exact text it sends.
  */
-export function renderContextMarkdown(context: AssembledContext, heading: ContextReportHeading): string {
+export function renderContextMarkdown(context: AssembledContext, heading: ContextReportHeading, nameOf?: (id: string) => string): string {
+  const described = describeContext(context, nameOf);
   const out: string[] = [
     `# Context preview: ${inline(heading.action || '(continue)')}`,
     '',
@@ -86,11 +174,15 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
     '',
     fenced(renderContextSummary(context)),
     '',
+    'Budget by section (█ used, ▒ left out, ░ room left; each bar on its own scale):',
+    '',
+    fenced(renderBudgetBars(described)),
+    '',
     // One line in quotes: the query joins the action and recent narration with line breaks, which a JSON string would show as a literal \n.
     `Retrieval searched “${inline(context.retrieval.queryText.replace(/\s+/g, ' ').trim())}” (terms: ${inline(context.retrieval.terms.join(', ') || 'none')}); ` +
       `semantic: ${inline(context.retrieval.semantic.reason)}.`,
   ];
-  for (const [position, { section, items, leftOut }] of describeContext(context).entries()) {
+  for (const [position, { section, items, leftOut }] of described.entries()) {
     const budget = section.budget === null ? 'required' : `budget ${section.budget}`;
     out.push('', `## ${position + 1}. ${inline(section.title)} — ${section.tokens} tokens (${budget})`, '');
     out.push(`${section.stable ? 'Stable prefix (system message)' : 'Live part'} · section \`${section.id}\``, '');

@@ -7,7 +7,7 @@ import { exportCampaignWorldInfo, worldInfoExportReport, type WorldInfoExportRes
 import { DEFAULT_LORE_FOLDER, importLorebookFile, lorebookImportReport, type LorebookImportResult } from '../knowledge/interchange';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, bundleImportReport, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
-import { fenced, renderContextMarkdown } from '../story/contextReport';
+import { fenced, playItemName, renderContextMarkdown } from '../story/contextReport';
 import { campaignAdventure } from '../story/playStore';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
@@ -198,7 +198,8 @@ export class InterchangeCommands extends Disposable {
     }
     const text = action.trim();
     const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
-    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text });
+    const adventureId = adventure.id;
+    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text }, (id) => playItemName(store, adventureId, id));
     walkthroughDone('previewed');
     return this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
   }

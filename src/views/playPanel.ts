@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
 import { branchesOf, siblingPosition } from '../story/branches';
-import { describeContext } from '../story/contextReport';
+import { budgetBar, describeContext, playItemName, sectionLabel } from '../story/contextReport';
 import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
@@ -66,16 +66,21 @@ const frozen = (snapshot: PromptSnapshot): ShownContext => ({
 });
 
 /** The context as the panel shows it: each section with its cost, its passages and what was left out, with reasons. */
-export function contextView(context: ShownContext): Extract<HostMessage, { type: 'context' }> {
-  const sections: ContextSectionView[] = describeContext(context).map(({ section, items, leftOut }) => ({
-    id: section.id,
-    title: section.title,
-    tokens: section.tokens,
-    budget: section.budget,
-    text: section.text,
-    items: items.map(({ title, detail }) => ({ title, detail })),
-    leftOut: leftOut.map(({ title, detail }) => ({ title, detail })),
-  }));
+export function contextView(context: ShownContext, nameOf?: (id: string) => string): Extract<HostMessage, { type: 'context' }> {
+  const sections: ContextSectionView[] = describeContext(context, nameOf).map((described) => {
+    const { section, items, leftOut } = described;
+    return {
+      id: section.id,
+      title: section.title,
+      ...sectionLabel(section),
+      tokens: section.tokens,
+      budget: section.budget,
+      text: section.text,
+      items: items.map(({ title, detail }) => ({ title, detail })),
+      leftOut: leftOut.map(({ title, detail }) => ({ title, detail })),
+      bar: budgetBar(described),
+    };
+  });
   return { type: 'context', used: context.used, total: context.total, sections, warnings: context.warnings };
 }
 
@@ -161,6 +166,9 @@ export class PlayPanel extends Disposable {
 </html>`;
   }
 
+  /** Earlier turns and memories a section carried, by number and first words rather than by id. */
+  private readonly nameOf = (id: string): string => playItemName(this.store, this.adventure.id, id);
+
   private post(message: HostMessage): void {
     void this.panel.webview.postMessage(HostMessage.parse(message));
   }
@@ -188,7 +196,7 @@ export class PlayPanel extends Disposable {
   private postHeadContext(): void {
     const head = this.adventure.headTurnId;
     const snapshot = head ? this.store.getSnapshot(head) : undefined;
-    this.post(snapshot ? contextView(frozen(snapshot)) : { type: 'context', used: 0, total: null, sections: [], warnings: [] });
+    this.post(snapshot ? contextView(frozen(snapshot), this.nameOf) : { type: 'context', used: 0, total: null, sections: [], warnings: [] });
   }
 
   /** The head's state in the words the narrator is given it, so the writer sees what the model sees. */
@@ -212,7 +220,7 @@ export class PlayPanel extends Disposable {
       },
       onStarted: (turn, context) => {
         this.postState();
-        this.post(contextView(assembled(context)));
+        this.post(contextView(assembled(context), this.nameOf));
         this.post({ type: 'chunk', turnId: turn.id, text: '' });
       },
       onChunk: (text) => {
@@ -263,7 +271,7 @@ export class PlayPanel extends Disposable {
           return;
         case 'preview':
           walkthroughDone('previewed');
-          this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text }))));
+          this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })), this.nameOf));
           return;
         case 'saveSetup':
           // Read by the engine when it assembles the next turn; the turn being generated keeps what it was sent.

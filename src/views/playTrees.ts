@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { locate, OUTCOME_WORDS, whyNot, worldInfoItems, worldInfoLines, type CandidateDecision, type WorldInfoRecord } from '../knowledge/retrieval';
 import type { PlayStore } from '../story/playStore';
 import { branchesOf, type Branch } from '../story/branches';
+import { playItemName, sectionLabel } from '../story/contextReport';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
@@ -189,13 +190,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
 
   /** A title for something a section used that is not a retrieved passage: a turn, a memory, the summary. */
   private describeItem(id: string): string {
-    const store = this.shown && this.readers.get(this.shown.playPath);
-    const turn = store?.getTurn(id);
-    if (turn) return `Turn ${turn.depth + 1}: ${oneLine(turn.action.text, 50)}`;
-    const adventureId = this.shown?.turn?.adventureId;
-    const memory = adventureId ? store?.listMemories(adventureId).find((m) => m.id === id) : undefined;
-    if (memory) return `Memory: ${oneLine(memory.text, 50)}`;
-    return id === 'story-summary' ? 'The story so far' : 'an item no longer stored';
+    return playItemName(this.shown && this.readers.get(this.shown.playPath), this.shown?.turn?.adventureId, id);
   }
 
   getChildren(node?: ProvenanceNode): ProvenanceNode[] {
@@ -239,10 +234,13 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       }
       case 'section': {
         const s = node.section;
-        const item = new vscode.TreeItem(s.title, s.itemIds.length + s.leftOut.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+        // A short label the side bar never cuts; what the prompt's heading adds goes in the description and tooltip.
+        const { label, note } = sectionLabel(s);
+        const item = new vscode.TreeItem(label, s.itemIds.length + s.leftOut.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
         const superseded = s.superseded?.length ?? 0;
-        item.description = `${s.tokens}${s.budget === null ? '' : ` / ${s.budget}`} tokens${s.leftOut.length > 0 ? ` · ${s.leftOut.length} left out` : ''}${superseded > 0 ? ` · ${superseded} canon line${superseded === 1 ? '' : 's'} superseded in play` : ''}`;
-        item.tooltip = s.text;
+        const cost = `${s.tokens}${s.budget === null ? '' : ` / ${s.budget}`} tokens${s.leftOut.length > 0 ? ` · ${s.leftOut.length} left out` : ''}${superseded > 0 ? ` · ${superseded} canon line${superseded === 1 ? '' : 's'} superseded in play` : ''}`;
+        item.description = note ? `${cost} · ${note}` : cost;
+        item.tooltip = `${s.title}\n${cost}\n\n${s.text}`;
         item.iconPath = new vscode.ThemeIcon(s.stable ? 'lock' : 'symbol-event');
         return item;
       }

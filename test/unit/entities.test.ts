@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { analyzeStoreConflicts } from '../../src/knowledge/conflicts';
-import { EntityModel, entitySourcesFromStore, findWikiLinks, openLinkPrefix, renameEdits, type FileEdit } from '../../src/knowledge/entities';
+import { EntityModel, entityLinks, entitySourcesFromStore, findWikiLinks, openLinkPrefix, renameEdits, type FileEdit } from '../../src/knowledge/entities';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { PlayStore } from '../../src/story/playStore';
@@ -186,6 +186,19 @@ describe('entities: the example campaign', () => {
     const withSummary = new EntityModel([...others, { ...source, text, sha256: 'edited' }]);
     assert.equal(withSummary.resolveName('Mara')!.summary, "The Abbey's healer, who reads the old script.");
     assert.match(model.resolveName('Mara')!.summary, /^Mara came to the Abbey as a foundling/);
+  });
+
+  it("joins two entities when one's file mentions the other, counting the mentions, never an entity to itself", () => {
+    const mara = model.resolveName('Mara')!;
+    const abbey = model.resolveName('the Abbey')!;
+    const links = entityLinks(model);
+    const abbeyToMara = links.find((l) => l.from === abbey.key && l.to === mara.key);
+    assert.ok(abbeyToMara, "the Old Abbey's page names Mara: the graph joins them");
+    const inAbbeyFile = model.mentionsOf(mara.key).filter((m) => abbey.definitions.some((d) => d.path === m.path) && !m.declaration);
+    assert.equal(abbeyToMara.count, inAbbeyFile.length);
+    assert.ok(links.every((l) => l.from !== l.to), 'no entity is joined to itself by its own page');
+    const canon = new Set(model.canonEntities().map((e) => e.key));
+    assert.ok(links.every((l) => canon.has(l.from) && canon.has(l.to)), 'only canon entities are joined (a reference page names no story entity)');
   });
 
   it('reads a sentence-initial article as the same name, and renames it keeping the capital', () => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
-import { renderContextMarkdown, renderContextSummary } from '../../src/story/contextReport';
+import { budgetBar, describeContext, renderContextMarkdown, renderContextSummary, sectionLabel, textBar } from '../../src/story/contextReport';
 import { StoryEngine } from '../../src/story/engine';
 import { indexKnowledge } from '../../src/story/indexKnowledge';
 import { OllamaNarrator } from '../../src/models/narrator';
@@ -82,5 +82,41 @@ describe('context report', () => {
     const opener = [...before.matchAll(/^(`{3,})text$/gm)].at(-1);
     assert.ok(opener && opener[1]!.length > 4, 'the text sits in a fence longer than its own ```` run');
     assert.ok(!before.slice(opener.index).includes(`\n${opener[1]}\n`), 'and that fence is still open there');
+  });
+
+  it("names each section for the side bar in sentence case, short, with what the prompt's heading adds kept as its note", async () => {
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
+    const named = new Map(context.sections.map((s) => [s.id, sectionLabel(s)]));
+    assert.deepEqual(named.get('always-include'), { label: 'Always-included canon', note: 'untrusted data' });
+    assert.deepEqual(named.get('canon'), { label: 'Canon sources', note: 'untrusted data' });
+    // Sent only by an adventure that tracks state: its heading's parenthesis is the note.
+    assert.deepEqual(sectionLabel({ title: 'Current world state (authoritative: it supersedes imported canon)' }), { label: 'Current world state', note: 'authoritative: it supersedes imported canon' });
+    assert.deepEqual(named.get('narrator'), { label: 'Narrator', note: '' });
+    for (const { label } of named.values()) assert.ok(label.length <= 24 && label !== label.toUpperCase(), `"${label}" fits a side bar row and is not shouted`);
+  });
+
+  it('draws each section as a bar of its budget: the items it used, sized by their cost, and what it left out beside them', async () => {
+    // Canon held to a budget too small for every passage the action finds.
+    const tight = new StoryEngine(play, indexKnowledge(index), new OllamaNarrator({ host: 'http://127.0.0.1:9', env: {} }), {
+      model: 'none',
+      autoMemories: false,
+      knowledgeCaps: { alwaysInclude: 600, canon: 160, reference: 900, inspiration: 300 },
+    });
+    const context = await tight.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
+    const canon = describeContext(context).find((d) => d.section.id === 'canon')!;
+    assert.ok(canon.items.length > 0 && canon.leftOut.length > 0, 'the action finds more canon than 160 tokens hold');
+    const bar = budgetBar(canon);
+    const used = bar.segments.filter((s) => s.kind !== 'left-out');
+    assert.equal(used.reduce((n, s) => n + s.tokens, 0), canon.section.tokens, 'the used segments add up to what the section cost');
+    assert.deepEqual(bar.segments.filter((s) => s.kind === 'item').map((s) => s.title), canon.items.map((i) => i.title), 'one segment per passage used, named for its hover');
+    const left = bar.segments.filter((s) => s.kind === 'left-out');
+    assert.equal(left.length, canon.leftOut.length, 'every left-out passage has its cost, so each is drawn');
+    assert.ok(left.every((s) => s.tokens > 0));
+    assert.equal(bar.scale, canon.section.tokens + left.reduce((n, s) => n + s.tokens, 0), 'what was wanted runs past the budget, and sets the scale');
+    assert.match(textBar(bar), /^█+▒+░*$/);
+
+    const report = renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'A', action: 'ask Mara' });
+    assert.match(report, new RegExp(`^Canon sources +█+▒+░* +${canon.section.tokens} / 160 · ${canon.leftOut.length} left out$`, 'm'), 'the report draws the same bar');
+    assert.match(report, /^Narrator +█{24} +\d+ · required$/m, 'a required section is full, with no budget to hold it to');
   });
 });

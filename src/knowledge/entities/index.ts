@@ -6,3 +6,5 @@ export type { WikiLink } from './links';
 export { RenameError, renameEdits, validateNewName } from './rename';
 export type { FileEdit } from './rename';
 export { entitySourcesFromStore } from './storeSources';
+export { entityLinks } from './graph';
+export type { EntityLink } from './graph';

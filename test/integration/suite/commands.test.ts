@@ -176,6 +176,7 @@ describe('campaign commands in the workbench', () => {
       assert.match(text, /^# Context preview: ask Sister Mara about the crypt door$/m);
       assert.match(text, /^## \d+\. Narrator — \d+ tokens \(required\)$/m);
       assert.match(text, /^## \d+\. CANON SOURCES — UNTRUSTED DATA — \d+ tokens \(budget \d+\)$/m);
+      assert.match(text, /^Canon sources +[█▒░]{24} +\d+ \/ \d+/m, 'a budget bar for canon among the bars at the top');
       assert.match(text, /^- \*\*Sister Mara\*\* — canon · characters\/mara\.md · (?:name 'Sister Mara' mentioned|mentions|matched)/m, 'a used passage, by its title');
       assert.match(text, /Resurrection is impossible/, 'the always-include canon as sent');
       assert.match(text, /## Retrieval decisions \(\d+ candidates/);

@@ -90,6 +90,14 @@ describe('the play panel', () => {
     await openContext('play-context');
     const opened = await panelShows('play-context-opened', (t) => /Context: \d+ of \d+ tokens/.test(t));
     assert.match(opened, /The Old Abbey/, 'the context region shows what the turn was given');
+    // A bar per section: its cost against its budget, each passage a segment named in its hover.
+    const bars = await waitFor(async () => {
+      const reply = await capture('play-budget-bars');
+      return reply.frames.find((f) => f.text.includes(PANEL_MARKER) && f.html.includes('budget-row'));
+    }, 20_000, 'the budget bars in the context region');
+    assert.match(bars.html, /data-section="canon" aria-label="Canon sources: \d+ \/ \d+ tokens, \d+ used/);
+    assert.match(bars.html, /class="segment item"[^>]*title="The Old Abbey[^"]* — \d+ tokens/, 'hovering a segment names the passage and its cost');
+    assert.match(bars.html, /data-section="narrator" aria-label="Narrator: \d+ tokens, required/);
   });
 
   it('opens one panel per adventure: opening it again reveals the same panel', async () => {
@@ -153,6 +161,9 @@ describe('the play panel', () => {
     const sections = api.provenance.getChildren();
     const canon = sections.find((n) => n.kind === 'section' && n.section.id === 'canon');
     assert.ok(canon, 'the latest turn sent a canon section');
+    const canonItem = api.provenance.getTreeItem(canon);
+    assert.equal(canonItem.label, 'Canon sources', "a sentence-case label the side bar does not cut, not the prompt's 'CANON SOURCES — UNTRUSTED DATA'");
+    assert.match(String(canonItem.description), /^\d+ \/ \d+ tokens.* · untrusted data$/, 'the heading\'s detail follows the cost');
     const used = api.provenance.getChildren(canon).filter((n) => n.kind === 'passage');
     assert.ok(used.some((n) => n.kind === 'passage' && n.decision.sourcePath === 'characters/mara.md' && n.decision.outcome === 'selected'));
     const item = api.provenance.getTreeItem(used[0]!);
@@ -182,8 +193,9 @@ describe('the play panel', () => {
     await vscode.commands.executeCommand('storyteller.adventures.focus');
     const seen = await waitFor(async () => {
       const reply = await capture('adventures-and-provenance');
-      return reply.workbenchText.includes('Why not') && reply.workbenchText.includes('Current story') && reply;
-    }, 15_000, 'the Adventures branches and the why-not answer on screen');
+      return reply.workbenchText.includes('Why not') && reply.workbenchText.includes('Current story') && reply.workbenchText.includes('Canon sources') && reply;
+    }, 15_000, 'the Adventures branches, the why-not answer and the section labels on screen');
+    assert.doesNotMatch(seen.workbenchText, /CANON SOURCES/, 'section labels in sentence case');
     assert.match(seen.workbenchText, /Turn \d+: I ask Sister Mara about the abbey bells/);
   });
 

@@ -1,0 +1,76 @@
+import zlib from 'node:zlib';
+import { performance } from 'node:perf_hooks';
+import * as esbuild from 'esbuild';
+import { EntityModel, entityLinks, entitySourcesFromStore } from '../src/knowledge/entities';
+import { layoutGraph } from '../webview-ui/graph/layout';
+import { corpusPath } from '../test/support/corpora';
+import { importCorpora } from '../test/support/knowledgeFixtures';
+import { percentile, round } from './retrievalBench';
+
+/**
+ * The Campaign Graph on the D&D SRD as canon (every page an entity): how long its layout takes after the
+ * entity model is ready, against building that model (the anchor, what every index change already pays),
+ * a refresh's layout from the previous positions, and the bytes the graph's webview script adds (minified
+ * as the VSIX ships it, d3-force's share of it) beside the play panel's script.
+ */
+
+const RUNS = 5;
+
+export interface GraphBenchResult {
+  entities: number;
+  links: number;
+  modelMs: number;
+  layoutMs: { p50: number; p95: number };
+  refreshLayoutMs: number;
+  layoutVsModel: number;
+  bundle: { graphBytes: number; graphGzipBytes: number; d3ForceBytes: number; playPanelBytes: number };
+}
+
+async function bundleBytes(entry: string): Promise<{ bytes: number; gzip: number; d3Force: number }> {
+  const result = await esbuild.build({ entryPoints: [entry], bundle: true, minify: true, format: 'iife', platform: 'browser', target: 'es2022', write: false, metafile: true, logLevel: 'silent' });
+  const output = result.outputFiles[0]!.contents;
+  const [meta] = Object.values(result.metafile.outputs);
+  const d3Force = Object.entries(meta!.inputs).filter(([file]) => /node_modules[\\/]d3-/.test(file)).reduce((n, [, input]) => n + input.bytesInOutput, 0);
+  return { bytes: output.byteLength, gzip: zlib.gzipSync(output, { level: 9 }).byteLength, d3Force };
+}
+
+export async function runGraphBench(log: (line: string) => void = () => undefined): Promise<GraphBenchResult> {
+  const library = await importCorpora('graph', { srd: { corpus: corpusPath('dnd-srd-5.1'), class: 'canon' } });
+  try {
+    let start = performance.now();
+    const model = new EntityModel(entitySourcesFromStore(library.store));
+    const entities = model.canonEntities();
+    const links = entityLinks(model);
+    const modelMs = round(performance.now() - start);
+    const nodes = entities.map((e) => ({ id: e.key, radius: 5 + Math.min(14, Math.sqrt(model.mentionsOf(e.key).length) * 2) }));
+    const samples: number[] = [];
+    let placed = new Map<string, { x: number; y: number }>();
+    for (let i = 0; i < RUNS; i++) {
+      start = performance.now();
+      placed = layoutGraph(nodes, links);
+      samples.push(performance.now() - start);
+    }
+    samples.sort((a, b) => a - b);
+    start = performance.now();
+    layoutGraph(nodes, links, placed);
+    const refreshLayoutMs = round(performance.now() - start);
+    const graph = await bundleBytes('webview-ui/graph/main.ts');
+    const play = await bundleBytes('webview-ui/main.ts');
+    const layoutMs = { p50: round(percentile(samples, 0.5)), p95: round(percentile(samples, 0.95)) };
+    const result: GraphBenchResult = {
+      entities: entities.length,
+      links: links.length,
+      modelMs,
+      layoutMs,
+      refreshLayoutMs,
+      layoutVsModel: round(layoutMs.p50 / modelMs),
+      bundle: { graphBytes: graph.bytes, graphGzipBytes: graph.gzip, d3ForceBytes: graph.d3Force, playPanelBytes: play.bytes },
+    };
+    log(`SRD as canon: ${result.entities} entities, ${result.links} links; entity model and links (anchor) ${modelMs} ms`);
+    log(`layout p50 ${layoutMs.p50} ms, p95 ${layoutMs.p95} ms (×${result.layoutVsModel} the model); a refresh from the previous layout ${refreshLayoutMs} ms`);
+    log(`graph webview script ${graph.bytes} bytes minified (${graph.gzip} gzipped), of which d3-force ${graph.d3Force}; the play panel's ${play.bytes}`);
+    return result;
+  } finally {
+    library.dispose();
+  }
+}

@@ -1,0 +1,262 @@
+// The Campaign Graph: entities as nodes (size by mentions, colour by kind), mentions and [[links]] between
+// their files as edges. Drawn in SVG from the host's data; every label goes in as text, never as markup.
+// Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
+import { GRAPH_KINDS, GraphHostMessage, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
+import { layoutGraph, type Placed } from './layout';
+
+interface VsCodeApi {
+  postMessage(message: GraphWebviewMessage): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+const vscode = acquireVsCodeApi();
+
+const SVG = 'http://www.w3.org/2000/svg';
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  return node;
+}
+
+const radius = (n: GraphNode): number => 5 + Math.min(14, Math.sqrt(n.mentions) * 2);
+
+let nodes: GraphNode[] = [];
+let edges: GraphEdge[] = [];
+let positions = new Map<string, Placed>();
+const shownKinds = new Set<string>(GRAPH_KINDS);
+let text = '';
+let focus: string | undefined;
+let steps = 1;
+
+// ── controls ───────────────────────────────────────────────────────────────────────────────────────
+const app = document.getElementById('app')!;
+const header = el('header');
+const title = el('h2', 'title', 'Campaign graph');
+const status = el('span', 'status');
+status.id = 'status';
+status.setAttribute('role', 'status');
+const search = el('input');
+search.id = 'filter-text';
+search.type = 'search';
+search.placeholder = 'Filter by name or folder';
+search.setAttribute('aria-label', 'Filter entities by name or folder');
+search.addEventListener('input', () => {
+  text = search.value.trim().toLowerCase();
+  render();
+});
+const kinds = el('fieldset', 'kinds');
+kinds.append(el('legend', undefined, 'Kinds'));
+for (const kind of GRAPH_KINDS) {
+  const label = el('label', `kind ${kind}`);
+  const box = el('input');
+  box.type = 'checkbox';
+  box.checked = true;
+  box.dataset.kind = kind;
+  box.addEventListener('change', () => {
+    if (box.checked) shownKinds.add(kind);
+    else shownKinds.delete(kind);
+    render();
+  });
+  label.append(box, el('span', 'swatch'), document.createTextNode(kind));
+  kinds.append(label);
+}
+const focusLine = el('div', 'focus-line');
+const stepsInput = el('input');
+stepsInput.id = 'focus-steps';
+stepsInput.type = 'number';
+stepsInput.min = '1';
+stepsInput.max = '4';
+stepsInput.value = '1';
+stepsInput.setAttribute('aria-label', 'Steps out from the focused entity');
+stepsInput.addEventListener('change', () => {
+  steps = Math.max(1, Math.min(4, Number(stepsInput.value) || 1));
+  render();
+});
+const clearFocus = el('button', 'link-button', 'Show all');
+clearFocus.id = 'clear-focus';
+clearFocus.type = 'button';
+clearFocus.addEventListener('click', () => {
+  focus = undefined;
+  render();
+});
+header.append(title, status, search, kinds, focusLine);
+
+const picture = svg('svg', { id: 'graph', role: 'img' });
+const world = svg('g');
+const edgeLayer = svg('g', { class: 'edges' });
+const nodeLayer = svg('g', { class: 'nodes' });
+world.append(edgeLayer, nodeLayer);
+picture.append(world);
+const list = el('ul', 'entity-list');
+list.id = 'entity-list';
+list.setAttribute('aria-label', 'Entities shown in the graph');
+const body = el('div', 'body');
+body.append(picture, list);
+app.append(header, body);
+
+// ── pan and zoom ───────────────────────────────────────────────────────────────────────────────────
+let view = { x: 0, y: 0, k: 1 };
+/** The writer has panned or zoomed: a resize no longer refits the picture over their choice. */
+let moved = false;
+const applyView = (): void => world.setAttribute('transform', `translate(${view.x} ${view.y}) scale(${view.k})`);
+/** Room around the outermost nodes for their labels. */
+const FIT_MARGIN = 60;
+function fit(ids: readonly string[]): void {
+  const placed = ids.map((id) => positions.get(id)).filter((p): p is Placed => p !== undefined);
+  if (placed.length === 0) return;
+  const xs = placed.map((p) => p.x);
+  const ys = placed.map((p) => p.y);
+  const [minX, maxX, minY, maxY] = [Math.min(...xs) - FIT_MARGIN, Math.max(...xs) + FIT_MARGIN, Math.min(...ys) - FIT_MARGIN, Math.max(...ys) + FIT_MARGIN];
+  const { width, height } = picture.getBoundingClientRect();
+  const k = Math.min(2, width / (maxX - minX), height / (maxY - minY));
+  view = { k, x: width / 2 - ((minX + maxX) / 2) * k, y: height / 2 - ((minY + maxY) / 2) * k };
+  applyView();
+}
+picture.addEventListener('wheel', (event) => {
+  event.preventDefault();
+  const factor = Math.exp(-event.deltaY * 0.002);
+  const box = picture.getBoundingClientRect();
+  const [px, py] = [event.clientX - box.left, event.clientY - box.top];
+  view = { k: view.k * factor, x: px - (px - view.x) * factor, y: py - (py - view.y) * factor };
+  moved = true;
+  applyView();
+}, { passive: false });
+let drag: { x: number; y: number } | undefined;
+picture.addEventListener('pointerdown', (event) => {
+  if ((event.target as Element).closest('.node')) return;
+  drag = { x: event.clientX - view.x, y: event.clientY - view.y };
+  picture.setPointerCapture(event.pointerId);
+});
+picture.addEventListener('pointermove', (event) => {
+  if (!drag) return;
+  view = { ...view, x: event.clientX - drag.x, y: event.clientY - drag.y };
+  moved = true;
+  applyView();
+});
+picture.addEventListener('pointerup', () => (drag = undefined));
+// The panel is resized or laid out anew (a column opened beside it): what is shown is fitted again.
+new ResizeObserver(() => {
+  if (!moved) fit(visible().map((n) => n.id));
+}).observe(picture);
+
+// ── drawing ────────────────────────────────────────────────────────────────────────────────────────
+/** The focused entity and its neighbours `steps` links out, or undefined when nothing is focused. */
+function neighbourhood(): Set<string> | undefined {
+  if (!focus) return undefined;
+  const around = new Map<string, string[]>();
+  for (const e of edges) {
+    around.set(e.from, [...(around.get(e.from) ?? []), e.to]);
+    around.set(e.to, [...(around.get(e.to) ?? []), e.from]);
+  }
+  let frontier = [focus];
+  const seen = new Set(frontier);
+  for (let i = 0; i < steps; i++) {
+    frontier = frontier.flatMap((id) => around.get(id) ?? []).filter((id) => !seen.has(id));
+    for (const id of frontier) seen.add(id);
+  }
+  return seen;
+}
+
+function visible(): GraphNode[] {
+  const near = neighbourhood();
+  return nodes.filter(
+    (n) => shownKinds.has(n.kind) && (!near || near.has(n.id)) && (!text || n.label.toLowerCase().includes(text) || n.path.toLowerCase().includes(text) || near?.has(n.id)),
+  );
+}
+
+const open = (id: string): void => vscode.postMessage({ type: 'open', id });
+function focusOn(id: string): void {
+  focus = id;
+  render();
+}
+
+function describe(n: GraphNode): string {
+  const marks = [n.neverMentioned ? 'never mentioned elsewhere' : `${n.mentions} mention${n.mentions === 1 ? '' : 's'}`, n.neverRetrieved ? 'never retrieved in play' : ''];
+  return `${n.label} (${n.kind}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
+}
+
+function render(): void {
+  const shown = visible();
+  const ids = new Set(shown.map((n) => n.id));
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const shownEdges = edges.filter((e) => ids.has(e.from) && ids.has(e.to));
+  edgeLayer.replaceChildren(
+    ...shownEdges.map((e) => {
+      const [a, b] = [positions.get(e.from)!, positions.get(e.to)!];
+      const line = svg('line', { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: e.linked ? 'edge linked' : 'edge', 'stroke-width': Math.min(4, 0.6 + Math.log2(e.count)) });
+      const tip = svg('title');
+      tip.textContent = `${byId.get(e.from)!.label} → ${byId.get(e.to)!.label}: ${e.count} mention${e.count === 1 ? '' : 's'}${e.linked ? ' (linked)' : ''}`;
+      line.append(tip);
+      return line;
+    }),
+  );
+  const labelAll = shown.length <= 150;
+  nodeLayer.replaceChildren(
+    ...shown.map((n) => {
+      const at = positions.get(n.id)!;
+      const classes = ['node', n.kind, n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.id === focus ? 'focused' : ''];
+      const g = svg('g', { class: classes.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
+      const tip = svg('title');
+      tip.textContent = `${describe(n)}${n.summary ? `\n${n.summary}` : ''}`;
+      g.append(tip, svg('circle', { r: radius(n) }));
+      if (labelAll || n.mentions >= 10 || n.id === focus) {
+        const label = svg('text', { y: radius(n) + 11 });
+        label.textContent = n.label;
+        g.append(label);
+      }
+      g.addEventListener('click', (event) => (event.altKey ? focusOn(n.id) : open(n.id)));
+      g.addEventListener('keydown', (event) => {
+        if (event.key === 'Enter' || event.key === ' ') open(n.id);
+        else if (event.key.toLowerCase() === 'f') focusOn(n.id);
+        else return;
+        event.preventDefault();
+      });
+      return g;
+    }),
+  );
+  list.replaceChildren(
+    ...[...shown].sort((a, b) => b.mentions - a.mentions || a.label.localeCompare(b.label)).map((n) => {
+      const item = el('li', `entry ${n.kind}`);
+      const name = el('button', 'link-button entity', n.label);
+      name.type = 'button';
+      name.dataset.id = n.id;
+      name.title = describe(n);
+      name.addEventListener('click', () => open(n.id));
+      const focusButton = el('button', 'link-button focus', 'focus');
+      focusButton.type = 'button';
+      focusButton.setAttribute('aria-label', `Focus ${n.label} with its neighbours`);
+      focusButton.addEventListener('click', () => focusOn(n.id));
+      const neighbours = shownEdges.filter((e) => e.from === n.id || e.to === n.id).map((e) => byId.get(e.from === n.id ? e.to : e.from)!.label);
+      item.append(name, el('span', 'detail', ` ${n.kind} · ${n.neverMentioned ? 'never mentioned elsewhere' : `${n.mentions} mentions`}${n.neverRetrieved ? ' · never retrieved' : ''}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
+      return item;
+    }),
+  );
+  const focused = focus && nodes.find((n) => n.id === focus);
+  focusLine.replaceChildren(...(focused ? [document.createTextNode(`Focused on ${focused.label}, steps out: `), stepsInput, clearFocus] : []));
+  status.textContent = `${shown.length} of ${nodes.length} entities, ${shownEdges.length} links`;
+  picture.setAttribute('aria-label', `Campaign graph: ${status.textContent}. The list beside it holds the same entities.`);
+  if (focus) {
+    moved = false;
+    fit([...ids]);
+  }
+}
+
+window.addEventListener('message', (event: MessageEvent<unknown>) => {
+  const parsed = GraphHostMessage.safeParse(event.data);
+  if (!parsed.success) return;
+  const message = parsed.data;
+  const first = positions.size === 0;
+  title.textContent = `Campaign graph: ${message.campaignTitle}`;
+  nodes = message.nodes;
+  edges = message.edges;
+  positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) })), edges, positions);
+  render();
+  if (first) fit(nodes.map((n) => n.id));
+});
+
+vscode.postMessage({ type: 'ready' });
