@@ -8,3 +8,6 @@ export { OpenAICompatibleEmbedder, embedderFor } from './openaiEmbedder';
 export { ModelServerError, checkServer, listModels, ollamaClient, ollamaContextLength, pullOllamaModel } from './servers';
 export type { PullProgress, ServerCheck, ServerModel } from './servers';
 export type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolProtocol, ToolSpec } from './toolCalls';
+export { toolChatFor } from './toolCalls';
+export { OllamaToolChat } from './ollamaToolChat';
+export { OpenAIToolChat } from './openaiToolChat';

@@ -1,4 +1,6 @@
 import type { ModelBackend } from './backend';
+import { OllamaToolChat } from './ollamaToolChat';
+import { OpenAIToolChat } from './openaiToolChat';
 
 /**
  * The contract for a conversation in which the model may call tools (research, canon proposals). Both
@@ -49,5 +51,12 @@ export interface ToolChatOptions {
 /** A conversation with tools on one backend; implementations live beside the provider clients. */
 export interface ToolChatClient {
   readonly backend: ModelBackend;
+  /** Whether the model takes tools natively (else the JSON reply protocol is used), as far as the server has said. */
+  canUseTools?(model: string, signal?: AbortSignal): Promise<boolean>;
   chat(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions): Promise<ToolChatReply>;
+}
+
+/** The tool-chat client for whichever kind of server the backend names. */
+export function toolChatFor(backend: ModelBackend, options: { stream?: boolean } = {}): ToolChatClient {
+  return backend.provider === 'ollama' ? new OllamaToolChat(backend, options) : new OpenAIToolChat(backend, options);
 }
