@@ -1,6 +1,7 @@
 import { DEFAULT_SIZE_CAP_BYTES } from '../knowledge/campaign';
 import { BackendConfigError, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../knowledge/models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, type KnowledgeBudgets } from '../knowledge/retrieval';
+import type { ResearchMode } from '../story/engine';
 
 /**
  * What a campaign session needs beyond its campaign.yaml. The CLI builds it from these defaults and its
@@ -25,6 +26,8 @@ export interface StorytellerSettings {
   sizeCapBytes: number;
   /** Turns between memory summaries. */
   memoryCadence: number;
+  /** Research before narration: auto (when the model can use tools), on, or off. */
+  research: ResearchMode;
 }
 
 export type EmbeddingProvider = 'narrator' | ModelProvider;
@@ -46,6 +49,7 @@ export const DEFAULTS = Object.freeze({
   }),
   sizeCapBytes: DEFAULT_SIZE_CAP_BYTES,
   memoryCadence: 8,
+  research: 'auto' as ResearchMode,
 });
 
 export interface ServerChoice {

@@ -3,9 +3,11 @@ import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, rankMemories } from './memory';
 import { NarratorError, type Narrator } from './narrator';
-import type { KnowledgeBudgets } from '../knowledge/retrieval';
+import type { ToolChatClient } from '../knowledge/models';
+import type { KnowledgeBudgets, RetrievalQuery, RetrievalResult } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
+import { research, type ResearchLimits, type ResearchOutcome, type ResearchTask } from './research';
 import { TokenEstimator } from './tokenEstimator';
 import { DEFAULTS } from '../session/defaults';
 import type { Adventure, AssembledContext, ChatMessage, Memory, PlayerAction, Turn } from './types';
@@ -27,7 +29,13 @@ export interface EngineSettings {
   /** Write due memories (and the summary) right after a turn completes. */
   autoMemories: boolean;
   temperature?: number;
+  /** Research before narration: always (in the JSON protocol where tools are refused), never, or when the model can use tools. */
+  research: ResearchMode;
+  researchLimits?: Partial<ResearchLimits>;
 }
+
+export const RESEARCH_MODES = ['auto', 'on', 'off'] as const;
+export type ResearchMode = (typeof RESEARCH_MODES)[number];
 
 export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
   contextLength: DEFAULTS.contextLength,
@@ -36,6 +44,7 @@ export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
   memoryTopK: 5,
   shares: DEFAULT_SHARES,
   autoMemories: true,
+  research: 'auto',
 };
 
 export interface TurnHandlers {
@@ -92,6 +101,8 @@ export class StoryEngine {
     private readonly knowledge: KnowledgePort,
     private readonly narrator: Narrator | null,
     settings: Partial<EngineSettings> & { model: string },
+    /** The same server's model in a conversation with tools, for research; null: no research. */
+    private readonly toolChat: ToolChatClient | null = null,
   ) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
   }
@@ -106,10 +117,10 @@ export class StoryEngine {
   }
 
   /** The context the action would get, assembled exactly as a turn would, with no model call and no write. */
-  async previewContext(adventureId: string, action: PlayerAction, afterTurnId?: string | null): Promise<AssembledContext> {
+  async previewContext(adventureId: string, action: PlayerAction, afterTurnId?: string | null, options: { research?: boolean; signal?: AbortSignal } = {}): Promise<AssembledContext> {
     const adventure = this.store.adventure(adventureId);
     const parentId = afterTurnId === undefined ? this.parentForNewAction(adventure) : afterTurnId;
-    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.contextLengthKey()) ?? null, false);
+    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.contextLengthKey()) ?? null, false, options.research ? (options.signal ?? null) : undefined);
   }
 
   /** Plays an action after the head turn (or replaces a head that failed with nothing to show). */
@@ -204,7 +215,42 @@ export class StoryEngine {
     return parent ? normalizeState(adventure.statSchema, parent.stateAfter) : initialState(adventure.statSchema);
   }
 
-  private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean): Promise<AssembledContext> {
+  /**
+   * Research over today's selection, as the setting says: 'auto' only when the model can use tools. Where it
+   * cannot run, today's selection is sent and the record says why.
+   */
+  private async researchOver(input: { query: RetrievalQuery; base: RetrievalResult; task: ResearchTask }, signal: AbortSignal | null): Promise<ResearchOutcome> {
+    const model = this.settings.model;
+    const lexical = (reason: string): ResearchOutcome => ({
+      result: input.base,
+      record: { ran: 'lexical', reason, model, steps: [], kept: [], refused: [], limits: [], rounds: 0, resultTokens: 0, modelMs: 0, runtimeMs: 0 },
+    });
+    const knowledge = this.knowledge.research;
+    if (!knowledge) return lexical('there is no index to research; today\'s selection was used');
+    if (!this.toolChat) return lexical('no model server to research with; today\'s selection was used');
+    if (this.settings.research === 'auto') {
+      let native: boolean;
+      try {
+        native = (await this.toolChat.canUseTools?.(model, signal ?? undefined)) ?? true;
+      } catch (error) {
+        return lexical(`could not ask the server whether '${model}' can use tools (${error instanceof Error ? error.message : String(error)}); today's selection was used`);
+      }
+      if (!native) return lexical(`'${model}' cannot use tools, and research is set to auto; today's selection was used`);
+    }
+    return research({
+      client: this.toolChat,
+      model,
+      knowledge,
+      ...input,
+      estimator: this.estimator(),
+      ...(this.settings.researchLimits ? { limits: this.settings.researchLimits } : {}),
+      nativeOnly: this.settings.research === 'auto',
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** `researchSignal`: undefined, no research; null or a signal, research (cancelled by the signal). */
+  private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean, researchSignal?: AbortSignal | null): Promise<AssembledContext> {
     const history = this.store.lineage(parentId);
     const parent = history.at(-1) ?? null;
     const queryText = [action.text, ...history.slice(-2).map((t) => t.narration)].join('\n');
@@ -223,6 +269,7 @@ export class StoryEngine {
       shares: this.settings.shares,
       ...(this.settings.knowledgeCaps ? { knowledgeCaps: this.settings.knowledgeCaps } : {}),
       retrieve: (q) => this.knowledge.retrieve(q),
+      ...(researchSignal !== undefined && this.settings.research !== 'off' ? { research: (input) => this.researchOver(input, researchSignal) } : {}),
       characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
     });
@@ -286,7 +333,7 @@ export class StoryEngine {
     let context: AssembledContext;
     try {
       const modelContext = await this.modelContextLength();
-      context = await this.assemble(adventure, parentId, action, modelContext, true);
+      context = await this.assemble(adventure, parentId, action, modelContext, true, signal);
       this.store.writeSnapshot(turn.id, context, model);
     } catch (error) {
       return failed(error instanceof Error ? error : new Error(String(error)), null);

@@ -1,4 +1,5 @@
 import type { RetrievalRecord } from '../knowledge/retrieval';
+import type { ResearchRecord } from './research';
 import type { StatSchema, WorldState } from './worldState';
 
 // The story engine's vocabulary, shared by the store, the engine, the CLI and the VS Code panel.
@@ -137,6 +138,8 @@ export interface AssembledContext {
   budget: ContextBudget;
   /** Budget conflicts a writer should see (pinned items over budget, always-include overflow). */
   warnings: string[];
+  /** What research did before this context was packed; absent when research was off. */
+  research?: ResearchRecord;
 }
 
 /** What a turn was given, frozen before generation. */
@@ -148,4 +151,6 @@ export interface PromptSnapshot {
   totalTokens: number;
   model: string | null;
   createdAt: string;
+  /** The turn's research, as it ran; absent when research was off (and for turns played before it existed). */
+  research?: ResearchRecord;
 }

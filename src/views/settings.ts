@@ -29,6 +29,7 @@ const SETTINGS = {
     .strict(),
   'index.sizeCapBytes': z.number().int().positive('must be a positive number of bytes'),
   'memory.cadence': z.number().int().min(1, 'must be at least 1 turn'),
+  research: z.enum(['auto', 'on', 'off']),
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -46,6 +47,7 @@ const DEFAULT_OF: RawSettings = {
   'context.budgets': { ...DEFAULTS.budgets },
   'index.sizeCapBytes': DEFAULTS.sizeCapBytes,
   'memory.cadence': DEFAULTS.memoryCadence,
+  research: DEFAULTS.research,
 };
 
 export interface StorytellerSettings extends CoreSettings {
@@ -86,6 +88,7 @@ export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: Rea
     budgets: value('context.budgets'),
     sizeCapBytes: value('index.sizeCapBytes'),
     memoryCadence: value('memory.cadence'),
+    research: value('research'),
     problems,
   };
 }

@@ -11,3 +11,4 @@ export type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions,
 export { toolChatFor } from './toolCalls';
 export { OllamaToolChat } from './ollamaToolChat';
 export { OpenAIToolChat } from './openaiToolChat';
+export { ToolsRefusedError } from './toolReply';

@@ -3,7 +3,7 @@ import { cappedFetch, replyTooLargeIn } from '../../story/replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 import { ModelServerError } from './servers';
 import type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolSpec } from './toolCalls';
-import { argumentsObject, argumentsText, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply } from './toolReply';
+import { ToolsRefusedError, argumentsObject, argumentsText, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply } from './toolReply';
 
 const ShowReply = z.object({ capabilities: z.array(z.string()).optional() });
 
@@ -57,9 +57,12 @@ export class OllamaToolChat implements ToolChatClient {
       try {
         return await this.exchange(messages, tools, options, true);
       } catch (error) {
-        if (!(error instanceof ToolsRefused)) throw error;
+        if (!(error instanceof ToolsRefusedError)) throw error;
         this.nativeTools.set(options.model, false);
+        if (options.nativeOnly) throw error;
       }
+    } else if (options.nativeOnly && tools.length > 0) {
+      throw new ToolsRefusedError(this.server, options.model, 'its capabilities do not list tools');
     }
     return this.exchange(messages, tools, options, false);
   }
@@ -100,7 +103,7 @@ export class OllamaToolChat implements ToolChatClient {
       if (!stream) take(parseLine(await response.text(), this.server));
       else await readLines(response, (text) => take(parseLine(text, this.server)), () => finishReason !== null);
     } catch (error) {
-      if (error instanceof ToolsRefused || error instanceof ModelServerError) throw error;
+      if (error instanceof ToolsRefusedError || error instanceof ModelServerError) throw error;
       if (deadline.wasCut()) return this.reply(content, calls, native, 'cut');
       if (deadline.signal.aborted) throw stoppedReply(this.server, options, deadline.timedOut());
       throw this.failure(error);
@@ -129,7 +132,7 @@ export class OllamaToolChat implements ToolChatClient {
       .json()
       .then((j: unknown) => z.object({ error: z.string() }).safeParse(j).data?.error ?? `HTTP ${response.status}`)
       .catch(() => `HTTP ${response.status}`);
-    if (withTools && refusesTools(response.status, detail)) throw new ToolsRefused();
+    if (withTools && refusesTools(response.status, detail)) throw new ToolsRefusedError(this.server, String((body as { model?: unknown }).model), detail);
     throw new ModelServerError(response.status === 404 ? 'not-found' : 'refused', `${this.server} refused the request (${response.status}): ${detail}`);
   }
 
@@ -140,8 +143,6 @@ export class OllamaToolChat implements ToolChatClient {
   }
 }
 
-/** The server's 400 for a model that cannot take tools: the conversation is asked again in the JSON protocol. */
-class ToolsRefused extends Error {}
 
 function toOllamaMessage(m: ToolChatMessage): Record<string, unknown> {
   if (m.role === 'tool') return { role: 'tool', content: m.content, tool_name: m.name };

@@ -4,7 +4,7 @@ import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 import { ModelServerError } from './servers';
 import type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolSpec } from './toolCalls';
-import { jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply } from './toolReply';
+import { ToolsRefusedError, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply } from './toolReply';
 
 /** A streamed chunk's choice: tool calls come in pieces, each piece naming the call it extends by `index`. */
 const StreamChoice = z.object({
@@ -54,9 +54,12 @@ export class OpenAIToolChat implements ToolChatClient {
       try {
         return await this.exchange(messages, tools, options, true);
       } catch (error) {
-        if (!(error instanceof ToolsRefused)) throw error;
+        if (!(error instanceof ToolsRefusedError)) throw error;
         this.jsonOnly.add(options.model);
+        if (options.nativeOnly) throw error;
       }
+    } else if (options.nativeOnly && tools.length > 0) {
+      throw new ToolsRefusedError(this.server, options.model, 'it refused tools before');
     }
     return this.exchange(messages, tools, options, false);
   }
@@ -76,7 +79,7 @@ export class OpenAIToolChat implements ToolChatClient {
     let finishReason: string | null = null;
     let written = 0;
     try {
-      const client = await openAIClient(this.backend, options.timeoutMs);
+      const client = await openAIClient(this.backend, Math.max(1, Math.round(options.timeoutMs)));
       if (!stream) {
         const reply = await client.chat.completions.create({ ...request, stream: false } as never, { signal: deadline.signal });
         const choice = WholeChoice.safeParse((reply as { choices?: unknown[] }).choices?.[0]);
@@ -122,7 +125,7 @@ export class OpenAIToolChat implements ToolChatClient {
       const tooLarge = replyTooLargeIn(error);
       if (tooLarge) throw new ModelServerError('mid-stream', `${this.server}: ${tooLarge.message}`);
       const failure = classifyOpenAIError(error, this.backend);
-      if (native && refusesTools(failure.status, failure.detail)) throw new ToolsRefused();
+      if (native && refusesTools(failure.status, failure.detail)) throw new ToolsRefusedError(this.server, options.model, failure.detail);
       throw new ModelServerError(failure.kind, describeServerFailure(this.backend, failure));
     }
     return this.reply(content, [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call-${i + 1}` })), native, finishReason);
@@ -134,8 +137,6 @@ export class OpenAIToolChat implements ToolChatClient {
   }
 }
 
-/** The server's 400 for a request with tools: asked again in the JSON protocol. */
-class ToolsRefused extends Error {}
 
 function toOpenAIMessage(m: ToolChatMessage): Record<string, unknown> {
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };

@@ -46,6 +46,8 @@ export interface ToolChatOptions {
   /** Whole-reply deadline. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Never fall back to the JSON reply protocol: a model that cannot use tools is a ToolsRefusedError. */
+  nativeOnly?: boolean;
 }
 
 /** A conversation with tools on one backend; implementations live beside the provider clients. */

@@ -19,7 +19,7 @@ export function replyCharLimit(options: ToolChatOptions): number {
 
 /** The caller's cancel and the whole-reply deadline, as one signal; `timedOut` tells them apart afterwards. */
 export function replyDeadline(options: ToolChatOptions): { signal: AbortSignal; timedOut: () => boolean; cut: () => void; wasCut: () => boolean } {
-  const deadline = AbortSignal.timeout(Math.max(1, options.timeoutMs));
+  const deadline = AbortSignal.timeout(Math.max(1, Math.round(options.timeoutMs)));
   const cutter = new AbortController();
   const signal = AbortSignal.any([deadline, cutter.signal, ...(options.signal ? [options.signal] : [])]);
   return { signal, timedOut: () => deadline.aborted, cut: () => cutter.abort(), wasCut: () => cutter.signal.aborted };
@@ -30,6 +30,14 @@ export function stoppedReply(server: string, options: ToolChatOptions, timedOut:
   return timedOut
     ? new ModelServerError('timeout', `${server} did not finish its reply within ${Math.round(options.timeoutMs / 1000)} s; gave up`)
     : new ModelServerError('cancelled', 'cancelled');
+}
+
+/** The server's refusal of a request with tools: asked again in the JSON protocol, or, with `nativeOnly`, the caller's to handle. */
+export class ToolsRefusedError extends ModelServerError {
+  constructor(server: string, model: string, detail: string) {
+    super('refused', `'${model}' cannot use tools on ${server} (${detail})`);
+    this.name = 'ToolsRefusedError';
+  }
 }
 
 /** Whether an HTTP refusal is the server saying it cannot take tools (llama.cpp without --jinja, vLLM without a tool parser, Ollama's "does not support tools"). */
