@@ -26,6 +26,7 @@ describe('one defaults module for the CLI and the extension', () => {
       'storyteller.context.budgets': DEFAULTS.budgets,
       'storyteller.index.sizeCapBytes': DEFAULTS.sizeCapBytes,
       'storyteller.memory.cadence': DEFAULTS.memoryCadence,
+      'storyteller.research': DEFAULTS.research,
     });
   });
 
