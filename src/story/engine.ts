@@ -44,7 +44,8 @@ export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
   memoryTopK: 5,
   shares: DEFAULT_SHARES,
   autoMemories: true,
-  research: 'auto',
+  // An engine made without settings never asks a model more than it was told to; the writer's default is the session's.
+  research: 'off',
 };
 
 export interface TurnHandlers {
@@ -235,7 +236,7 @@ export class StoryEngine {
       } catch (error) {
         return lexical(`could not ask the server whether '${model}' can use tools (${error instanceof Error ? error.message : String(error)}); today's selection was used`);
       }
-      if (!native) return lexical(`'${model}' cannot use tools, and research is set to auto; today's selection was used`);
+      if (!native) return lexical(`the server does not say that '${model}' can use tools, and research is set to auto (set it to on to research anyway); today's selection was used`);
     }
     return research({
       client: this.toolChat,

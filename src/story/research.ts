@@ -201,7 +201,8 @@ export async function research(input: ResearchInput): Promise<ResearchOutcome> {
     { role: 'user', content: taskText },
   ];
 
-  let finished: { keep: { id: string; reason: string }[]; reason: string } | null = null;
+  // Set by the finish call inside runCall; typed so the loop does not read it as always null.
+  let finished = null as { keep: { id: string; reason: string }[]; reason: string } | null;
   const read = new Set<string>();
   const fallback = (reason: string): ResearchOutcome => {
     record.ran = 'lexical';
@@ -243,10 +244,9 @@ export async function research(input: ResearchInput): Promise<ResearchOutcome> {
     record.ran = reply.protocol;
     messages.push({ role: 'assistant', content: reply.content, toolCalls: reply.toolCalls });
     if (reply.toolCalls.length === 0) {
-      // A reply without a call is taken as the model's answer: nothing more to look up, and nothing kept.
-      record.steps.push({ round, tool: '(none)', arguments: cut(reply.content), outcome: 'refused', said: 'no tool was called; research ended with nothing kept', shown: [] });
-      finished = { keep: [], reason: 'the model answered without calling finish' };
-      break;
+      // Prose instead of a call: the model did not take part, so its silence must not empty the prompt.
+      record.steps.push({ round, tool: '(none)', arguments: cut(reply.content), outcome: 'refused', said: 'no tool was called', shown: [] });
+      return fallback(`the model answered without calling a tool; today's selection was used`);
     }
     // Results the model reads before its last reply say so, so it finishes rather than runs out.
     const beforeLast = round === limits.rounds - 1;
@@ -319,9 +319,8 @@ export async function research(input: ResearchInput): Promise<ResearchOutcome> {
     }
   }
 
-  const asked: { keep: { id: string; reason: string }[]; reason: string } | null = finished;
   let keep: { id: string; reason: string }[];
-  if (asked) keep = asked.keep;
+  if (finished) keep = finished.keep;
   else if (read.size > 0) {
     keep = [...read].map((id) => ({ id, reason: 'read during research, which ended at a limit before it finished' }));
   } else {

@@ -8,6 +8,7 @@ import { StoryEngine, type EngineSettings } from '../../src/story/engine';
 import { OllamaNarrator } from '../../src/story/narrator';
 import { OpenAICompatibleNarrator } from '../../src/story/openaiNarrator';
 import { PlayStore } from '../../src/story/playStore';
+import { runCaptured } from '../support/cliRun';
 import { FakeOllama } from '../support/fakeOllama';
 import { FakeOpenAI } from '../support/fakeOpenAI';
 import { IndexedExampleCampaign } from '../support/knowledgeFixtures';
@@ -155,6 +156,15 @@ describe('research before narration', () => {
     assert.ok(outcome.context!.sections.some((s) => s.itemIds.includes(notice)), 'what it read and kept is sent');
   });
 
+  it("a model that answers in prose instead of calling a tool leaves today's selection in place, and says so", async () => {
+    fake.queue({ chunks: ['I think the abbey matters.'] });
+    const context = await engineWith().previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door' }, undefined, { research: true });
+    const today = await engineWith({ research: 'off' }).previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door' });
+    assert.equal(context.research!.ran, 'lexical');
+    assert.match(context.research!.reason, /the model answered without calling a tool; today's selection was used/);
+    assert.deepEqual(context.sections.find((s) => s.id === 'canon')!.itemIds, today.sections.find((s) => s.id === 'canon')!.itemIds);
+  });
+
   it('a server that refuses tools is researched in the JSON protocol when research is on, and not at all on auto', async () => {
     fake.refuseTools = 'tools param requires --jinja flag';
     fake.queue({ chunks: [JSON.stringify({ tool_calls: [{ name: 'finish', arguments: { keep: [], reason: 'nothing here is needed' } }] })] });
@@ -163,9 +173,11 @@ describe('research before narration', () => {
     assert.match(on.research!.reason, /JSON reply protocol/);
     assert.deepEqual(on.research!.kept, []);
     assert.ok(!on.sections.some((s) => s.id === 'canon' && s.itemIds.length > 0), 'nothing kept: no retrieved canon, only the pins');
+    const before = fake.requestsTo('/v1/chat/completions').length;
     const auto = await engineWith({ research: 'auto' }).previewContext(adventureId, { kind: 'do', text: 'hum a tune' }, undefined, { research: true });
     assert.equal(auto.research!.ran, 'lexical');
-    assert.match(auto.research!.reason, /'qwen2\.5-7b-instruct' cannot use tools on the OpenAI-compatible server at \S+ \(tools param requires --jinja flag\), and research is set to auto/);
+    assert.match(auto.research!.reason, /the server does not say that 'qwen2\.5-7b-instruct' can use tools, and research is set to auto \(set it to on to research anyway\)/);
+    assert.equal(fake.requestsTo('/v1/chat/completions').length, before, 'auto asks no model it does not know can use tools');
   });
 });
 
@@ -179,7 +191,7 @@ describe('research on Ollama', () => {
       const adventureId = store.createAdventure({ campaignId: 'westhaven', title: 'Fog', persona: KAELEN, statSchema: STAT_SCHEMA }).id;
       const make = () => new StoryEngine(store, knowledge.port, new OllamaNarrator({ host: fake.url }), { model: 'llama3.2', autoMemories: false, research: 'auto' }, new OllamaToolChat(resolveBackend('ollama', fake.url)));
       const without = await make().previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door' }, undefined, { research: true });
-      assert.match(without.research!.reason, /'llama3\.2' cannot use tools, and research is set to auto/);
+      assert.match(without.research!.reason, /the server does not say that 'llama3\.2' can use tools, and research is set to auto/);
       assert.equal(fake.requestsTo('/api/chat').length, 0);
       fake.capabilities = ['completion', 'tools'];
       fake.queue({ toolCalls: [{ name: 'search', arguments: { query: 'Sister Mara infirmary' } }] }, { toolCalls: [{ name: 'finish', arguments: { keep: [] } }] });
@@ -207,5 +219,46 @@ describe('research on Ollama', () => {
     } finally {
       knowledge.dispose();
     }
+  });
+});
+
+describe('research from the CLI', () => {
+  let dir: string;
+  let fake: FakeOllama;
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-research-cli-'));
+    fs.cpSync(path.resolve(__dirname, '../../fixtures/example-campaign'), dir, { recursive: true });
+    fake = await FakeOllama.start({ capabilities: ['completion', 'tools'] });
+    assert.equal((await runCaptured(['index', dir], dir)).code, 0);
+  });
+  afterEach(async () => {
+    await fake.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('play researches on auto with a tool-capable model, says what it looked for, and /research shows the recorded steps again', async () => {
+    fake.queue(
+      { toolCalls: [{ name: 'search', arguments: { query: 'bronze crypt door key' } }] },
+      { toolCalls: [{ name: 'finish', arguments: { keep: ['never-shown'], reason: 'the door' } }] },
+      { chunks: ['Mara shakes her head.'] },
+    );
+    const lines = ['ask Mara about the crypt door', '/research', '/quit'];
+    const { code, stdout } = await runCaptured(['play', dir, '--host', fake.url, '--model', 'llama3.2'], dir, lines.map((l) => `${l}\n`).join(''));
+    assert.equal(code, 0);
+    assert.match(stdout, /Mara shakes her head\.\n {2}research: native tool calls · searched “bronze crypt door key” · kept 0 · refused 1\n/);
+    assert.match(stdout, / {2}1\. search \{"query":"bronze crypt door key"\} → \d+ passages? found \[/);
+    assert.match(stdout, / {2}refused never-shown: never shown to the model: it can keep only what it was shown/);
+  });
+
+  it('context --research --json carries the research record beside the selection it packed', async () => {
+    fake.queue({ toolCalls: [{ name: 'finish', arguments: { keep: [], reason: 'nothing here is needed' } }] });
+    const { code, stdout } = await runCaptured(['context', '--input', 'hum a tune', '--campaign', dir, '--research', '--model', 'llama3.2', '--provider', 'ollama', '--base-url', fake.url, '--json'], dir);
+    assert.equal(code, 0);
+    const out = JSON.parse(stdout) as { research: { ran: string; kept: unknown[]; steps: { tool: string }[] }; sections: { canon: unknown[] } };
+    assert.deepEqual([out.research.ran, out.research.kept, out.research.steps.map((s) => s.tool)], ['native', [], ['finish']]);
+    assert.deepEqual(out.sections.canon, [], '"nothing here is needed" is a valid answer');
+    const usage = await runCaptured(['context', '--input', 'x', '--campaign', dir, '--research'], dir);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--research needs the model that researches: --model <name>/);
   });
 });

@@ -88,6 +88,12 @@ describe('Tool calls on an OpenAI-compatible server', () => {
     assert.deepEqual(requests.map((r) => r.tools !== undefined), [true, false, false], 'refused once, then never offered tools again');
     assert.match(requests[1]!.messages[0]!.content, /Reply with one JSON object and nothing else/);
     assert.equal(await client.canUseTools('qwen2.5-7b-instruct'), false);
+    fake.refuseTools = undefined;
+    fake.queue({ toolCalls: [{ name: 'finish', arguments: '{"keep": []}' }] });
+    const other = new OpenAIToolChat(resolveBackend('openai-compatible', fake.baseUrl));
+    assert.equal(await other.canUseTools('qwen2.5-7b-instruct'), false, 'an OpenAI-compatible server cannot be asked beforehand');
+    await other.chat(MESSAGES, TOOLS, OPTIONS);
+    assert.equal(await other.canUseTools('qwen2.5-7b-instruct'), true, 'known once it answered with tools');
   });
 
   it('a JSON-protocol reply that is not JSON is a failure, so research falls back to lexical selection', async () => {
@@ -168,12 +174,12 @@ describe('Tool calls on Ollama', () => {
   it('a server whose capabilities did not say, and then answers 400 "does not support tools", is asked again in the JSON protocol', async () => {
     fake.capabilities = undefined;
     const client = new OllamaToolChat(resolveBackend('ollama', fake.url));
-    assert.equal(await client.canUseTools('llama3.2'), true, 'an older server that lists no capabilities is tried natively');
+    assert.equal(await client.canUseTools('llama3.2'), false, 'an older server that lists no capabilities is not known to take tools');
     fake.capabilities = ['completion'];
     fake.queue({ chunks: ['{"content": "nothing needed"}'] });
     const reply = await client.chat(MESSAGES, TOOLS, options);
     assert.deepEqual([reply.protocol, reply.content], ['json', 'nothing needed']);
-    assert.deepEqual(fake.requestsTo('/api/chat').map((r) => (r.body as { tools?: unknown }).tools !== undefined), [true, false]);
+    assert.deepEqual(fake.requestsTo('/api/chat').map((r) => (r.body as { tools?: unknown }).tools !== undefined), [true, false], 'it was tried natively first');
   });
 
   it('an error line mid-reply and a missing model are failures in the server\'s words', async () => {

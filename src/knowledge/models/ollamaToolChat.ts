@@ -30,7 +30,7 @@ const LOOKUP_TIMEOUT_MS = 10_000;
 export class OllamaToolChat implements ToolChatClient {
   private readonly server: string;
   private readonly fetch: typeof fetch;
-  private readonly nativeTools = new Map<string, boolean>();
+  private readonly nativeTools = new Map<string, 'yes' | 'no' | 'unknown'>();
 
   constructor(
     readonly backend: ModelBackend,
@@ -40,25 +40,30 @@ export class OllamaToolChat implements ToolChatClient {
     this.fetch = cappedFetch();
   }
 
-  /** True when the model takes tools natively: its capabilities say "tools", or the server does not say. */
+  /** True when the server says the model takes tools (its capabilities list "tools"); an older server that lists none is not known to. */
   async canUseTools(model: string, signal?: AbortSignal): Promise<boolean> {
+    return (await this.toolSupport(model, signal)) === 'yes';
+  }
+
+  /** What `/api/show` says of the model, read once: an older server lists no capabilities, and is tried natively. */
+  private async toolSupport(model: string, signal?: AbortSignal): Promise<'yes' | 'no' | 'unknown'> {
     const known = this.nativeTools.get(model);
     if (known !== undefined) return known;
     const body = await this.post('/api/show', { model }, AbortSignal.any([AbortSignal.timeout(LOOKUP_TIMEOUT_MS), ...(signal ? [signal] : [])]));
     const parsed = ShowReply.safeParse(await body.json().catch(() => null));
-    const native = !parsed.success || parsed.data.capabilities === undefined || parsed.data.capabilities.includes('tools');
-    this.nativeTools.set(model, native);
-    return native;
+    const support = !parsed.success || parsed.data.capabilities === undefined ? 'unknown' : parsed.data.capabilities.includes('tools') ? 'yes' : 'no';
+    this.nativeTools.set(model, support);
+    return support;
   }
 
   async chat(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions): Promise<ToolChatReply> {
-    const native = tools.length > 0 && (await this.canUseTools(options.model, options.signal));
+    const native = tools.length > 0 && (await this.toolSupport(options.model, options.signal)) !== 'no';
     if (native) {
       try {
         return await this.exchange(messages, tools, options, true);
       } catch (error) {
         if (!(error instanceof ToolsRefusedError)) throw error;
-        this.nativeTools.set(options.model, false);
+        this.nativeTools.set(options.model, 'no');
         if (options.nativeOnly) throw error;
       }
     } else if (options.nativeOnly && tools.length > 0) {

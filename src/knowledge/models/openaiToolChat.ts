@@ -36,6 +36,7 @@ const WholeChoice = z.object({
 export class OpenAIToolChat implements ToolChatClient {
   private readonly server: string;
   private readonly jsonOnly = new Set<string>();
+  private readonly native = new Set<string>();
 
   constructor(
     readonly backend: ModelBackend,
@@ -44,15 +45,20 @@ export class OpenAIToolChat implements ToolChatClient {
     this.server = describeBackend(backend);
   }
 
-  /** False once the server has refused tools for this model; until then it is asked natively. */
+  /**
+   * True once the model has answered a request with tools natively: an OpenAI-compatible server cannot be
+   * asked beforehand, so until then it is not known to take them (and `chat` still tries them first).
+   */
   canUseTools(model: string): Promise<boolean> {
-    return Promise.resolve(!this.jsonOnly.has(model));
+    return Promise.resolve(this.native.has(model));
   }
 
   async chat(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions): Promise<ToolChatReply> {
     if (tools.length > 0 && !this.jsonOnly.has(options.model)) {
       try {
-        return await this.exchange(messages, tools, options, true);
+        const reply = await this.exchange(messages, tools, options, true);
+        this.native.add(options.model);
+        return reply;
       } catch (error) {
         if (!(error instanceof ToolsRefusedError)) throw error;
         this.jsonOnly.add(options.model);
