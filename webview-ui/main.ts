@@ -419,7 +419,9 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
         break;
       }
       const cost = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;
-      contextPane.replaceChildren(el('div', 'context-summary', cost), ...message.warnings.map((w) => el('div', 'warning', w)), ...message.sections.map(renderSection));
+      const research = el('div', 'research');
+      research.replaceChildren(...message.research.map((line) => el('div', 'research-line', line)));
+      contextPane.replaceChildren(el('div', 'context-summary', cost), ...message.warnings.map((w) => el('div', 'warning', w)), ...(message.research.length > 0 ? [research] : []), ...message.sections.map(renderSection));
       break;
     }
     case 'error':
