@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { runEntitiesBench } from './entitiesBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
+import { runResearchBench } from './researchBench';
 import { runRetrievalBench } from './retrievalBench';
 import { measureRulebook } from './rulebookBench';
 import { runSupersessionBench } from './supersessionBench';
@@ -25,6 +26,7 @@ const PARTS: BenchPart[] = [
   { name: 'rulebook', run: (log) => measureRulebook(log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
+  { name: 'research', run: (log) => runResearchBench(log) },
 ];
 
 async function main(): Promise<void> {

@@ -765,8 +765,8 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
  * checks every id a model names through it.
  */
 export function eligiblePassage(store: KnowledgeStore, passageId: string, stage: RetrievalStage): { passage: SelectedPassage; decision: CandidateDecision } | { refused: string } {
-  const row = store.db
-    .prepare(`SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id WHERE p.id = ?`)
+  const row = store
+    .statement(`SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id WHERE p.id = ?`)
     .get(passageId) as (CandidateRow & { campaign: string }) | undefined;
   if (!row) return { refused: `there is no passage ${passageId} in this campaign's index (it may have been edited since, or never existed)` };
   if (row.campaign !== store.campaignId) return { refused: `passage ${passageId} belongs to another campaign` };
