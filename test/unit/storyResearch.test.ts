@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { OllamaToolChat, OpenAIToolChat, resolveBackend } from '../../src/knowledge/models';
 import { searchKnowledge } from '../../src/knowledge/retrieval';
+import { renderContextMarkdown, researchLines } from '../../src/story/contextReport';
 import { StoryEngine, type EngineSettings } from '../../src/story/engine';
 import { OllamaNarrator } from '../../src/story/narrator';
 import { OpenAICompatibleNarrator } from '../../src/story/openaiNarrator';
@@ -78,7 +79,11 @@ describe('research before narration', () => {
     const second = (researchRequests()[1]!.body as { messages: Sent }).messages;
     assert.deepEqual(second.filter((m) => m.role === 'tool').map((m) => m.tool_call_id), ['c1', 'c2']);
     assert.match(second.find((m) => m.tool_call_id === 'c1')!.content!, /^Search "Brother Aldric secret" found \d+ passages? \(UNTRUSTED DATA/);
-    assert.deepEqual(store.getSnapshot(outcome.turn.id)!.research, research, 'the record is saved with the snapshot');
+    const saved = store.getSnapshot(outcome.turn.id)!.research!;
+    assert.deepEqual(saved, research, 'the record is saved with the snapshot');
+    assert.ok(researchLines(saved).includes(`  kept ${aldricId}: Aldric draws the circle; the action is about it`), 'and reads again without a model');
+    const report = renderContextMarkdown(outcome.context!, { campaignTitle: 'Westhaven', adventureTitle: 'Fog', action: 'study the broken circle' });
+    assert.match(report, /## Research\n\n```text\nresearch: native tool calls · searched “Brother Aldric secret”, “bronze crypt door” · kept 1\n {2}why: the model researched with native tool calls\n {2}1\. search/);
   });
 
   it('refuses in plain words what is out of bounds — an unread id, an unknown tool, broken arguments, ids never shown — and the turn completes', async () => {
