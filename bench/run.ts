@@ -4,6 +4,7 @@ import { runFloorBench } from './floorBench';
 import { runGraphBench } from './graphBench';
 import { runIndexBench } from './indexBench';
 import { measureFairytales } from './fairytaleBench';
+import { runResearchBench } from './researchBench';
 import { runRetrievalBench } from './retrievalBench';
 import { measureRulebook } from './rulebookBench';
 import { runSupersessionBench } from './supersessionBench';
@@ -32,6 +33,7 @@ const PARTS: BenchPart[] = [
   { name: 'entities', run: (log) => runEntitiesBench(log) },
   { name: 'world-info', run: (log) => Promise.resolve(runWorldInfoBench(log)) },
   { name: 'graph', run: (log) => runGraphBench(log) },
+  { name: 'research', run: (log) => runResearchBench(log) },
 ];
 
 async function main(): Promise<void> {

@@ -470,9 +470,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
         break;
       }
       const summary = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;
+      const research = el('div', 'research');
+      research.replaceChildren(...message.research.map((line) => el('div', 'research-line', line)));
       contextPane.replaceChildren(
         el('div', 'context-summary', summary),
         ...message.warnings.map((w) => el('div', 'warning', w)),
+        ...(message.research.length > 0 ? [research] : []),
         renderBudget(message.sections),
         ...message.sections.map(renderSection),
       );

@@ -90,6 +90,8 @@ export const HostMessage = z.discriminatedUnion('type', [
     total: z.number().nullable(),
     sections: z.array(ContextSectionView),
     warnings: z.array(z.string()),
+    /** What research looked up before this context was packed, one line a step; empty when none ran. */
+    research: z.array(z.string()),
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
   /** Something the writer should know that is not a failure (where a fork left the later turns). */

@@ -17,3 +17,7 @@ export { OllamaJsonChat } from './jsonChat';
 export { DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from './replyLimits';
 export { neutralizeMarkers, promptField } from './promptField';
 export type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolProtocol, ToolSpec } from './toolCalls';
+export { toolChatFor } from './toolChatFor';
+export { OllamaToolChat } from './ollamaToolChat';
+export { OpenAIToolChat } from './openaiToolChat';
+export { ToolsRefusedError } from './toolReply';

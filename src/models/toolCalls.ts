@@ -44,10 +44,15 @@ export interface ToolChatOptions {
   /** Whole-reply deadline. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Never fall back to the JSON reply protocol: a model that cannot use tools is a ToolsRefusedError. */
+  nativeOnly?: boolean;
 }
 
 /** A conversation with tools on one backend; implementations live beside the provider clients. */
 export interface ToolChatClient {
   readonly backend: ModelBackend;
+  /** Whether the model takes tools natively (else the JSON reply protocol is used), as far as the server has said. */
+  canUseTools?(model: string, signal?: AbortSignal): Promise<boolean>;
   chat(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions): Promise<ToolChatReply>;
 }
+

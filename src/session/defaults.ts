@@ -1,7 +1,7 @@
 import { DEFAULT_SIZE_CAP_BYTES } from '../knowledge/campaign';
 import { BackendConfigError, refuseCredentials, resolveBackend, resolveOllamaHost, type ModelBackend, type ModelProvider } from '../models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, type KnowledgeBudgets } from '../knowledge/retrieval';
-import { DEFAULT_SETTINGS } from '../story/engine';
+import { DEFAULT_SETTINGS, type ResearchMode } from '../story/engine';
 
 /**
  * What a campaign session needs beyond its campaign.yaml. The CLI builds it from these defaults and its
@@ -28,6 +28,8 @@ export interface StorytellerSettings {
   memoryCadence: number;
   /** Most tokens one narrator reply may have: story's reply reserve, sent to the server and held by the client. */
   maxReplyTokens: number;
+  /** Research before narration: auto (when the model can use tools), on, or off. */
+  research: ResearchMode;
 }
 
 export type EmbeddingProvider = 'narrator' | ModelProvider;
@@ -50,6 +52,7 @@ export const DEFAULTS = Object.freeze({
   sizeCapBytes: DEFAULT_SIZE_CAP_BYTES,
   memoryCadence: DEFAULT_SETTINGS.memoryEvery,
   maxReplyTokens: DEFAULT_SETTINGS.replyReserve,
+  research: 'auto' as ResearchMode,
 });
 
 export interface ServerChoice {

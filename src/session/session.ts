@@ -4,7 +4,7 @@ import { loadCampaign, type Campaign } from '../knowledge/campaign';
 import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
 import { inProcessWriter, inThreadParser, isCandidateSource, KnowledgeStore, type ImportOptions, type ImportReport, type IndexWriter, type Parser } from '../knowledge/indexing';
-import { embedderFor as serverEmbedder, narratorFor, type Embedder, type GenerateRequest, type Narrator } from '../models';
+import { embedderFor as serverEmbedder, narratorFor, toolChatFor, type Embedder, type GenerateRequest, type Narrator, type ToolChatClient } from '../models';
 import { describeSemanticIndex, indexSemantic, type SemanticIndexReport, type TokenMeasure } from '../knowledge/retrieval';
 import { knowledgeMeasure } from '../story/contextBuilder';
 import { StoryEngine, type EngineSettings } from '../story/engine';
@@ -46,7 +46,7 @@ export function embedderFor(settings: StorytellerSettings): Embedder | undefined
 
 /** The story engine's settings from the writer's. */
 export function engineSettings(settings: StorytellerSettings): Partial<EngineSettings> & { model: string } {
-  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets };
+  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets, research: settings.research };
 }
 
 /** The campaign with the settings its campaign.yaml does not decide applied (the size cap). */
@@ -174,7 +174,7 @@ export class CampaignSession {
    * never has two turns in flight. It follows the settings from the next turn on.
    */
   get engine(): StoryEngine {
-    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), { ...engineSettings(this.settings()), worldInfo: this.current.worldInfo });
+    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), { ...engineSettings(this.settings()), worldInfo: this.current.worldInfo }, this.toolChat());
     return this.storyEngine;
   }
 
@@ -190,7 +190,15 @@ export class CampaignSession {
       const embedder = embedderFor(this.settings());
       return indexKnowledge(store, embedder ? { embedder } : null, this.canonFacts(store));
     };
-    return { retrieve: (query) => port().retrieve(query), cast: () => port().cast(), character: (sourceId) => port().character(sourceId) };
+    return {
+      retrieve: (query) => port().retrieve(query),
+      cast: () => port().cast(),
+      character: (sourceId) => port().character(sourceId),
+      // Read at each call, so research follows an index opened after the session.
+      get research() {
+        return port().research;
+      },
+    };
   }
 
   /**
@@ -327,6 +335,26 @@ export class CampaignSession {
    * The narrator on the server the settings name now: a changed provider, URL or key is used from the next
    * request, and settings that name no usable server fail the turn with the reason.
    */
+  /** Research's conversation with tools, on the narrator's server as the settings name it at each call. */
+  private toolChat(): ToolChatClient {
+    let made: { backend: string; client: ToolChatClient } | undefined;
+    const current = (): ToolChatClient => {
+      const settings = this.settings();
+      const backend = settings.narratorBackend;
+      if (!backend) throw new Error(settings.backendProblem ?? 'no model server is configured');
+      const key = JSON.stringify(backend);
+      if (made?.backend !== key) made = { backend: key, client: toolChatFor(backend) };
+      return made.client;
+    };
+    return {
+      get backend() {
+        return current().backend;
+      },
+      canUseTools: (model, signal) => current().canUseTools?.(model, signal) ?? Promise.resolve(true),
+      chat: (messages, tools, options) => current().chat(messages, tools, options),
+    };
+  }
+
   private narrator(): Narrator {
     let made: { backend: string; narrator: Narrator } | undefined;
     const current = (): Narrator => {

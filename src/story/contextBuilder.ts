@@ -1,5 +1,6 @@
 import { worldInfoBudget, type KnowledgeBudgets, type KnowledgeSection, type RetrievalQuery, type RetrievalResult, type SelectedPassage, type TokenMeasure, type WorldInfoQuery } from '../knowledge/retrieval';
 import { neutralizeMarkers, promptField } from '../models';
+import type { CharacterOf, ResearchOutcome, ResearchRecord, ResearchTask } from './types';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
 import type { Adventure, AssembledContext, ContextSection, Memory, PlayerAction, SectionId, Turn } from './types';
@@ -65,6 +66,8 @@ export interface ContextRequest {
   /** Most tokens each knowledge section may take, whatever its share of the context would allow. */
   knowledgeCaps?: KnowledgeBudgets;
   retrieve: (query: RetrievalQuery) => Promise<RetrievalResult>;
+  /** Research over today's selection before it is packed (see research.ts); absent: today's selection is sent. */
+  research?: (input: { query: RetrievalQuery; base: RetrievalResult; task: ResearchTask }) => Promise<ResearchOutcome>;
   /** Who `{{char}}` is in a source's text (a character card's character), when its file says. */
   characterOf?: CharacterOf;
   estimator: TokenEstimator;
@@ -80,7 +83,6 @@ export function worldInfoMessages(history: readonly Turn[], action: PlayerAction
   return [...history.flatMap((t) => [t.action.text, t.narration]), action.text].filter((m) => m.trim() !== '');
 }
 
-export type CharacterOf = (sourceId: string) => string | undefined;
 const NO_CHARACTERS: CharacterOf = () => undefined;
 
 /**
@@ -96,7 +98,7 @@ export function renderLorebookMacros(text: string, personaName: string, characte
 
 const CHAR_MACRO = /\{\{\s*char\s*\}\}/i;
 
-function renderPassage(p: SelectedPassage, personaName: string, characterOf: CharacterOf): string {
+export function renderPassage(p: SelectedPassage, personaName: string, characterOf: CharacterOf): string {
   const where = promptField([p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · '));
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
   const text = p.text.trim();
@@ -228,7 +230,7 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   const textValues = Object.entries(req.state).filter(([, v]) => typeof v === 'string').map(([, v]) => String(v));
   const characterOf = req.characterOf ?? NO_CHARACTERS;
   const measure = knowledgeMeasure(estimator, personaName, characterOf);
-  const retrieval = await req.retrieve({
+  const query: RetrievalQuery = {
     input: req.action.text,
     recent,
     entities: [...npcNames, ...textValues],
@@ -238,7 +240,20 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     budgets,
     measure,
     ...(req.worldInfo ? { worldInfo: { ...req.worldInfo, budget: worldInfoBudget(req.worldInfo.settings, total) } } : {}),
-  });
+  };
+  let retrieval = await req.retrieve(query);
+  let research: ResearchRecord | undefined;
+  if (req.research) {
+    const task: ResearchTask = {
+      action: action.text.replace(/^## Action\n/, ''),
+      persona: persona.text.replace(/^## Player character\n/, ''),
+      worldState: withState ? state.text.split('\n').slice(1).join('\n') : '',
+      recent: req.history.slice(-3).flatMap((t) => renderHistoryTurn(t, personaName) ?? []),
+      personaName,
+      characterOf,
+    };
+    ({ result: retrieval, record: research } = await req.research({ query, base: retrieval, task }));
+  }
   for (const conflict of retrieval.record.conflicts) warnings.push(conflict.message);
 
   const knowledge = (key: KnowledgeSection): ContextSection => {
@@ -327,5 +342,5 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     { role: 'user' as const, content: join(false) },
   ];
   const used = sections.reduce((s, x) => s + x.tokens, 0);
-  return { sections, messages, retrieval: retrieval.record, budget: { contextLength: req.contextLength, replyReserve: req.replyReserve, total, used }, warnings };
+  return { sections, messages, retrieval: retrieval.record, budget: { contextLength: req.contextLength, replyReserve: req.replyReserve, total, used }, warnings, ...(research ? { research } : {}) };
 }

@@ -1,5 +1,6 @@
 import { decisionLine, worldInfoLines } from '../knowledge/retrieval';
 import type { PlayStore } from './playStore';
+import type { ResearchRecord } from './types';
 import type { AssembledContext, ContextSection } from './types';
 
 // How an assembled context reads for a writer: the one-screen summary (CLI play's /context) and the full
@@ -124,6 +125,49 @@ export function describeContext(context: Pick<AssembledContext, 'sections' | 're
   }));
 }
 
+const RAN_WORDS: Record<ResearchRecord['ran'], string> = {
+  native: 'native tool calls',
+  json: 'the JSON reply protocol',
+  lexical: "today's keyword selection (no research)",
+};
+
+/** One line a writer reads after a turn: how research ran, what it looked for, kept and was refused. */
+export function researchHeadline(record: ResearchRecord): string {
+  const queries = record.steps.filter((s) => s.tool === 'search' && s.outcome === 'answered').map((s) => queryOf(s.arguments));
+  const refusedCalls = record.steps.filter((s) => s.outcome === 'refused').length;
+  const parts = [
+    `research: ${RAN_WORDS[record.ran]}`,
+    ...(queries.length > 0 ? [`searched ${queries.map((q) => `“${q}”`).join(', ')}`] : []),
+    ...(record.ran === 'lexical' ? [] : [`kept ${record.kept.length}`]),
+    ...(refusedCalls + record.refused.length > 0 ? [`refused ${refusedCalls + record.refused.length}`] : []),
+    ...(record.limits.length > 0 ? [`stopped at ${record.limits.join(', ')}`] : []),
+  ];
+  return parts.join(' · ');
+}
+
+function queryOf(args: string): string {
+  try {
+    const parsed = JSON.parse(args) as { query?: unknown };
+    if (typeof parsed.query === 'string') return parsed.query.replace(/\s+/g, ' ').trim();
+  } catch {
+    // A cut or broken argument text is shown as written.
+  }
+  return args;
+}
+
+/** Research as steps, one per line: each call the model made with the runtime's answer, then what was kept and refused. */
+export function researchLines(record: ResearchRecord): string[] {
+  const lines = [
+    researchHeadline(record),
+    `  why: ${record.reason}`,
+    ...record.steps.map((s) => `  ${s.round}. ${s.tool} ${s.arguments} → ${s.outcome === 'refused' ? 'REFUSED: ' : ''}${s.said}${s.shown.length > 0 ? ` [${s.shown.join(', ')}]` : ''}`),
+    ...record.kept.map((k) => `  kept ${k.id}${k.reason ? `: ${k.reason}` : ''}`),
+    ...record.refused.map((r) => `  refused ${r.id}: ${r.reason}`),
+    `  ${record.rounds} round(s), ${record.resultTokens} tokens of results sent to the model, ${record.modelMs} ms model, ${record.runtimeMs} ms runtime`,
+  ];
+  return lines;
+}
+
 /** One line per section: where it sits, what it cost against its budget, how much was left out. */
 export function renderContextSummary(context: AssembledContext): string {
   const lines = context.sections.map((s) => {
@@ -136,6 +180,7 @@ export function renderContextSummary(context: AssembledContext): string {
     ...lines,
     ...(context.retrieval.worldInfo ? [`  ${worldInfoLines(context.retrieval.worldInfo)[0]}`] : []),
     ...context.warnings.map((w) => `  ! ${w}`),
+    ...(context.research ? [`  ${researchHeadline(context.research)}`] : []),
   ].join('\n');
 }
 
@@ -182,6 +227,7 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
     `Retrieval searched “${inline(context.retrieval.queryText.replace(/\s+/g, ' ').trim())}” (terms: ${inline(context.retrieval.terms.join(', ') || 'none')}); ` +
       `semantic: ${inline(context.retrieval.semantic.reason)}.`,
   ];
+  if (context.research) out.push('', '## Research', '', fenced(researchLines(context.research).join('\n')));
   for (const [position, { section, items, leftOut }] of described.entries()) {
     const budget = section.budget === null ? 'required' : `budget ${section.budget}`;
     out.push('', `## ${position + 1}. ${inline(section.title)} — ${section.tokens} tokens (${budget})`, '');

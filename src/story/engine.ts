@@ -6,8 +6,12 @@ import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, MEMO
 import { DEFAULT_REPLY_TOKENS, NarratorError, type Narrator } from '../models';
 import { NO_TIMED_EFFECTS, seedFromText, type KnowledgeBudgets } from '../knowledge/retrieval';
 import { WORLD_INFO_DEFAULTS, type Campaign } from '../knowledge/campaign';
+import type { ToolChatClient } from '../models';
+import type { RetrievalQuery, RetrievalResult } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { PlayStore } from './playStore';
+import { research, type ResearchLimits } from './research';
+import type { ResearchOutcome, ResearchTask } from './types';
 import { TokenEstimator } from './tokenEstimator';
 import type { Adventure, AssembledContext, ChatMessage, Memory, PlayerAction, Turn } from './types';
 import { applyDelta, extractStateBlock, NarrationStream, initialState, normalizeState, parseStateBlock, type StateValue, type WorldState } from './worldState';
@@ -30,7 +34,13 @@ export interface EngineSettings {
   /** How entries with SillyTavern behaviour activate (campaign.yaml's `world_info:`). */
   worldInfo: Campaign['worldInfo'];
   temperature?: number;
+  /** Research before narration: always (in the JSON protocol where tools are refused), never, or when the model can use tools. */
+  research: ResearchMode;
+  researchLimits?: Partial<ResearchLimits>;
 }
+
+export const RESEARCH_MODES = ['auto', 'on', 'off'] as const;
+export type ResearchMode = (typeof RESEARCH_MODES)[number];
 
 /** Story's own defaults; the session passes the writer's settings down over them (its DEFAULTS start from these). */
 export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
@@ -41,6 +51,8 @@ export const DEFAULT_SETTINGS: Omit<EngineSettings, 'model'> = {
   shares: DEFAULT_SHARES,
   autoMemories: true,
   worldInfo: { ...WORLD_INFO_DEFAULTS, searchAdmits: false },
+  // An engine made without settings never asks a model more than it was told to; the writer's default is the session's.
+  research: 'off',
 };
 
 export interface TurnHandlers {
@@ -97,6 +109,8 @@ export class StoryEngine {
     private readonly knowledge: KnowledgePort,
     private readonly narrator: Narrator | null,
     settings: Partial<EngineSettings> & { model: string },
+    /** The same server's model in a conversation with tools, for research; null: no research. */
+    private readonly toolChat: ToolChatClient | null = null,
   ) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
   }
@@ -111,10 +125,10 @@ export class StoryEngine {
   }
 
   /** The context the action would get, assembled exactly as a turn would, with no model call and no write. */
-  async previewContext(adventureId: string, action: PlayerAction, afterTurnId?: string | null): Promise<AssembledContext> {
+  async previewContext(adventureId: string, action: PlayerAction, afterTurnId?: string | null, options: { research?: boolean; signal?: AbortSignal } = {}): Promise<AssembledContext> {
     const adventure = this.store.adventure(adventureId);
     const parentId = afterTurnId === undefined ? this.parentForNewAction(adventure) : afterTurnId;
-    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.contextLengthKey()) ?? null, false);
+    return this.assemble(adventure, parentId, action, this.knownContextLengths.get(this.contextLengthKey()) ?? null, false, options.research ? (options.signal ?? null) : undefined);
   }
 
   /** Plays an action after the head turn (or replaces a head that failed with nothing to show). */
@@ -209,7 +223,42 @@ export class StoryEngine {
     return parent ? normalizeState(adventure.statSchema, parent.stateAfter) : initialState(adventure.statSchema);
   }
 
-  private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean): Promise<AssembledContext> {
+  /**
+   * Research over today's selection, as the setting says: 'auto' only when the model can use tools. Where it
+   * cannot run, today's selection is sent and the record says why.
+   */
+  private async researchOver(input: { query: RetrievalQuery; base: RetrievalResult; task: ResearchTask }, signal: AbortSignal | null): Promise<ResearchOutcome> {
+    const model = this.settings.model;
+    const lexical = (reason: string): ResearchOutcome => ({
+      result: input.base,
+      record: { ran: 'lexical', reason, model, steps: [], kept: [], refused: [], limits: [], rounds: 0, resultTokens: 0, modelMs: 0, runtimeMs: 0 },
+    });
+    const knowledge = this.knowledge.research;
+    if (!knowledge) return lexical('there is no index to research; today\'s selection was used');
+    if (!this.toolChat) return lexical('no model server to research with; today\'s selection was used');
+    if (this.settings.research === 'auto') {
+      let native: boolean;
+      try {
+        native = (await this.toolChat.canUseTools?.(model, signal ?? undefined)) ?? true;
+      } catch (error) {
+        return lexical(`could not ask the server whether '${model}' can use tools (${error instanceof Error ? error.message : String(error)}); today's selection was used`);
+      }
+      if (!native) return lexical(`the server does not say that '${model}' can use tools, and research is set to auto (set it to on to research anyway); today's selection was used`);
+    }
+    return research({
+      client: this.toolChat,
+      model,
+      knowledge,
+      ...input,
+      estimator: this.estimator(),
+      ...(this.settings.researchLimits ? { limits: this.settings.researchLimits } : {}),
+      nativeOnly: this.settings.research === 'auto',
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** `researchSignal`: undefined, no research; null or a signal, research (cancelled by the signal). */
+  private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean, researchSignal?: AbortSignal | null): Promise<AssembledContext> {
     const history = this.store.lineage(parentId);
     const parent = history.at(-1) ?? null;
     const messages = worldInfoMessages(history, action);
@@ -233,6 +282,7 @@ export class StoryEngine {
       shares: this.settings.shares,
       ...(this.settings.knowledgeCaps ? { knowledgeCaps: this.settings.knowledgeCaps } : {}),
       retrieve: (q) => this.knowledge.retrieve(q),
+      ...(researchSignal !== undefined && this.settings.research !== 'off' ? { research: (input) => this.researchOver(input, researchSignal) } : {}),
       characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
       worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits },
@@ -297,7 +347,7 @@ export class StoryEngine {
     let context: AssembledContext;
     try {
       const modelContext = await this.modelContextLength();
-      context = await this.assemble(adventure, parentId, action, modelContext, true);
+      context = await this.assemble(adventure, parentId, action, modelContext, true, signal);
       this.store.writeSnapshot(turn.id, context, model);
     } catch (error) {
       return failed(error instanceof Error ? error : new Error(String(error)), null);

@@ -1,7 +1,7 @@
 import { StoreCanonFacts } from '../knowledge/conflicts';
 import { supersedeRetrievedCanon } from '../knowledge/conflicts';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
-import { retrieveKnowledge } from '../knowledge/retrieval';
+import { eligiblePassage, retrieveKnowledge, searchKnowledge } from '../knowledge/retrieval';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import { splitFrontMatter } from '../knowledge/campaign';
 import { castFromKnowledgeStore } from './cast';
@@ -16,6 +16,14 @@ import type { KnowledgePort } from './ports';
 export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOptions | null = null, canon = new StoreCanonFacts(index)): KnowledgePort {
   return {
     retrieve: async (query) => supersedeRetrievedCanon(await retrieveKnowledge(index, query, { semantic }), query.currentState ?? [], canon, query.measure),
+    research: {
+      search: async (text, stage, limit) => {
+        const { hits, record } = await searchKnowledge(index, text, { semantic, stage, limit });
+        return { hits, decisions: record.candidates };
+      },
+      passage: (passageId, stage) => eligiblePassage(index, passageId, stage),
+      supersede: (result, query) => supersedeRetrievedCanon(result, query.currentState ?? [], canon, query.measure),
+    },
     cast: () => Promise.resolve(castFromKnowledgeStore(index)),
     character: (sourceId) => {
       const content = index.getSourceContent(sourceId);

@@ -4,6 +4,7 @@ import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
 import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from '../knowledge/indexing';
+import type { ResearchRecord } from './types';
 import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 import type {
   ActionKind,
@@ -429,8 +430,8 @@ export class PlayStore {
     const at = now();
     this.db.transaction(() => {
       this.db
-        .prepare('INSERT INTO prompt_snapshots (turn_id, sections, messages, retrieval, total_tokens, model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-        .run(turnId, JSON.stringify(context.sections), JSON.stringify(context.messages), JSON.stringify(context.retrieval), context.budget.used, model, at);
+        .prepare('INSERT INTO prompt_snapshots (turn_id, sections, messages, retrieval, total_tokens, model, created_at, research) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(turnId, JSON.stringify(context.sections), JSON.stringify(context.messages), JSON.stringify(context.retrieval), context.budget.used, model, at, context.research ? JSON.stringify(context.research) : null);
       const insert = this.db.prepare(
         'INSERT OR IGNORE INTO turn_passages (turn_id, passage_id, source_id, selected, reason) VALUES (?, ?, ?, ?, ?)',
       );
@@ -455,7 +456,7 @@ export class PlayStore {
 
   getSnapshot(turnId: string): PromptSnapshot | undefined {
     const row = this.db.prepare('SELECT * FROM prompt_snapshots WHERE turn_id = ?').get(turnId) as
-      | { turn_id: string; sections: string; messages: string; retrieval: string; total_tokens: number; model: string | null; created_at: string }
+      | { turn_id: string; sections: string; messages: string; retrieval: string; total_tokens: number; model: string | null; created_at: string; research: string | null }
       | undefined;
     if (!row) return undefined;
     return {
@@ -466,6 +467,7 @@ export class PlayStore {
       totalTokens: row.total_tokens,
       model: row.model,
       createdAt: row.created_at,
+      ...(row.research ? { research: JSON.parse(row.research) as ResearchRecord } : {}),
     };
   }
 

@@ -1,4 +1,4 @@
-import type { RetrievalQuery, RetrievalResult, RetrievalStage } from '../knowledge/retrieval';
+import type { CandidateDecision, RetrievalQuery, RetrievalResult, RetrievalStage, SelectedPassage } from '../knowledge/retrieval';
 
 /** A person, place or thing the campaign defines, for the summarizer's cast brief. */
 export interface CastEntry {
@@ -17,6 +17,19 @@ export interface KnowledgePort {
   cast(): Promise<CastEntry[]>;
   /** Who `{{char}}` is in a source's text: its front matter's `character:` (a card import writes the card's). */
   character(sourceId: string): string | undefined;
+  /** What research may reach: absent where there is no index to search. */
+  research?: ResearchKnowledge;
+}
+
+/**
+ * The campaign as a researching model reaches it, every call through today's eligibility: a search finds
+ * only what the stage may see, a passage is given by id only while it is eligible now.
+ */
+export interface ResearchKnowledge {
+  search(text: string, stage: RetrievalStage, limit: number): Promise<{ hits: SelectedPassage[]; decisions: CandidateDecision[] }>;
+  passage(passageId: string, stage: RetrievalStage): { passage: SelectedPassage; decision: CandidateDecision } | { refused: string };
+  /** Canon that play or newer canon supersedes, rewritten in the chosen passages as retrieval does. */
+  supersede(result: RetrievalResult, query: RetrievalQuery): RetrievalResult;
 }
 
 /**

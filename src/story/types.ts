@@ -1,6 +1,7 @@
 import type { RetrievalRecord, TimedState } from '../knowledge/retrieval';
 import { z } from 'zod';
 import type { ChatMessage } from '../models';
+import type { RetrievalResult } from '../knowledge/retrieval';
 
 // The story engine's vocabulary, shared by the store, the engine, the CLI and the VS Code panel.
 
@@ -181,6 +182,8 @@ export interface AssembledContext {
   budget: ContextBudget;
   /** Budget conflicts a writer should see (pinned items over budget, always-include overflow). */
   warnings: string[];
+  /** What research did before this context was packed; absent when research was off. */
+  research?: ResearchRecord;
 }
 
 /** What a turn was given, frozen before generation. */
@@ -192,4 +195,61 @@ export interface PromptSnapshot {
   totalTokens: number;
   model: string | null;
   createdAt: string;
+  /** The turn's research, as it ran; absent when research was off (and for turns played before it existed). */
+  research?: ResearchRecord;
+}
+
+/** A source's character name when the source is a character card's, for framing its passages. */
+export type CharacterOf = (sourceId: string) => string | undefined;
+
+/** How research ran: with native tool calls, in the JSON reply protocol, or not at all (today's lexical selection). */
+export type ResearchRan = 'native' | 'json' | 'lexical';
+
+/** One tool call as the model wrote it and as the runtime answered it. */
+export interface ResearchStep {
+  round: number;
+  tool: string;
+  /** The arguments as written (cut to a readable length). */
+  arguments: string;
+  outcome: 'answered' | 'refused';
+  /** What the runtime answered, in one line: the results' count, or why it refused. */
+  said: string;
+  /** Passage ids the answer showed the model. */
+  shown: string[];
+}
+
+/** What research did for a turn: saved with the turn's snapshot, shown in Turn Provenance, the context report and the CLI. */
+export interface ResearchRecord {
+  ran: ResearchRan;
+  /** Why it ran that way, or why it fell back: one sentence a writer can read. */
+  reason: string;
+  model: string;
+  steps: ResearchStep[];
+  /** Passages it kept that reached the prompt's selection, with the model's reason. */
+  kept: { id: string; reason: string }[];
+  /** Ids it asked to keep that the runtime refused, and why. */
+  refused: { id: string; reason: string }[];
+  /** Limits it reached ("4 rounds"), in plain words. */
+  limits: string[];
+  rounds: number;
+  /** Tokens of tool results and catalogue sent to the model. */
+  resultTokens: number;
+  /** Milliseconds waiting on the model, and the runtime's own. */
+  modelMs: number;
+  runtimeMs: number;
+}
+
+/** What the model is told of the moment it researches for, each part already one prompt-safe text. */
+export interface ResearchTask {
+  action: string;
+  persona: string;
+  worldState: string;
+  recent: string[];
+  personaName: string;
+  characterOf: CharacterOf;
+}
+
+export interface ResearchOutcome {
+  result: RetrievalResult;
+  record: ResearchRecord;
 }

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
 import { branchesOf, siblingPosition } from '../story/branches';
-import { budgetBar, describeContext, playItemName, sectionLabel } from '../story/contextReport';
+import { budgetBar, describeContext, playItemName, researchLines, sectionLabel } from '../story/contextReport';
 import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
 import { hasWorldState, renderStateSection } from '../story/worldState';
@@ -51,7 +51,7 @@ function setupView(adventure: Adventure): AdventureSetup {
 }
 
 /** A context to show: assembled just now (with its budget), or frozen with a turn (its cost only). */
-interface ShownContext extends Pick<AssembledContext, 'sections' | 'retrieval' | 'warnings'> {
+interface ShownContext extends Pick<AssembledContext, 'sections' | 'retrieval' | 'warnings' | 'research'> {
   used: number;
   total: number | null;
 }
@@ -61,6 +61,7 @@ const frozen = (snapshot: PromptSnapshot): ShownContext => ({
   sections: snapshot.sections,
   retrieval: snapshot.retrieval,
   warnings: snapshot.retrieval.conflicts.map((c) => c.message),
+  ...(snapshot.research ? { research: snapshot.research } : {}),
   used: snapshot.totalTokens,
   total: null,
 });
@@ -81,7 +82,7 @@ export function contextView(context: ShownContext, nameOf?: (id: string) => stri
       bar: budgetBar(described),
     };
   });
-  return { type: 'context', used: context.used, total: context.total, sections, warnings: context.warnings };
+  return { type: 'context', used: context.used, total: context.total, sections, warnings: context.warnings, research: context.research ? researchLines(context.research) : [] };
 }
 
 /**
@@ -196,7 +197,7 @@ export class PlayPanel extends Disposable {
   private postHeadContext(): void {
     const head = this.adventure.headTurnId;
     const snapshot = head ? this.store.getSnapshot(head) : undefined;
-    this.post(snapshot ? contextView(frozen(snapshot), this.nameOf) : { type: 'context', used: 0, total: null, sections: [], warnings: [] });
+    this.post(snapshot ? contextView(frozen(snapshot), this.nameOf) : { type: 'context', used: 0, total: null, sections: [], warnings: [], research: [] });
   }
 
   /** The head's state in the words the narrator is given it, so the writer sees what the model sees. */

@@ -5,6 +5,8 @@ import type { PlayStore } from '../story/playStore';
 import { branchesOf, type Branch } from '../story/branches';
 import { playItemName, sectionLabel } from '../story/contextReport';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
+import type { ResearchRecord } from '../story/types';
+import { researchHeadline, researchLines } from '../story/contextReport';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import type { PassageNode } from './passagesTree';
@@ -121,7 +123,8 @@ export type ProvenanceNode =
   | { kind: 'item'; label: string; reason: string }
   | { kind: 'excluded'; decisions: CandidateDecision[] }
   | { kind: 'worldInfo'; record: WorldInfoRecord }
-  | { kind: 'whyNot'; question: string; answer: string };
+  | { kind: 'whyNot'; question: string; answer: string }
+  | { kind: 'research'; record: ResearchRecord };
 
 /** Turn provenance: what one turn was sent, section by section, which passages were used and which were left out, and why. */
 export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
@@ -202,6 +205,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       const excluded = snapshot.retrieval.candidates.filter((c) => c.outcome !== 'selected');
       return [
         ...(this.answer ? [this.answer] : []),
+        ...(snapshot.research ? [{ kind: 'research' as const, record: snapshot.research }] : []),
         ...snapshot.sections.map((section) => ({ kind: 'section' as const, section, snapshot })),
         ...(excluded.length > 0 ? [{ kind: 'excluded' as const, decisions: excluded }] : []),
         ...(snapshot.retrieval.worldInfo ? [{ kind: 'worldInfo' as const, record: snapshot.retrieval.worldInfo }] : []),
@@ -220,6 +224,20 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       return [...used, ...leftOut];
     }
     if (node.kind === 'excluded') return node.decisions.map((decision) => ({ kind: 'passage', decision }));
+    if (node.kind === 'research') {
+      const r = node.record;
+      const named = (id: string) => {
+        const d = decisions.get(id);
+        return d ? [d.sourceTitle, ...(d.headingPath[0] === d.sourceTitle ? d.headingPath.slice(1) : d.headingPath)].join(' › ') : id;
+      };
+      return [
+        { kind: 'item', label: 'Why', reason: r.reason },
+        ...r.steps.map((step): ProvenanceNode => ({ kind: 'item', label: `${step.round}. ${step.tool} ${oneLine(step.arguments, 60)}`, reason: `${step.outcome === 'refused' ? 'refused: ' : ''}${step.said}` })),
+        ...r.kept.map((k): ProvenanceNode => ({ kind: 'item', label: `Kept ${named(k.id)}`, reason: k.reason || 'no reason given' })),
+        ...r.refused.map((x): ProvenanceNode => ({ kind: 'item', label: `Refused ${oneLine(named(x.id), 60)}`, reason: x.reason })),
+        ...r.limits.map((limit): ProvenanceNode => ({ kind: 'item', label: 'Limit reached', reason: limit })),
+      ];
+    }
     return [];
   }
 
@@ -242,6 +260,13 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         item.description = note ? `${cost} · ${note}` : cost;
         item.tooltip = `${s.title}\n${cost}\n\n${s.text}`;
         item.iconPath = new vscode.ThemeIcon(s.stable ? 'lock' : 'symbol-event');
+        return item;
+      }
+      case 'research': {
+        const item = new vscode.TreeItem('Research', vscode.TreeItemCollapsibleState.Expanded);
+        item.description = researchHeadline(node.record).replace(/^research: /, '');
+        item.tooltip = researchLines(node.record).join('\n');
+        item.iconPath = new vscode.ThemeIcon('search');
         return item;
       }
       case 'excluded': {

@@ -30,6 +30,7 @@ const SETTINGS = {
   'index.sizeCapBytes': z.number().int().positive('must be a positive number of bytes'),
   'memory.cadence': z.number().int().min(1, 'must be at least 1 turn'),
   'narrator.maxReplyTokens': z.number().int().min(16, 'must be at least 16 tokens'),
+  research: z.enum(['auto', 'on', 'off']),
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -48,6 +49,7 @@ const DEFAULT_OF: RawSettings = {
   'index.sizeCapBytes': DEFAULTS.sizeCapBytes,
   'memory.cadence': DEFAULTS.memoryCadence,
   'narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
+  research: DEFAULTS.research,
 };
 
 export interface StorytellerSettings extends CoreSettings {
@@ -89,6 +91,7 @@ export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: Rea
     sizeCapBytes: value('index.sizeCapBytes'),
     memoryCadence: value('memory.cadence'),
     maxReplyTokens: value('narrator.maxReplyTokens'),
+    research: value('research'),
     problems,
   };
 }

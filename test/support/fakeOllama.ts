@@ -28,6 +28,8 @@ export interface ChatScript {
   error?: string;
   /** Answers the request itself, as a server that is not (quite) Ollama would. */
   respond?: (res: http.ServerResponse) => void | Promise<void>;
+  /** Tool calls in `message.tool_calls`, arguments as objects, on one line after the content, as Ollama sends them. */
+  toolCalls?: { name: string; arguments: unknown }[];
 }
 
 export interface EmbedBehaviour {
@@ -48,6 +50,8 @@ export interface FakeOllamaOptions {
   /** Embedding models and their dimensions. */
   embedModels?: Record<string, number>;
   contextLength?: number;
+  /** What `/api/show` lists as the models' capabilities; absent: it lists none (an older server). A request with tools to a model without "tools" gets Ollama's 400. */
+  capabilities?: string[];
   /** Models `/api/pull` can fetch: chat models (no dimensions) or embedding models with their dimensions. */
   pullable?: Record<string, { dimensions?: number }>;
 }
@@ -113,6 +117,7 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
   readonly chatModels: Set<string>;
   readonly embedModels: Map<string, number>;
   readonly pullable: Map<string, { dimensions?: number }>;
+  capabilities: string[] | undefined;
 
   private constructor(
     server: http.Server,
@@ -124,6 +129,7 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
     this.chatModels = new Set(options.chatModels ?? ['llama3.2']);
     this.embedModels = new Map(Object.entries(options.embedModels ?? { 'nomic-embed-text': 64 }));
     this.pullable = new Map(Object.entries(options.pullable ?? {}));
+    this.capabilities = options.capabilities;
   }
 
   static start(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
@@ -146,7 +152,11 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
       case '/api/show':
         if (this.showResponse) return this.showResponse(res);
         if (!this.chatModels.has(model) && !this.embedModels.has(model)) return this.fail(res, 404, `model '${model}' not found`);
-        return this.json(res, 200, { details: { family: 'fake' }, model_info: { 'general.architecture': 'fake', 'fake.context_length': this.contextLength } });
+        return this.json(res, 200, {
+          details: { family: 'fake' },
+          model_info: { 'general.architecture': 'fake', 'fake.context_length': this.contextLength },
+          ...(this.capabilities ? { capabilities: this.capabilities } : {}),
+        });
       case '/api/embed':
         return this.handleEmbed(res, model, body);
       case '/api/chat':
@@ -174,6 +184,10 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
   }
 
   private async handleGeneration(res: http.ServerResponse, path: string, model: string, body: Record<string, unknown>): Promise<void> {
+    // Refused before generation: the reply scripted for this turn answers the next request.
+    if (Array.isArray(body.tools) && body.tools.length > 0 && this.capabilities && !this.capabilities.includes('tools')) {
+      return this.fail(res, 400, `registry.ollama.ai/library/${model}:latest does not support tools`);
+    }
     const script = this.nextReply();
     if (script.delayMs) await sleep(script.delayMs);
     if (res.destroyed) return;
@@ -181,6 +195,7 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
     if (script.respond) return script.respond(res);
     if (!this.chatModels.has(model)) return this.fail(res, 404, `model '${model}' not found`);
     const chunks = script.chunks ?? [];
+    const calls = script.toolCalls?.length ? { message: { role: 'assistant', content: '', tool_calls: script.toolCalls.map((c) => ({ function: { name: c.name, arguments: c.arguments } })) } } : null;
     const field = (content: string) =>
       path === '/api/chat' ? { message: { role: 'assistant', content } } : { response: content };
     const done = {
@@ -194,7 +209,7 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
       total_duration: 1,
     };
     if (body.stream === false) {
-      return this.json(res, 200, { ...done, ...field(chunks.join('')) });
+      return this.json(res, 200, { ...done, ...field(chunks.join('')), ...(calls ? { message: { ...calls.message, content: chunks.join('') } } : {}) });
     }
     res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
     for (let i = 0; i < chunks.length; i++) {
@@ -211,6 +226,7 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
       res.end(`${JSON.stringify({ error: script.errorAfterChunks.message })}\n`);
       return;
     }
+    if (calls) res.write(`${JSON.stringify({ model, created_at: new Date().toISOString(), ...calls, done: false })}\n`);
     res.end(script.endWithoutDone ? '' : `${JSON.stringify(done)}\n`);
   }
 

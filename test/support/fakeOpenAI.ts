@@ -28,6 +28,12 @@ export interface CompletionScript {
   /** Fail before any byte with this status and an OpenAI error body. */
   status?: number;
   error?: string;
+  /**
+   * Tool calls after the content. Streamed, each call's arguments arrive in pieces of `argumentPiece`
+   * characters, every delta naming its call by `index`; the id and name come with the first piece only.
+   */
+  toolCalls?: { id?: string; name: string; arguments: string }[];
+  argumentPiece?: number;
 }
 
 export interface RecordedOpenAIRequest extends RecordedRequest {
@@ -41,6 +47,8 @@ export interface FakeOpenAIOptions {
   embedModels?: Record<string, number>;
   /** When set, every request must carry `Authorization: Bearer <apiKey>` or gets 401. */
   apiKey?: string;
+  /** When set, a request with `tools` gets 400 with this message, as llama.cpp without --jinja or vLLM without a tool parser answer. */
+  refuseTools?: string;
 }
 
 /** Scripts in `replies` answer /v1/chat/completions. */
@@ -54,6 +62,7 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
   readonly chatModels: Map<string, number | null>;
   readonly embedModels: Map<string, number>;
   apiKey: string | undefined;
+  refuseTools: string | undefined;
 
   private constructor(
     server: http.Server,
@@ -65,6 +74,7 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
     this.chatModels = new Map(Object.entries(options.chatModels ?? { 'qwen2.5-7b-instruct': 32768 }));
     this.embedModels = new Map(Object.entries(options.embedModels ?? { 'bge-small': 48 }));
     this.apiKey = options.apiKey;
+    this.refuseTools = options.refuseTools;
   }
 
   static start(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
@@ -120,12 +130,16 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
   }
 
   private async handleCompletion(res: http.ServerResponse, model: string, body: Record<string, unknown>): Promise<void> {
+    // Refused before generation: the reply scripted for this turn answers the next request.
+    if (this.refuseTools && Array.isArray(body.tools)) return this.fail(res, 400, this.refuseTools, 'invalid_request_error');
     const script = this.nextReply();
     if (script.delayMs) await sleep(script.delayMs);
     if (res.destroyed) return;
     if (script.status) return this.fail(res, script.status, script.error ?? 'The server had an error while processing your request.', 'server_error');
     if (!this.chatModels.has(model)) return this.fail(res, 404, `The model \`${model}\` does not exist.`, 'invalid_request_error', 'model_not_found');
     const chunks = script.chunks ?? [];
+    const calls = (script.toolCalls ?? []).map((c, i) => ({ id: c.id ?? `call_${i}`, name: c.name, arguments: c.arguments }));
+    const finish = script.finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
     const usage = { prompt_tokens: script.promptTokens ?? 100, completion_tokens: script.completionTokens ?? chunks.length, total_tokens: (script.promptTokens ?? 100) + (script.completionTokens ?? chunks.length) };
     const frame = (choices: unknown[], extra: Record<string, unknown> = {}) =>
       `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 0, model, choices, ...extra })}\n\n`;
@@ -135,7 +149,17 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
         object: 'chat.completion',
         created: 0,
         model,
-        choices: [{ index: 0, message: { role: 'assistant', content: chunks.join('') }, finish_reason: script.finishReason ?? 'stop' }],
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: chunks.length > 0 ? chunks.join('') : calls.length > 0 ? null : '',
+              ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+            },
+            finish_reason: finish,
+          },
+        ],
         usage,
       });
     }
@@ -158,7 +182,16 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
       res.end();
       return;
     }
-    res.write(frame([{ index: 0, delta: {}, finish_reason: script.finishReason ?? 'stop' }]));
+    const piece = script.argumentPiece ?? 8;
+    for (const [index, call] of calls.entries()) {
+      for (let at = 0; at === 0 || at < call.arguments.length; at += piece) {
+        if (res.destroyed) return;
+        const fn = at === 0 ? { name: call.name, arguments: call.arguments.slice(0, piece) } : { arguments: call.arguments.slice(at, at + piece) };
+        res.write(frame([{ index: 0, delta: { tool_calls: [{ index, ...(at === 0 ? { id: call.id, type: 'function' } : {}), function: fn }] }, finish_reason: null }]));
+        if (script.chunkDelayMs) await sleep(script.chunkDelayMs);
+      }
+    }
+    res.write(frame([{ index: 0, delta: {}, finish_reason: finish }]));
     const options = body.stream_options as { include_usage?: boolean } | undefined;
     if (options?.include_usage) res.write(frame([], { usage }));
     res.end(script.omitDone ? '' : 'data: [DONE]\n\n');

@@ -27,6 +27,7 @@ describe('one defaults module for the CLI and the extension', () => {
       'storyteller.index.sizeCapBytes': DEFAULTS.sizeCapBytes,
       'storyteller.memory.cadence': DEFAULTS.memoryCadence,
       'storyteller.narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
+      'storyteller.research': DEFAULTS.research,
     });
   });
 

@@ -5,7 +5,13 @@ import { EXIT, UsageError, emit, stringOption, type Command, type ParsedArgs } f
 import { IndexMissingError, KNOWLEDGE_READ_OPTIONS, openCampaignIndex, semanticFromArgs } from '../knowledgeAccess';
 import { decisionLine, excerpt, locate, worldInfoLines } from '../../knowledge/retrieval';
 import { stageOption } from './search';
-import { MODEL_SERVER_USAGE } from '../modelArgs';
+import { MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
+import { toolChatFor } from '../../models';
+import { renderAction } from '../../story/contextBuilder';
+import { researchLines } from '../../story/contextReport';
+import { research as runResearch } from '../../story/research';
+import type { ResearchRecord } from '../../story/types';
+import { TokenEstimator } from '../../story/tokenEstimator';
 
 const SECTION_TITLES: Record<KnowledgeSection, string> = {
   alwaysInclude: 'Always-include canon',
@@ -36,7 +42,7 @@ export const contextCommand: Command = {
   usage:
     'storyteller context --input "<text>" [--scene S] [--entity NAME]... [--recent LINE]... [--state-fact F]... [--stage narrator|player] ' +
     '[--budget-always N] [--budget-canon N] [--budget-reference N] [--budget-inspiration N] [--budget-total N] [--campaign <dir>] ' +
-    `[--embed-model M] ${MODEL_SERVER_USAGE} [--lexical-only] [--json]`,
+    `[--embed-model M] ${MODEL_SERVER_USAGE} [--lexical-only] [--research --model M] [--json]`,
   options: {
     ...KNOWLEDGE_READ_OPTIONS,
     input: { type: 'string' },
@@ -50,12 +56,16 @@ export const contextCommand: Command = {
     'budget-reference': { type: 'string' },
     'budget-inspiration': { type: 'string' },
     'budget-total': { type: 'string' },
+    research: { type: 'boolean', default: false },
+    model: { type: 'string' },
   },
   async run(args, io) {
     const input = stringOption(args, 'input') ?? args.positionals.join(' ');
     if (!input.trim()) throw new UsageError('give the writer input with --input "<text>"');
     const stage = stageOption(stringOption(args, 'stage'));
     const budgets = budgetsFrom(args);
+    const researchModel = stringOption(args, 'model');
+    if (args.values.research === true && !researchModel) throw new UsageError('--research needs the model that researches: --model <name>');
     let opened;
     try {
       opened = await openCampaignIndex('context', args, io);
@@ -68,21 +78,35 @@ export const contextCommand: Command = {
     try {
       // The same knowledge port play uses: canon that newer canon or the writer's decision supersedes is marked, not sent as current.
       const recent = listOption(args, 'recent');
-      const result = await indexKnowledge(store, semanticFromArgs(args, io, store), opened.session.canonFacts(store)).retrieve(
-        {
-          input,
-          scene: stringOption(args, 'scene'),
-          entities: listOption(args, 'entity'),
-          recent,
-          stateFacts: listOption(args, 'state-fact'),
-          stage,
-          budgets,
-          // The --recent lines and the input are the chat SillyTavern's World Info scans, by campaign.yaml's settings.
-          worldInfo: defaultWorldInfoQuery({ input, recent: recent ?? [], budgets }, campaign.worldInfo),
-        },
-      );
-      emit(io, args, { campaign: campaign.id, ...result }, () => {
+      const port = indexKnowledge(store, semanticFromArgs(args, io, store), opened.session.canonFacts(store));
+      const query = {
+        input,
+        scene: stringOption(args, 'scene'),
+        entities: listOption(args, 'entity'),
+        recent,
+        stateFacts: listOption(args, 'state-fact'),
+        stage,
+        budgets,
+        // The --recent lines and the input are the chat SillyTavern's World Info scans, by campaign.yaml's settings.
+        worldInfo: defaultWorldInfoQuery({ input, recent: recent ?? [], budgets }, campaign.worldInfo),
+      };
+      let result = await port.retrieve(query);
+      let research: ResearchRecord | undefined;
+      if (researchModel && args.values.research === true) {
+        // Asked for by name, research runs in the JSON protocol where the server refuses tools.
+        ({ result, record: research } = await runResearch({
+          client: toolChatFor(backendFromArgs(args, io)),
+          model: researchModel,
+          knowledge: port.research!,
+          task: { action: renderAction({ kind: 'do', text: input }, ''), persona: '', worldState: query.stateFacts.join('\n'), recent: query.recent, personaName: '', characterOf: (id) => port.character(id) },
+          query,
+          base: result,
+          estimator: new TokenEstimator(researchModel),
+        }));
+      }
+      emit(io, args, { campaign: campaign.id, ...result, ...(research ? { research } : {}) }, () => {
         const lines = [`Knowledge context for "${input}" in '${campaign.title}' (stage: ${stage})`, `semantic: ${result.record.semantic.reason}`, ''];
+        if (research) lines.push(...researchLines(research), '');
         for (const conflict of result.record.conflicts) lines.push(`CONFLICT: ${conflict.message}`, '');
         for (const section of Object.keys(SECTION_TITLES) as KnowledgeSection[]) {
           const passages = result.sections[section];

@@ -2,10 +2,10 @@ import readline from 'node:readline';
 import { CampaignError, type Campaign } from '../../knowledge/campaign';
 import { calibratedModels } from '../../knowledge/retrieval';
 import { describeBackend, NarratorError } from '../../models';
-import type { TurnOutcome } from '../../story/engine';
+import { RESEARCH_MODES, type ResearchMode, type TurnOutcome } from '../../story/engine';
 import { campaignAdventure, type PlayStore } from '../../story/playStore';
 import { defaultSettings, openSession, type CampaignSession } from '../../session';
-import { renderContextSummary } from '../../story/contextReport';
+import { renderContextSummary, researchHeadline, researchLines } from '../../story/contextReport';
 import type { Adventure, PlayerAction, Turn } from '../../story/types';
 import { hasWorldState, renderStateSection } from '../../story/worldState';
 import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
@@ -18,6 +18,7 @@ const HELP = [
   '  /retry           ask again      /undo           step back one turn     /fork <id>  continue from any turn',
   '  /edit <words>    rewrite the last action and play it again',
   '  /context [text]  show the prompt the action would get (no model call)',
+  '  /research [id]   show what the last turn (or turn <id>) looked up before it was narrated, as recorded',
   '  /tree  /state  /memories  /pin <id>  /help  /quit',
 ].join('\n');
 
@@ -63,9 +64,10 @@ function parseAction(line: string): PlayerAction | null {
 }
 
 export const playCommand: Command = {
-  usage: `storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] [--max-tokens N] ${MODEL_SERVER_USAGE} (API key: $STORYTELLER_API_KEY)`,
+  usage: `storyteller play [campaign-dir] [--adventure <id>] [--new <title>] [--model <name>] [--max-tokens N] [--research auto|on|off] ${MODEL_SERVER_USAGE} (API key: $STORYTELLER_API_KEY)`,
   options: {
     adventure: { type: 'string' },
+    research: { type: 'string' },
     new: { type: 'string' },
     model: { type: 'string' },
     'max-tokens': { type: 'string' },
@@ -83,8 +85,11 @@ export const playCommand: Command = {
     if (maxReplyTokens !== undefined && (!Number.isInteger(maxReplyTokens) || maxReplyTokens < 16)) {
       throw new UsageError(`--max-tokens must be a whole number of tokens, at least 16, not '${maxTokensText}'`);
     }
+    const research = stringOption(args, 'research');
+    if (research !== undefined && !(RESEARCH_MODES as readonly string[]).includes(research)) throw new UsageError(`--research is auto, on or off, not '${research}'`);
     let settings = defaultSettings({
       ...(maxReplyTokens !== undefined ? { maxReplyTokens } : {}),
+      ...(research ? { research: research as ResearchMode } : {}),
       narratorBackend: backend,
       embeddingBackend: backend,
       ...(backend.provider === 'ollama' ? { ollamaHost: backend.baseUrl } : {}),
@@ -137,6 +142,7 @@ export const playCommand: Command = {
           const kind = error instanceof NarratorError ? error.kind : 'error';
           say(turn.status === 'incomplete' ? `⚠ incomplete (${kind}): ${error.message} — the text so far is kept; /retry to ask again` : `✖ ${error.message} — your action is saved; /retry to try again`);
         }
+        if (outcome.context?.research) say(`  ${researchHeadline(outcome.context.research)}`);
         for (const [path, value] of Object.entries(outcome.applied)) say(`  state: ${path} → ${String(value)}`);
         for (const refusal of turn.refusals) say(`  state refused: ${refusal}`);
         if (outcome.memoryError) say(`  ! memory not written: ${outcome.memoryError}`);
@@ -159,6 +165,13 @@ export const playCommand: Command = {
             case '/help':
               say(HELP);
               break;
+            case '/research': {
+              const id = argument ? store.allTurns(adventure.id).find((t) => t.id.startsWith(argument))?.id : adventure.headTurnId;
+              if (!id) throw new UsageError(argument ? `no turn '${argument}' in this adventure; /tree lists them` : 'nothing played yet');
+              const recorded = store.getSnapshot(id)?.research;
+              say(recorded ? researchLines(recorded).join('\n') : `Turn ${shortId(id)} ran no research.`);
+              break;
+            }
             case '/retry':
               await play((h) => engine.retry(adventure.id, undefined, h));
               break;

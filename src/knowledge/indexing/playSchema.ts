@@ -157,4 +157,15 @@ export const PLAY_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 5,
+    description: 'the research a turn ran before its context was packed',
+    up(db) {
+      db.exec(`
+        -- JSON ResearchRecord: the model's searches, what it kept, what was refused and why; NULL when research
+        -- was off, and for turns from before research existed.
+        ALTER TABLE prompt_snapshots ADD COLUMN research TEXT;
+      `);
+    },
+  },
 ];

@@ -3,7 +3,7 @@ export { describeSemanticIndex, indexSemantic } from './calibration';
 export type { SemanticIndexReport } from './calibration';
 export { calibratedModels } from './embeddings';
 export type { SemanticSearchOptions } from './embeddings';
-export { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
+export { DEFAULT_KNOWLEDGE_BUDGETS, eligiblePassage, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
 export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate, worldInfoItems, worldInfoLines, worldInfoPlace } from './retrievalFormat';
 export { isMeaningfulWord, tokenize } from './retrievalTerms';
 export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldFact, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';

@@ -837,3 +837,20 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
   }
   return `never a candidate: it contains ${quoteList(found.map((t) => t.text))}, but ${CANDIDATE_POOL} passages matched the query more strongly`;
 }
+
+/**
+ * One passage by id, as a prompt would carry it, when it is eligible now for the stage: in this campaign,
+ * indexed, enabled, and visible to that stage. Otherwise the reason it is not, in plain words. Research
+ * checks every id a model names through it.
+ */
+export function eligiblePassage(store: KnowledgeStore, passageId: string, stage: RetrievalStage): { passage: SelectedPassage; decision: CandidateDecision } | { refused: string } {
+  const row = store
+    .statement(`SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id WHERE p.id = ?`)
+    .get(passageId) as (CandidateRow & { campaign: string }) | undefined;
+  if (!row) return { refused: `there is no passage ${passageId} in this campaign's index (it may have been edited since, or never existed)` };
+  if (row.campaign !== store.campaignId) return { refused: `passage ${passageId} belongs to another campaign` };
+  const excluded = eligibilityOutcome(row, stage);
+  if (excluded) return { refused: `passage ${passageId} may not be used: ${eligibilityReason(row, excluded, '')}` };
+  const w = toWorking(row, null);
+  return { passage: toSelected(w, ''), decision: w.decision };
+}
