@@ -330,6 +330,50 @@ describe('retrieval abstention against everyday English, on a book of 29 real fa
     assert.match(told.reason, /^matched 'maiden'; ranked up by its small words 'must', 'not'$/);
   });
 
+  it('never corrects a rightly spelled word to a word the tales do not write, though its stem is theirs', async () => {
+    // "weightless" is one letter from "weightness", no word, whose stem the tales' "weight" shares: searched so, it
+    // put a passage about weight first. Corrected only toward words a tale writes, it is searched as typed.
+    const { hits, record } = await searchKnowledge(book.store, 'Why did the stone feel weightless?', { limit: 5 });
+    assert.ok(record.terms.includes('weightless') && !record.terms.includes('weightness'), record.terms.join(', '));
+    assert.deepEqual(hits.filter((h) => /weightness/.test(h.reason)).map((h) => h.reason), []);
+    assert.match(record.abstention ?? '', /never mentions 'weightless'/);
+  });
+
+  it('answers a short question from the one passage naming its rare word, though the tales never use its framing word', async () => {
+    const economy = await fairyTales('train sample', {
+      'economy.md': '# Trade of the Kingdom\n\nThe royal treasurers keep count of the GDP, the gross domestic product: every coin the kingdom makes in a year.\n',
+    });
+    try {
+      // No tale says "refer" or "represent": before, that one absent everyday word refused the passage defining GDP.
+      for (const question of ['What does GDP refer to?', 'What does GDP represent?']) {
+        const { hits } = await searchKnowledge(economy.store, question, { limit: 5 });
+        assert.equal(hits[0]?.sourcePath, 'economy.md', `${question}: ${hits.map((h) => h.sourcePath).join(', ')}`);
+      }
+      // An absent word everyday English does not use either still says the question is about something else.
+      const { hits } = await searchKnowledge(economy.store, 'What does GDP mean in Kubernetes?');
+      assert.deepEqual(hits, []);
+    } finally {
+      economy.dispose();
+    }
+  });
+
+  it('never refuses a passage holding the same words as one it keeps, because it ranks higher', async () => {
+    for (const question of ['Who did the woman ask about Soria-Moria Castle?', 'Why did the falcons want to abandon their journey?', 'What did Saint Kavin ask from the king?']) {
+      const { record } = await searchKnowledge(book.store, question, { limit: 5 });
+      const kept = record.candidates.filter((c) => c.admitted);
+      const dropped = record.candidates.filter(
+        (c) => !c.admitted && kept.some((k) => k.matchedTerms.join() === c.matchedTerms.join() && (k.lexicalScore ?? 0) < (c.lexicalScore ?? 0)),
+      );
+      assert.deepEqual(dropped.map((c) => `${c.sourcePath} › ${c.headingPath.join(' › ')}: ${c.reason}`), [], question);
+    }
+  });
+
+  it('never gives a pronoun or a plain preposition as the reason a passage ranks higher', async () => {
+    const { hits } = await searchKnowledge(book.store, 'What did the king say that night about it?', { limit: 5 });
+    assert.ok(hits.length > 0);
+    for (const h of hits) assert.doesNotMatch(h.reason, /small words.*'(that|about|it)'/, h.reason);
+  });
+
   it('still answers a real question made of everyday words, from the story it is about', async () => {
     const { hits } = await searchKnowledge(book.store, 'What did the people not do because they were afraid?');
     assert.ok(hits.some((h) => h.sourcePath === 'story-of-prince-yamato-take.md'), hits.map((h) => h.sourcePath).join(', '));

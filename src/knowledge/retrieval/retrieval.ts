@@ -15,7 +15,7 @@ import type {
 } from './retrievalTypes';
 import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
 import { insertionOrder, type EntryVerdict } from './worldInfo';
-import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, tellsWhy, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
@@ -415,7 +415,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
       admitted.push(w);
       continue;
     }
-    const lexicalVerdict = admitLexically(w.lexical, weights, answered, apart, w.lexical === best);
+    const lexicalVerdict = admitLexically(w.lexical, weights, answered, apart, best);
     const semanticVerdict =
       similarity === undefined || floor === null
         ? null
@@ -423,7 +423,8 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
           ? { admitted: true, reason: `similarity ${similarity.toFixed(3)} ≥ floor ${floor.toFixed(3)}` }
           : { admitted: false, reason: `similarity ${similarity.toFixed(3)} below the floor ${floor.toFixed(3)}` };
     d.admitted = lexicalVerdict.admitted || semanticVerdict?.admitted === true;
-    const rankedUp = lexicalVerdict.admitted && w.lexical!.smallMatched.length > 0 ? `ranked up by its small words ${quoteList(w.lexical!.smallMatched)}` : '';
+    const telling = lexicalVerdict.admitted ? w.lexical!.smallMatched.filter(tellsWhy) : [];
+    const rankedUp = telling.length > 0 ? `ranked up by its small words ${quoteList(telling)}` : '';
     d.reason = [lexicalVerdict.reason, semanticVerdict?.reason, rankedUp].filter(Boolean).join('; ');
     (d.admitted ? admitted : rest).push(w);
     // The outcome ('not-relevant') says it was refused; the reason says why, once.
@@ -479,7 +480,7 @@ function admitLexically(
   weights: QueryWeights,
   answered: boolean,
   apart: readonly SearchTerm[],
-  strongest: boolean,
+  strongest: LexicalJudgement | undefined,
 ): { admitted: boolean; reason: string } {
   if (!lexical || lexical.matched.length === 0) return { admitted: false, reason: '' };
   const matched = lexical.matched;
@@ -502,8 +503,9 @@ function admitLexically(
       ? { admitted: false, reason: `matched ${list}, but ${lacks.join(' and ')}: the question is not about it` }
       : { admitted: false, reason: `matched only ${list}; no passage holds enough of the query to answer it` };
   }
-  // The passage that showed the campaign answers is the answer's first evidence, whatever share it holds.
-  return strongest || passageHolds(weights, lexical)
+  // The passage that showed the campaign answers is the answer's first evidence, whatever share it holds, and
+  // so is one holding as much of the query as it does: the same words, ranked better or worse, are not refused.
+  return lexical === strongest || passageHolds(weights, lexical) || (strongest !== undefined && lexical.coverage >= strongest.coverage)
     ? { admitted: true, reason: `matched ${list}` }
     : { admitted: false, reason: `matched only ${list}, words too common here to say what the query is about` };
 }

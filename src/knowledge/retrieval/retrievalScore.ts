@@ -1,7 +1,7 @@
 import type { KnowledgeStore } from '../indexing';
 import { englishProbability, isEverydayWord } from './backgroundEnglish';
 import { stem } from './stemmer';
-import { buildMatchExpression, occurrences, phraseTerm, stemText, type SearchTerm, type StemmedText } from './retrievalTerms';
+import { buildMatchExpression, occurrences, otherStemsOf, phraseTerm, stemText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 
 /**
  * Lexical relevance with meaning: BM25 over stems with the campaign's own term statistics, the exact
@@ -102,6 +102,8 @@ export interface CampaignStatistics {
   phraseFrequency(term: SearchTerm): number;
   /** Every stem the index holds (of any campaign in it). */
   vocabulary(): ReadonlySet<string>;
+  /** Whether the campaign's text holds this word as written (lower-case, as tokenized), not only its stem. */
+  writes(word: string): boolean;
   /** How the given files (a turn's candidates') use its words, counted as they are asked for. */
   fileUse(sourceIds: readonly string[]): FileUse;
 }
@@ -175,6 +177,11 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const phraseStatement = store.statement('SELECT count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ?');
   let words: number | undefined;
   let vocabulary: Set<string> | undefined;
+  const written = new Map<string, boolean>();
+  // The index holds stems: of the passages holding the word's stem, those whose text holds its letters are read for the word itself.
+  const spelledIn = store.statement(
+    'SELECT p.text FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ? AND instr(lower(p.text), ?) > 0',
+  );
   let fileCounts = emptyFileCounts();
   const stats: CachedStatistics = {
     key: version,
@@ -223,6 +230,20 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
         count: (term, sourceId) => (term.capitalized ? (nameCounts(term).get(sourceId) ?? 0) : perWord(term, (s) => stemCounts(s).get(sourceId) ?? 0)),
         words: (sourceId) => (sizes.get(sourceId) ?? 0) * wordsPerChar,
       };
+    },
+    writes(word) {
+      let found = written.get(word);
+      if (found === undefined) {
+        found = false;
+        for (const row of spelledIn.iterate(buildMatchExpression([phraseTerm([word])])!, store.campaignId, word) as Iterable<{ text: string }>) {
+          if (tokenize(row.text).includes(word)) {
+            found = true;
+            break;
+          }
+        }
+        written.set(word, found);
+      }
+      return found;
     },
     vocabulary() {
       vocabulary ??= new Set((store.statement('SELECT term FROM temp.passages_vocab').all() as { term: string }[]).map((r) => r.term));
@@ -422,6 +443,9 @@ export function judge(
   let score = 0;
   let held = 0;
   let evidence = 0;
+  /** What the turn's everyday words the campaign never uses take from the evidence (see below). */
+  let absentFraming = 0;
+  let rareExact = false;
   const matched: SearchTerm[] = [];
   const smallMatched: string[] = [];
   const positions: { idf: number; at: number[] }[] = [];
@@ -434,6 +458,8 @@ export function judge(
       const file = fileModel(stats, t, background, sourceId, files);
       const ratio = Math.log((found + PASSAGE_SMOOTHING * file.probability) / (words + PASSAGE_SMOOTHING) / background.english);
       evidence += found > 0 ? Math.min(ratio, PASSING_MENTION_EVIDENCE * Math.log(1 + file.count)) : ratio;
+      if (background.count === 0 && t.words.every((w) => isEverydayWord(stem(w)))) absentFraming += ratio;
+      else if (inBody.exact + inHeading.exact > 0 && !t.words.some((w) => isEverydayWord(stem(w)))) rareExact = true;
     }
     const tf = inBody.positions.length + HEADING_TF * inHeading.positions.length + EXACT_TF * (inBody.exact + inHeading.exact);
     if (tf === 0) continue;
@@ -458,6 +484,10 @@ export function judge(
       if (gap <= PROXIMITY_WINDOW) score += (PROXIMITY_WEIGHT * Math.min(positions[i]!.idf, positions[j]!.idf)) / gap;
     }
   }
+  // A word everyday English uses and the campaign never does only frames the question ("What does GDP stand
+  // for?" of notes that never say "stand"): it does not outweigh a word rare in English that the passage
+  // holds exactly as asked. Absent rare words ("cantrip", "kubernetes") still say the question is elsewhere.
+  if (rareExact) evidence -= absentFraming;
   return { score, matched, smallMatched, coverage: weights.total > 0 ? held / weights.total : 0, evidence };
 }
 
@@ -479,24 +509,33 @@ const RESPELL_MIN_LENGTH = 5;
 
 /**
  * The campaign's spelling of a word it never uses and everyday English does not either ("frigtened",
- * "Farquar"): a word it uses one letter away (dropped, added, changed or two swapped) after the first. Of several, the
+ * "Farquar"): a word it writes one letter away (dropped, added, changed or two swapped) after the first. Of several, the
  * one the campaign writes beside the word's neighbour in the turn ("Mother Hulde" is Mother Hulda, not
- * "holde"), else the one it uses most; null when there is none.
+ * "holde"), else the one it uses most; null when there is none. A word whose other spellings or forms the
+ * campaign holds is no misspelling ("conceptualised" of notes saying "conceptual"), and an edit is a word the
+ * campaign writes, never one that only stems like one of its words (a non-word such as "conceptualized").
  */
 export function campaignSpelling(stats: CampaignStatistics, word: string, before: string | undefined, after: string | undefined): string | null {
   if ([...word].length < RESPELL_MIN_LENGTH || !/^[a-z]+$/.test(word)) return null;
   const own = stem(word);
-  if (stats.docFrequency(own) > 0 || isEverydayWord(own)) return null;
+  if (isEverydayWord(own) || [own, ...otherStemsOf(word)].some((s) => stats.docFrequency(s) > 0)) return null;
   const vocabulary = stats.vocabulary();
   // By stem, as the index holds words. Of the edits sharing one, a letter changed or swapped is likelier the
   // word than one added, and one added than one dropped ("spindel" is "spindle", not "spindl").
   const likelihood = (edit: string) => (edit.length === word.length ? 2 : edit.length > word.length ? 1 : 0);
-  const candidates = new Map<string, { edit: string; count: number }>();
+  const byStem = new Map<string, { edits: string[]; count: number }>();
   for (const edit of oneEditAway(word)) {
     const s = stem(edit);
     const count = vocabulary.has(s) ? stats.termCount(s) : 0;
-    const known = candidates.get(s);
-    if (count > 0 && (!known || likelihood(edit) > likelihood(known.edit))) candidates.set(s, { edit, count });
+    if (count === 0) continue;
+    const known = byStem.get(s);
+    if (known) known.edits.push(edit);
+    else byStem.set(s, { edits: [edit], count });
+  }
+  const candidates = new Map<string, { edit: string; count: number }>();
+  for (const [s, { edits, count }] of byStem) {
+    const edit = edits.sort((a, b) => likelihood(b) - likelihood(a)).find((e) => stats.writes(e));
+    if (edit) candidates.set(s, { edit, count });
   }
   const byUse = [...candidates.values()].sort((a, b) => b.count - a.count).map((c) => c.edit);
   const besideNeighbour = (edit: string) =>

@@ -139,6 +139,20 @@ const TELL_NOTHING = new Set(
 );
 
 /**
+ * Small words that rank a little (every passage is full of them, so they shift little) but that no writer
+ * would give as the reason a passage answers ("ranked up by its small words 'that'"): pronouns, forms of
+ * "be" and "have", plain prepositions and joints. "must", "not", "after", "herself" say something and are said.
+ */
+const GRAMMAR_ONLY = new Set(
+  'that this these those it its there here be been being am has have had having about as at by for from in into on onto with or but if so'.split(' '),
+);
+
+/** Whether a small word is worth naming as a reason a passage ranks higher. */
+export function tellsWhy(smallWord: string): boolean {
+  return !GRAMMAR_ONLY.has(smallWord);
+}
+
+/**
  * A turn's small words and their stems: too common or too short to say what it is about, yet telling which
  * passage tells it ("What must the maiden not do?" is answered where the tale says "must not", "after"
  * asks for what came later). They only order what its meaningful words admitted.
@@ -186,7 +200,7 @@ function variantsOf(word: string): string[] {
 }
 
 /** The stems of a word's variants that differ from its own ("dwarfs" stems as "dwarf" does). */
-function otherStemsOf(word: string): string[] {
+export function otherStemsOf(word: string): string[] {
   const own = stem(word);
   return [...new Set(variantsOf(word).map(stem))].filter((s) => s !== own);
 }
