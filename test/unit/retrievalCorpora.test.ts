@@ -76,6 +76,15 @@ describe('retrieval over real material (Torys as canon, the SRD as reference)', 
     }
   });
 
+  it("sends the page of a place the turn names before passages that only mention it", async () => {
+    // The Day's End page (511 tokens) was left out of the canon budget while a merchant's one line about the town,
+    // and an innkeeper's, were sent: each only mentions the town the turn walks into.
+    const { sections, record } = await retrieveKnowledge(store, { input: "I walk through the gates of Day's End", stage: 'narrator', budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS } });
+    const page = 'torys/world/tumulted-sea/andal/days-end/index.md';
+    assert.equal(sections.canon[0]?.sourcePath, page, sections.canon.map((p) => p.sourcePath).join(', '));
+    assert.match(record.candidates.find((c) => c.sourcePath === page)!.reason, /placed first, as the page of 'Day’s End', which this turn names/);
+  });
+
   it('answers a rules question from the SRD, as reference', async () => {
     const { hits } = await searchKnowledge(store, 'How does grappling work?', { limit: 3 });
     const combat = hits.find((h) => h.sourcePath === 'srd/Gameplay/Combat.md');

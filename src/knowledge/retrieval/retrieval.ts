@@ -687,7 +687,8 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
     });
   }
 
-  for (const w of ranked.admitted) {
+  const subjects = namedPages(ranked.admitted);
+  for (const w of [...subjects, ...ranked.admitted.filter((w) => !subjects.includes(w))]) {
     if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
     const section = sectionOf(w.row.class);
     const tokens = cost(w, section);
@@ -695,7 +696,8 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
       used[section] += tokens;
       framed.add(section);
       selected.push(w);
-      select(w, section, `within the ${section} budget (${used[section]}/${budgets[section]} tokens)`);
+      const first = subjects.includes(w) ? `placed first, as the page of '${w.trigger!.mention}', which this turn names; ` : '';
+      select(w, section, `${first}within the ${section} budget (${used[section]}/${budgets[section]} tokens)`);
     } else {
       leaveOut(w, `over the ${section} budget (${used[section] + tokens}/${budgets[section]} tokens)`);
     }
@@ -703,6 +705,22 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
 
   if (budgets.total !== undefined) applyTotalPressure(selected, budgets.total, measure);
   return { selected: selected.filter((w) => w.decision.outcome === 'selected'), conflicts };
+}
+
+/**
+ * The best admitted passage of each page the turn names (its title or alias, or what links call it), best
+ * first: the page is what the turn is about, so it takes its budget before passages that only mention the
+ * name (Torys: the Day's End page was left out while a merchant's one line about the town was sent). A
+ * World Info key is a trigger, not a page's name: SillyTavern's order places those.
+ */
+function namedPages(admitted: readonly Working[]): Working[] {
+  const seen = new Set<string>();
+  return admitted.filter((w) => {
+    if (!w.trigger || w.trigger.kind === 'key' || w.worldInfo?.fired || seen.has(w.row.source_id)) return false;
+    if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') return false;
+    seen.add(w.row.source_id);
+    return true;
+  });
 }
 
 const PRESSURE_ORDER: Record<KnowledgeClass, number> = { inspiration: 0, reference: 1, canon: 2 };

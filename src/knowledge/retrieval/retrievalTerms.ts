@@ -149,7 +149,8 @@ const GRAMMAR_ONLY = new Set(
 
 /** Whether a small word is worth naming as a reason a passage ranks higher. */
 export function tellsWhy(smallWord: string): boolean {
-  return !GRAMMAR_ONLY.has(smallWord);
+  // A single letter is what an apostrophe left ("Day's" → 's'), or "I": never a reason.
+  return smallWord.length > 1 && !GRAMMAR_ONLY.has(smallWord);
 }
 
 /**
