@@ -42,7 +42,8 @@ export async function campaignTarget(campaigns: CampaignRegistry, knowledge: Kno
 }
 
 interface SearchItem extends vscode.QuickPickItem {
-  target: PassageNode;
+  /** Absent for what is not a result: a campaign's heading, or why it answered nothing. */
+  target?: PassageNode;
 }
 
 export class Commands extends Disposable {
@@ -209,11 +210,19 @@ export class Commands extends Disposable {
       pick.busy = true;
       const items: SearchItem[] = [];
       const campaigns = this.knowledge.list();
+      // A campaign that answers nothing (or is not indexed yet) says so and why, after the results: with
+      // several open, a writer sees every campaign was asked, not only the ones that answered.
+      const silent: SearchItem[] = [];
+      const nothingFrom = (title: string, why: string) => silent.push({ label: `$(info) Nothing from ${title}`, detail: why, alwaysShow: true });
       for (const index of campaigns) {
         const store = index.store;
-        if (!store) continue;
+        if (!store) {
+          nothingFrom(index.campaign.title, 'not indexed yet');
+          continue;
+        }
         const embedder = embedderFor(this.settings.current);
-        const { hits } = await searchKnowledge(store, text, { limit: SEARCH_LIMIT, semantic: embedder ? { embedder } : null });
+        const { hits, record } = await searchKnowledge(store, text, { limit: SEARCH_LIMIT, semantic: embedder ? { embedder } : null });
+        if (hits.length === 0) nothingFrom(index.campaign.title, record.abstention ?? 'no passage is relevant enough');
         for (const hit of hits) {
           const source = store.getSource(hit.sourceId);
           const passage = store.getPassage(hit.passageId);
@@ -231,7 +240,7 @@ export class Commands extends Disposable {
       }
       if (mine !== generation) return;
       walkthroughDone('searched');
-      pick.items = items;
+      pick.items = [...items, ...silent];
       pick.busy = false;
     };
     pick.onDidChangeValue((value) => {
@@ -240,8 +249,9 @@ export class Commands extends Disposable {
     });
     pick.onDidAccept(() => {
       const chosen = pick.selectedItems[0];
+      if (chosen && !chosen.target) return;
       pick.hide();
-      if (chosen) void openPassage(chosen.target);
+      if (chosen?.target) void openPassage(chosen.target);
     });
     pick.onDidHide(() => {
       clearTimeout(timer);

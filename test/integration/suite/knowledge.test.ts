@@ -234,6 +234,20 @@ describe('campaign knowledge in the workbench', () => {
       const named = reply.workbenchText.match(/(?:The Westhaven Campaign|Torys) · (?:Canon|Reference|Inspiration) · /g)?.length ?? 0;
       assert.equal(named, results, 'every result names its campaign');
       await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+      // Each campaign answers for the words it holds: Torys' harbour, the example's watch.
+      await vscode.commands.executeCommand('storyteller.search', 'harbour watch');
+      await waitFor(async () => {
+        const seen = await capture('search-two-campaigns-harbour-watch');
+        return /The Westhaven Campaign · Canon · /.test(seen.workbenchText) && /Torys · Canon · stories\/(stormstruck|warstorm)\.md/.test(seen.workbenchText) && seen;
+      }, 15_000, "Torys' harbour beside the example's watch");
+      await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+      // A campaign that answers nothing says so, and why, under its name.
+      await vscode.commands.executeCommand('storyteller.search', 'Trapwater Bay harbourmaster');
+      await waitFor(async () => {
+        const seen = await capture('search-two-campaigns-one-silent');
+        return /Nothing from The Westhaven Campaign/.test(seen.workbenchText) && /never mentions/.test(seen.workbenchText) && /Torys · Canon · /.test(seen.workbenchText) && seen;
+      }, 15_000, 'the example campaign saying why it has nothing');
+      await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
     } finally {
       const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === torys);
       if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
