@@ -124,28 +124,73 @@ export class ModelServers extends Disposable {
   /** The fix for what the preflight found, offered in words with buttons. */
   async offerFix(): Promise<void> {
     const state = this.state.kind === 'checking' ? await this.check() : this.state;
-    const { narratorBackend, narratorModel } = this.settings.current;
     // A newer check is still running: its result will be shown and offered instead.
     if (state.kind === 'checking') return;
     if (state.kind === 'ready') {
       await this.selectModel('narrator');
       return;
     }
-    if (state.kind === 'misconfigured') {
-      const choice = await vscode.window.showWarningMessage(sentence(state.message), 'Open Settings');
-      if (choice) await vscode.commands.executeCommand('workbench.action.openSettings', 'storyteller.openaiCompatible.baseUrl');
-      return;
-    }
     if (state.kind === 'no-server' && state.failure === 'unauthorized') {
       await this.setApiKey();
       return;
     }
-    const fixes = state.kind === 'model-missing' ? [...(narratorBackend?.provider === 'ollama' ? [`Pull ${narratorModel}`] : []), 'Select Narrator Model'] : ['Check Again', 'Open Settings'];
-    const choice = await vscode.window.showWarningMessage(sentence(state.message), ...fixes);
+    const choice = await this.askFix();
     if (choice === 'Select Narrator Model') await this.selectModel('narrator');
-    else if (choice === 'Check Again') await this.check();
-    else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'storyteller.provider');
-    else if (choice) await this.pullModel(narratorModel);
+    else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', this.state.kind === 'misconfigured' ? 'storyteller.openaiCompatible.baseUrl' : 'storyteller.provider');
+    else if (choice === 'Set API Key') await this.setApiKey();
+    else if (choice) await this.pullModel(this.settings.current.narratorModel);
+  }
+
+  /** The fixes offered for what is wrong. */
+  private fixesFor(state: ServerState): string[] {
+    const { narratorBackend, narratorModel } = this.settings.current;
+    switch (state.kind) {
+      case 'misconfigured':
+        return ['Open Settings'];
+      case 'model-missing':
+        return [...(narratorBackend?.provider === 'ollama' ? [`Pull ${narratorModel}`] : []), 'Select Narrator Model'];
+      case 'no-server':
+        return state.failure === 'unauthorized' ? ['Set API Key'] : ['Check Again', 'Open Settings'];
+      default:
+        return [];
+    }
+  }
+
+  /**
+   * What is wrong and the fixes, as a quick pick that follows the server: a notification would stay on
+   * screen saying "Cannot reach Ollama" after the host was fixed, and no API can take it back. Check Again
+   * asks the server with the pick open; the pick closes itself once the server answers with the model.
+   */
+  private askFix(): Promise<string | undefined> {
+    const pick = vscode.window.createQuickPick<vscode.QuickPickItem>();
+    pick.placeholder = 'What to do';
+    const follow = (state: ServerState) => {
+      pick.busy = state.kind === 'checking';
+      if (state.kind === 'ready') pick.hide();
+      else if (state.kind !== 'checking') {
+        pick.title = sentence(state.message);
+        pick.items = this.fixesFor(state).map((label) => ({ label }));
+      }
+    };
+    follow(this.state);
+    const subscription = this.onDidChange(follow);
+    pick.show();
+    return new Promise((resolve) => {
+      pick.onDidAccept(() => {
+        const label = pick.selectedItems[0]?.label;
+        if (label === 'Check Again') {
+          void this.check();
+          return;
+        }
+        resolve(label);
+        pick.hide();
+      });
+      pick.onDidHide(() => {
+        subscription.dispose();
+        pick.dispose();
+        resolve(undefined);
+      });
+    });
   }
 
   /**

@@ -5,7 +5,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import { FakeOllama } from '../../support/fakeOllama';
 import { FakeOpenAI } from '../../support/fakeOpenAI';
-import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText, within } from './harness';
 import { inPlayDb } from './workspace';
 
 const PANEL_MARKER = 'Preview Context';
@@ -82,6 +82,19 @@ describe('model servers', () => {
     await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to find the pulled model');
     assert.equal(api.servers.item.text, `$(vm-active) qwen2.5:7b · Ollama ${host}`);
     await workbenchShows('server-ready-ollama', (t) => t.includes(`qwen2.5:7b · Ollama ${host}`));
+  });
+
+  it('offers the fix for an unreachable host in a pick that closes itself once the host answers, never a notification left behind', async () => {
+    const host = ollama.url;
+    // Port 9 (discard) refuses connections: the host the writer mistyped.
+    await set('ollama.host', 'http://127.0.0.1:9');
+    await waitFor(() => api.servers.state.kind === 'no-server', 10_000, 'the preflight to find no server');
+    const offered = vscode.commands.executeCommand('storyteller.fixModelServer');
+    await workbenchShows('server-fix-offered', (t) => t.includes('Cannot reach Ollama at') && t.includes('127.0.0.1:9') && t.includes('Check Again'));
+    await set('ollama.host', host);
+    await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to find the fixed host');
+    await within(offered, 10_000, 'the fix pick to close once the server answers');
+    await workbenchShows('server-fix-gone', (t) => !t.includes('Cannot reach Ollama') && t.includes(`qwen2.5:7b · Ollama ${host.replace('http://', '')}`));
   });
 
   it('reports a missing API key in the status bar and the panel, takes the key, lists the models to pick, and plays a streamed turn', async () => {
