@@ -2,7 +2,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { ENTITY_KINDS, type Entity, type EntityKind, type EntityModel } from '../knowledge/entities';
 import { passageRetrievalCounts, retrievingTurnCount } from '../knowledge/health';
-import type { EntityCampaign, EntityLanguage } from './entityLanguage';
+import { mentionCount, type EntityCampaign, type EntityLanguage } from './entityLanguage';
 import type { PlayReaders } from './playTrees';
 import { TreeProvider } from './treeProvider';
 
@@ -18,6 +18,8 @@ const KIND_ICON: Record<EntityKind, string> = { character: 'person', place: 'loc
 export interface CodexEntry {
   entity: Entity;
   mentions: number;
+  /** Files holding those mentions, its own included (as its hover counts them). */
+  files: number;
   /** Files other than the defining ones that mention it. */
   mentioningFiles: string[];
   /** Undefined until a turn has retrieved anything in this campaign. */
@@ -47,12 +49,12 @@ export class CodexTree extends TreeProvider<CodexNode> {
     if (!model || !entry) return [];
     const retrievedSources = this.retrievedSources(entry, model);
     return model.canonEntities().map((entity) => {
-      const uses = model.mentionsOf(entity.key).filter((m) => !m.declaration);
-      const defining = new Set(entity.definitions.map((d) => d.path));
+      const usage = model.usage(entity.key);
       return {
         entity,
-        mentions: uses.length,
-        mentioningFiles: [...new Set(uses.map((m) => m.path))].filter((p) => !defining.has(p)),
+        mentions: usage.mentions,
+        files: usage.files.length,
+        mentioningFiles: usage.elsewhere,
         retrieved: retrievedSources && entity.definitions.some((d) => d.sourceId !== undefined && retrievedSources.has(d.sourceId)),
       };
     });
@@ -123,11 +125,11 @@ export class CodexTree extends TreeProvider<CodexNode> {
         return item;
       }
       case 'entity': {
-        const { entity, mentions, mentioningFiles, retrieved } = node.entry;
+        const { entity, mentions, files, mentioningFiles, retrieved } = node.entry;
         const item = new vscode.TreeItem(entity.display, vscode.TreeItemCollapsibleState.Collapsed);
         item.description = [
-          `${mentions} mention${mentions === 1 ? '' : 's'}`,
-          mentioningFiles.length === 0 ? 'never mentioned elsewhere' : `${mentioningFiles.length} file${mentioningFiles.length === 1 ? '' : 's'}`,
+          mentionCount(mentions, files),
+          mentions > 0 && mentioningFiles.length === 0 ? 'never mentioned elsewhere' : '',
           retrieved === false ? 'never retrieved' : '',
         ].filter(Boolean).join(' · ');
         item.tooltip = new vscode.MarkdownString(

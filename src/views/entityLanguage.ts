@@ -364,11 +364,8 @@ export class EntityLanguage extends Disposable {
     const found = this.entityAt(doc, pos);
     if (!found) return undefined;
     const { entity, root, model } = found;
-    const mentions = model.mentionsOf(entity.key).filter((m) => !m.declaration);
-    const files = new Set(mentions.map((m) => m.path)).size;
-    const parts = [
-      `**${md(entity.display)}** · ${KIND_LABEL[entity.kind]} · ${mentions.length} mention${mentions.length === 1 ? '' : 's'} in ${files} file${files === 1 ? '' : 's'}`,
-    ];
+    const usage = model.usage(entity.key);
+    const parts = [`**${md(entity.display)}** · ${KIND_LABEL[entity.kind]} · ${mentionCount(usage.mentions, usage.files.length)}`];
     if (entity.names.length > 1) parts.push(`Also: ${entity.names.filter((n) => n !== entity.display).map(md).join(', ')}`);
     if (entity.summary) parts.push(md(entity.summary));
     parts.push(...this.deps.conflicts.entityHoverParts(root, entity.key));
@@ -377,6 +374,12 @@ export class EntityLanguage extends Disposable {
     content.isTrusted = { enabledCommands: [CONFLICT_COMMANDS.open] };
     return new vscode.Hover(content, rangeOf(found.span));
   }
+}
+
+/** "12 mentions in 4 files": one wording for the hover and the Codex, so they never disagree. */
+export function mentionCount(mentions: number, files: number): string {
+  if (mentions === 0) return 'no mentions';
+  return `${mentions} mention${mentions === 1 ? '' : 's'} in ${files} file${files === 1 ? '' : 's'}`;
 }
 
 /** "Create file" for a link that names nothing: a page titled as the link, in the linking file's folder, opened. */

@@ -98,6 +98,17 @@ describe('entities: the Torys setting bible as a language', () => {
     }
   });
 
+  it('counts an entity\'s mentions one way for hover and Codex: every use, the files holding them, and those besides its own page', () => {
+    const key = model.resolveName('Lord Calas')!.key;
+    const uses = model.mentionsOf(key).filter((m) => !m.declaration);
+    const usage = model.usage(key);
+    assert.equal(usage.mentions, uses.length);
+    assert.deepEqual(usage.files.sort(), [...new Set(uses.map((m) => m.path))].sort());
+    assert.ok(usage.elsewhere.includes(CHEWAN), 'the page that links to him');
+    assert.ok(!usage.elsewhere.includes(CALAS), 'his own page is not "elsewhere"');
+    assert.ok(usage.files.length >= usage.elsewhere.length);
+  });
+
   it('rebuilds after a change from the previous model, reusing unchanged files, with the answers of a model built afresh', async () => {
     const campaign = loadCampaign(root);
     const story = path.join(root, TY);

@@ -77,6 +77,13 @@ export interface Entity {
   canon: boolean;
 }
 
+/** An entity's mentions, the files holding them, and those files other than its defining ones. */
+export interface EntityUsage {
+  mentions: number;
+  files: string[];
+  elsewhere: string[];
+}
+
 export interface Mention extends TextSpan {
   entityKey: string;
   /** The text as written (`the Abbey`, `Sister Mara`, a link's `Bekebel Citadel:Bekebel`). */
@@ -342,6 +349,17 @@ export class EntityModel {
 
   mentionsOf(entityKey: string): Mention[] {
     return this.allMentions().filter((m) => m.entityKey === entityKey);
+  }
+
+  /**
+   * How the campaign uses an entity, counted one way for every surface (hover, Codex): its mentions (not the
+   * names that declare it), the files holding them, and those of them other than its defining files.
+   */
+  usage(entityKey: string): EntityUsage {
+    const uses = this.mentionsOf(entityKey).filter((m) => !m.declaration);
+    const defining = new Set(this.byKey.get(entityKey)?.definitions.map((d) => d.path) ?? []);
+    const files = [...new Set(uses.map((m) => m.path))];
+    return { mentions: uses.length, files, elsewhere: files.filter((f) => !defining.has(f)) };
   }
 
   /** The `[[links]]` of a text that name no entity, file or heading. */

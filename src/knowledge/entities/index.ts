@@ -1,6 +1,6 @@
 // Entities: the campaign as a language — names, aliases and `[[links]]` resolved to where they are defined and mentioned.
 export { ENTITY_KINDS, EntityModel, entityKindOf } from './entityModel';
-export type { Entity, EntityDefinition, EntityKind, EntitySource, LinkTarget, Mention, TextSpan } from './entityModel';
+export type { Entity, EntityDefinition, EntityKind, EntityUsage, EntitySource, LinkTarget, Mention, TextSpan } from './entityModel';
 export { findWikiLinks, openLinkPrefix } from './links';
 export type { WikiLink } from './links';
 export { RenameError, renameEdits, validateNewName } from './rename';

@@ -247,7 +247,11 @@ describe('the campaign as a language', () => {
     await vscode.commands.executeCommand('storyteller.codex.focus');
     const seen = await capture('language-codex', 1200);
     assert.match(seen.workbenchText, /Characters/);
-    assert.match(seen.workbenchText, /Sister Mara\s*\d+ mentions · 2 files/);
+    // The Codex says what her hover says: the same mentions in the same files.
+    const hover = hoverText(await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri('places/old-abbey.md'), maraInAbbey()));
+    const said = /\d+ mentions? in \d+ files?/.exec(hover)?.[0];
+    assert.ok(said, hover);
+    assert.ok(seen.workbenchText.includes(`Sister Mara${said}`) || seen.workbenchText.includes(`Sister Mara ${said}`), `the Codex shows '${said}' as the hover does: ${seen.workbenchText.slice(0, 600)}`);
   });
 
   it('exports the transcript of a branch as markdown', async () => {
