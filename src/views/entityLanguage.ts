@@ -3,9 +3,11 @@ import * as vscode from 'vscode';
 import {
   EntityModel,
   entitySourcesFromStore,
+  fileNameFor,
   findWikiLinks,
   openLinkPrefix,
   RenameError,
+  renamedFile,
   renameEdits,
   type Entity,
   type EntityKind,
@@ -55,16 +57,8 @@ function rangeOf(span: Pick<TextSpan, 'line' | 'start' | 'end'>): vscode.Range {
   return new vscode.Range(span.line, span.start, span.line, span.end);
 }
 
-/** A file name for a new page: `Trapwater Bay` → `trapwater-bay.md`. */
-function fileNameFor(title: string): string {
-  const slug = title
-    .normalize('NFKD')
-    .replace(/\p{M}+/gu, '')
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}]+/gu, '-')
-    .replace(/^-+|-+$/g, '');
-  return `${slug || 'untitled'}.md`;
-}
+/** How long after a rename is given its file may still be offered (a preview may stay open a while). */
+const FILE_OFFER_MS = 10 * 60_000;
 
 interface Located {
   root: string;
@@ -86,6 +80,8 @@ export class EntityLanguage extends Disposable {
   /** The index changed since the models were built. */
   private stale = false;
   private rebuildTimer: NodeJS.Timeout | undefined;
+  /** The defining file a rename just given would leave named after the old name: offered once the rename lands in it. */
+  private fileOffer: { root: string; from: string; to: string; name: string; until: number } | undefined;
   private readonly diagnostics = this._register(vscode.languages.createDiagnosticCollection('storyteller-links'));
   private readonly _onDidChangeModels = this._register(new vscode.EventEmitter<void>());
   /** Fires after the models were rebuilt and link problems published (the Codex and tests wait on it). */
@@ -100,7 +96,12 @@ export class EntityLanguage extends Disposable {
     const readable: vscode.DocumentSelector = [...files, { scheme: TRANSCRIPT_SCHEME }];
     this._register(vscode.commands.registerCommand(ENTITY_COMMANDS.createLinked, (root: string, relPath: string, title: string) => createLinkedFile(root, relPath, title)));
     this._register(deps.onDidChangeIndex(() => this.refresh()));
-    this._register(vscode.workspace.onDidChangeTextDocument((e) => this.publishOpen(e.document)));
+    this._register(
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        this.publishOpen(e.document);
+        this.offerFileRename(e.document);
+      }),
+    );
     this._register(vscode.workspace.onDidOpenTextDocument((d) => this.publishOpen(d)));
     this._register(vscode.languages.registerDefinitionProvider(readable, { provideDefinition: (doc, pos) => this.definition(doc, pos) }));
     this._register(vscode.languages.registerReferenceProvider(readable, { provideReferences: (doc, pos, context) => this.references(doc, pos, context) }));
@@ -262,7 +263,31 @@ export class EntityLanguage extends Disposable {
     // One labelled edit: Enter applies it, Ctrl+Enter in the rename box shows it in the refactor preview first.
     const metadata: vscode.WorkspaceEditEntryMetadata = { label: `Rename ${oldName} to ${newName.trim()}`, needsConfirmation: false };
     for (const e of edits) edit.replace(uriOf(found.root, e.path), rangeOf(e), e.newText, metadata);
+    // A file rename in the same edit would untick that file's text edits in the preview while the rename is
+    // unticked (VS Code ties them): the file is offered once the rename has reached it, as Obsidian offers it.
+    const file = renamedFile(found.model, found.entity.key, oldName, newName);
+    // A rename discarded in its preview never lands: its offer lapses rather than surprising the writer later.
+    this.fileOffer = file && { root: found.root, ...file, name: newName.trim(), until: Date.now() + FILE_OFFER_MS };
     return edit;
+  }
+
+  /** Once the rename reached the file named after the old name, offers to give it the new one. */
+  private offerFileRename(doc: vscode.TextDocument): void {
+    const offer = this.fileOffer;
+    if (!offer || Date.now() > offer.until || doc.uri.fsPath !== uriOf(offer.root, offer.from).fsPath || !doc.getText().includes(offer.name)) return;
+    this.fileOffer = undefined;
+    const rename = 'Rename File';
+    void vscode.window.showInformationMessage(`${offer.from} is still named after the old name. Rename it to ${offer.to}?`, rename).then(async (choice) => {
+      if (choice !== rename) return;
+      const target = uriOf(offer.root, offer.to);
+      if (await exists(target)) {
+        void vscode.window.showWarningMessage(`${offer.to} already exists; ${offer.from} keeps its name.`);
+        return;
+      }
+      const edit = new vscode.WorkspaceEdit();
+      edit.renameFile(uriOf(offer.root, offer.from), target);
+      if (!(await vscode.workspace.applyEdit(edit))) void vscode.window.showErrorMessage(`${offer.from} could not be renamed to ${offer.to}.`);
+    });
   }
 
   private complete(doc: vscode.TextDocument, pos: vscode.Position): vscode.CompletionItem[] | undefined {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { analyzeStoreConflicts } from '../../src/knowledge/conflicts';
-import { EntityModel, entityLinks, entitySourcesFromStore, findWikiLinks, openLinkPrefix, renameEdits, type FileEdit } from '../../src/knowledge/entities';
+import { EntityModel, entityLinks, entitySourcesFromStore, findWikiLinks, openLinkPrefix, renamedFile, renameEdits, type FileEdit } from '../../src/knowledge/entities';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { PlayStore } from '../../src/story/playStore';
@@ -172,6 +172,14 @@ describe('entities: the example campaign', () => {
   after(() => {
     store.close();
     fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('offers to rename the file named after the old name, in its folder, and no other', () => {
+    const mara = model.resolveName('Mara')!.key;
+    assert.deepEqual(renamedFile(model, mara, 'Mara', 'Marra'), { from: 'characters/mara.md', to: 'characters/marra.md' });
+    // The file is not named after 'Sister Mara'; and 'mara' names the same file as 'Mara'.
+    assert.equal(renamedFile(model, mara, 'Sister Mara', 'Sister Marra'), undefined);
+    assert.equal(renamedFile(model, mara, 'Mara', 'MARA'), undefined);
   });
 
   it('keys entities as the conflict analysis does, so facts and conflicts attach to them', () => {

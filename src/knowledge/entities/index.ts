@@ -3,7 +3,7 @@ export { ENTITY_KINDS, EntityModel, entityKindOf } from './entityModel';
 export type { Entity, EntityDefinition, EntityKind, EntityUsage, EntitySource, LinkTarget, Mention, TextSpan } from './entityModel';
 export { findWikiLinks, openLinkPrefix } from './links';
 export type { WikiLink } from './links';
-export { RenameError, renameEdits, validateNewName } from './rename';
+export { fileNameFor, RenameError, renamedFile, renameEdits, validateNewName } from './rename';
 export type { FileEdit } from './rename';
 export { entitySourcesFromStore } from './storeSources';
 export { entityLinks } from './graph';

@@ -58,3 +58,33 @@ export function renameEdits(model: EntityModel, entityKey: string, oldName: stri
   }
   return edits;
 }
+
+/** A file name for a page titled so: `Trapwater Bay` → `trapwater-bay.md` (new pages are named so, and renamed files). */
+export function fileNameFor(title: string): string {
+  const slug = title
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, '-')
+    .replace(/^-+|-+$/g, '');
+  return `${slug || 'untitled'}.md`;
+}
+
+/**
+ * The defining file to rename with the entity, as Obsidian offers: one named after the old spelling
+ * (`characters/mara.md` when `Mara` becomes `Marra`) gets the new one's name in the same folder, keeping its
+ * extension. None when no defining file is named so, or the name would not change.
+ */
+export function renamedFile(model: EntityModel, entityKey: string, oldName: string, newName: string): { from: string; to: string } | undefined {
+  const stem = (file: string) => file.replace(/\.[^.]*$/, '');
+  const [from, to] = [fileNameFor(oldName), fileNameFor(validateNewName(newName))].map(stem) as [string, string];
+  if (from === to) return undefined;
+  for (const definition of model.entity(entityKey)?.definitions ?? []) {
+    const slash = definition.path.lastIndexOf('/');
+    const [folder, file] = [definition.path.slice(0, slash + 1), definition.path.slice(slash + 1)];
+    const dot = file.lastIndexOf('.');
+    const [base, extension] = dot > 0 ? [file.slice(0, dot), file.slice(dot)] : [file, ''];
+    if (stem(fileNameFor(base)) === from) return { from: definition.path, to: `${folder}${to}${extension}` };
+  }
+  return undefined;
+}

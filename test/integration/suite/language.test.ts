@@ -213,6 +213,10 @@ describe('the campaign as a language', () => {
       assert.match(read('characters/mara.md'), /^---\ntitle: Sister Marra\nentities: \[Marra, Sister Marra\]\n(?:.*\n){2}# Sister Marra\n/);
       assert.match(read(NOTES), /\[\[Sister Marra\]\]/);
       assert.match(read('places/old-abbey.md'), /abbot died\. Marra holds the only key/);
+      // Her file is named after the old name: renaming it is offered, not done.
+      await waitFor(async () => (await capture('language-rename-file-offered', 300)).workbenchText.includes('characters/mara.md is still named after the old name. Rename it to characters/marra.md?'), 20_000, 'the offer to rename her file');
+      assert.ok(fs.existsSync(uri('characters/mara.md').fsPath), 'the file keeps its name until the writer says so');
+      await vscode.commands.executeCommand('notifications.clearAll');
       await waitFor(() => api.language.modelOf(root)?.resolveName('Marra'), 20_000, 'the renamed entity in the model');
       await settled(index);
       const back = await vscode.commands.executeCommand<vscode.WorkspaceEdit>('vscode.executeDocumentRenameProvider', uri('places/old-abbey.md'), maraInAbbey(), 'Mara');
@@ -225,6 +229,34 @@ describe('the campaign as a language', () => {
     }
     await waitFor(() => api.language.modelOf(root)?.resolveName('Mara'), 20_000, 'Mara back in the model');
     await settled(index);
+  });
+
+  it('renames the file named after an entity too, when the writer takes the offer', async function () {
+    this.timeout(120_000);
+    const [page, renamed] = ['places/gull-tower.md', 'places/gull-keep.md'];
+    fs.writeFileSync(uri(page).fsPath, '---\ntitle: Gull Tower\n---\n# Gull Tower\n\nThe Gull Tower leans over the harbour.\n');
+    try {
+      await waitFor(() => api.language.modelOf(root)?.resolveName('Gull Tower'), 20_000, 'Gull Tower in the model');
+      await vscode.window.showTextDocument(uri(page));
+      // The rename answers once the page's entity is in the model the editor asks (a moment after the index).
+      const edit = await waitFor(
+        () => vscode.commands.executeCommand<vscode.WorkspaceEdit | undefined>('vscode.executeDocumentRenameProvider', uri(page), new vscode.Position(5, 6), 'Gull Keep'),
+        20_000,
+        'the rename of Gull Tower',
+      );
+      assert.ok(await vscode.workspace.applyEdit(edit));
+      await saveEdited();
+      const button = '.notifications-toasts .monaco-button:has-text("Rename File")';
+      await waitFor(async () => (await capture('language-rename-file-offer', 300, [], [button])).located[button], 20_000, 'the offer to rename gull-tower.md');
+      await capture('language-rename-file-taken', 300, [{ action: 'click', selector: button }]);
+      await waitFor(() => fs.existsSync(uri(renamed).fsPath) && !fs.existsSync(uri(page).fsPath), 20_000, `${page} renamed to ${renamed}`);
+      assert.match(read(renamed), /^---\ntitle: Gull Keep\n---\n# Gull Keep\n\nThe Gull Keep leans/);
+      await inIndex(renamed);
+    } finally {
+      for (const rel of [page, renamed]) fs.rmSync(uri(rel).fsPath, { force: true });
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await gone(renamed);
+    }
   });
 
   it('lists the Codex: entities by kind with mentions, defining files, never mentioned and never retrieved', async () => {
