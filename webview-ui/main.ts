@@ -228,13 +228,9 @@ const send = (kind: 'do' | 'say' | 'story'): void => {
   followFromHere();
   vscode.postMessage({ type: 'act', kind, text });
 };
-// Ctrl+Enter (Cmd+Enter on a Mac) plays the action as Do; a plain Enter stays a new line in it.
-action.addEventListener('keydown', (event: KeyboardEvent) => {
-  if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
-    event.preventDefault();
-    send('do');
-  }
-});
+// Ctrl+Enter (Cmd+Enter on a Mac) plays the action as Do, with Shift as Say, with Alt as Story: keybindings the
+// extension contributes (Keyboard Shortcuts lists and changes them), which reach the panel as a 'send' message.
+// A plain Enter stays a new line in the box.
 const controls = el('div', 'controls');
 const stop = button('stop', 'Stop', () => vscode.postMessage({ type: 'stop' }), true);
 const turnActions = [
@@ -250,6 +246,8 @@ const headActions = [
   button('undo', 'Undo', () => vscode.postMessage({ type: 'undo' }), true),
 ];
 turnActions[0]!.title = `Do (${SEND_KEYS})`;
+turnActions[1]!.title = `Say (${SEND_KEYS.replace('+Enter', '+Shift+Enter')})`;
+turnActions[2]!.title = `Story (${SEND_KEYS.replace('+Enter', '+Alt+Enter')})`;
 controls.append(
   ...turnActions,
   stop,
@@ -451,6 +449,9 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       break;
     case 'notice':
       noticeLine.textContent = message.message;
+      break;
+    case 'send':
+      send(message.kind);
       break;
     case 'setupSaved':
       setupDraft = undefined;

@@ -99,6 +99,8 @@ export const HostMessage = z.discriminatedUnion('type', [
   /** The action typed in the box is stored as a turn: only now may the box be cleared. */
   z.object({ type: z.literal('accepted'), text: z.string() }),
   z.object({ type: z.literal('setupSaved') }),
+  /** A keybinding (Ctrl+Enter and its kin, which the writer can change) plays what the action box holds. */
+  z.object({ type: z.literal('send'), kind: z.enum(['do', 'say', 'story']) }),
   /** The narrator model and its server as the preflight last found them; `problem` says what is wrong. */
   z.object({ type: z.literal('server'), narrator: z.string(), problem: z.string().nullable() }),
 ]);

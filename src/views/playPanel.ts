@@ -170,6 +170,11 @@ export class PlayPanel extends Disposable {
   /** Earlier turns and memories a section carried, by number and first words rather than by id. */
   private readonly nameOf = (id: string): string => playItemName(this.store, this.adventure.id, id);
 
+  /** Plays what the panel's action box holds, as its Do, Say or Story button would (the keybindings' command). */
+  sendAction(kind: 'do' | 'say' | 'story'): void {
+    this.post({ type: 'send', kind });
+  }
+
   private post(message: HostMessage): void {
     void this.panel.webview.postMessage(HostMessage.parse(message));
   }

@@ -25,6 +25,10 @@ export class PlayPanels extends Disposable {
     this._register(
       vscode.commands.registerCommand('storyteller.openPlayPanel', (options?: { campaignRoot?: string; adventureId?: string }) => this.openPanel(options)),
     );
+    // The keybindings' commands (Ctrl+Enter and its kin, while a play panel is active) play its action box.
+    for (const kind of ['do', 'say', 'story'] as const) {
+      this._register(vscode.commands.registerCommand(`storyteller.play.${kind}`, () => this.list().find((p) => p.panel.active)?.sendAction(kind)));
+    }
     this._register(
       vscode.window.registerWebviewPanelSerializer(PLAY_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state: unknown) => {

@@ -69,7 +69,12 @@ describe('the play panel', () => {
     const text = await panelShows('play-panel-opened', (t) => t.includes('Nothing played yet'));
     assert.match(text, /The Westhaven Campaign · narrator llama3\.2/);
     // The action box is named for a screen reader, and says (as the Do button's tooltip does) that Ctrl+Enter sends.
-    const named = ['#action[aria-label="Your action (Ctrl+Enter plays it as Do)"][placeholder="What do you do? (Ctrl+Enter plays it)"]', '#do[title="Do (Ctrl+Enter)"]'];
+    const named = [
+      '#action[aria-label="Your action (Ctrl+Enter plays it as Do)"][placeholder="What do you do? (Ctrl+Enter plays it)"]',
+      '#do[title="Do (Ctrl+Enter)"]',
+      '#say[title="Say (Ctrl+Shift+Enter)"]',
+      '#story[title="Story (Ctrl+Alt+Enter)"]',
+    ];
     const reply = await panelReply('play-action-box-named', () => true, [], named);
     for (const selector of named) assert.ok(reply.located[selector], selector);
   });
@@ -227,6 +232,24 @@ describe('the play panel', () => {
     seen = await panelReply('many-turns-scrolled-up', (t) => t.includes('from the abbey.') && !t.includes('generating…'), [], ['#action', '#transcript article:first-child']);
     assert.ok(inView(seen.located['#transcript article:first-child']), 'scrolled up to reread, the writer is left where they are');
     assert.ok(inView(seen.located['#action']), 'and the action box stays pinned');
+  });
+
+  it('plays by keybindings Keyboard Shortcuts lists: Ctrl+Shift+Enter says the typed words', async () => {
+    // The shortcuts are the extension's keybindings, so a writer finds and changes them with VS Code's own.
+    await vscode.commands.executeCommand('workbench.action.openGlobalKeybindings', 'storyteller.play');
+    await waitFor(async () => {
+      const text = (await capture('play-keybindings-listed', 500)).workbenchText;
+      return text.includes('Play: Do the Typed Action') && text.includes('Play: Say the Typed Words') && /Ctrl\s*\+\s*Shift\s*\+\s*Enter/.test(text);
+    }, 20_000, 'the play keybindings in Keyboard Shortcuts');
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    panel.panel.reveal();
+    fake.queue({ chunks: ['Mara nods slowly.'] });
+    await panelShows('play-said-by-keybinding', (t) => t.includes('Mara nods slowly.'), [
+      { action: 'fill', selector: '#action textarea', text: 'Is the crypt still locked?' },
+      { action: 'press', selector: '#action textarea', key: 'Control+Shift+Enter' },
+    ]);
+    const sent = fake.requestsTo('/api/chat').at(-1)!.body as { messages: ChatMessage[] };
+    assert.match(sent.messages.map((m) => m.content).join('\n'), /says: "Is the crypt still locked\?"/, 'played as Say');
   });
 
   it('while a turn runs: waits on every other action, keeps what the writer types, and Stop stops it', async () => {
