@@ -240,7 +240,7 @@ describe('the campaign as a language', () => {
       await vscode.window.showTextDocument(uri(page));
       // The rename answers once the page's entity is in the model the editor asks (a moment after the index).
       const edit = await waitFor(
-        () => vscode.commands.executeCommand<vscode.WorkspaceEdit | undefined>('vscode.executeDocumentRenameProvider', uri(page), new vscode.Position(5, 6), 'Gull Keep'),
+        async () => vscode.commands.executeCommand<vscode.WorkspaceEdit | undefined>('vscode.executeDocumentRenameProvider', uri(page), new vscode.Position(5, 6), 'Gull Keep'),
         20_000,
         'the rename of Gull Tower',
       );
