@@ -196,6 +196,7 @@ export async function draftWithModel(
     // A reply cut at its length limit may end inside a call: that call's arguments are refused as unreadable.
     const cut = reply.finishReason === 'cut' || reply.finishReason === 'length';
     if (cut) stopped = `reply ${round + 1} was cut at its length limit (${DRAFTING_LIMITS.maxTokens} tokens)`;
+    const cutNote = cut ? '; the reply was cut at its length limit' : '';
     if (reply.toolCalls.length === 0) break;
     conversation.push({ role: 'assistant', content: reply.content, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
@@ -214,7 +215,7 @@ export async function draftWithModel(
         continue;
       }
       if (call.argumentsText.length > DRAFTING_LIMITS.argumentsChars) {
-        refuse('', '', `the call's arguments are ${call.argumentsText.length} characters; at most ${DRAFTING_LIMITS.argumentsChars} are allowed`);
+        refuse('', '', `the call's arguments are ${call.argumentsText.length} characters; at most ${DRAFTING_LIMITS.argumentsChars} are allowed${cutNote}`);
         continue;
       }
       let parsed: z.infer<typeof ToolArguments>;
@@ -223,7 +224,7 @@ export async function draftWithModel(
         if (!result.success) throw new Error(`${result.error.issues[0]!.path.join('.') || 'arguments'}: ${result.error.issues[0]!.message}`);
         parsed = result.data;
       } catch (error) {
-        refuse('', '', `the arguments are not a propose_edit call (${(error as Error).message})${cut ? '; the reply was cut at its length limit' : ''}`);
+        refuse('', '', `the arguments are not a propose_edit call (${(error as Error).message})${cutNote}`);
         continue;
       }
       const unknown = (parsed.turns ?? []).filter((n) => !byNumber.has(n));
