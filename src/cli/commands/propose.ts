@@ -22,9 +22,10 @@ function pickAdventure(play: PlayStore, campaignId: string, id: string | undefin
 }
 
 function describeProposal(proposal: CanonProposal, index: number, diff: string): string {
-  const turns = proposal.turns.length > 0 ? ` (turn${proposal.turns.length === 1 ? '' : 's'} ${proposal.turns.map((t) => t.number).join(', ')})` : '';
+  const turns = proposal.turns.length > 0 ? `turn${proposal.turns.length === 1 ? '' : 's'} ${proposal.turns.map((t) => t.number).join(', ')}` : '';
+  const from = [turns, proposal.origin === 'model' ? 'drafted by the model' : ''].filter(Boolean).join('; ');
   return [
-    `${index + 1}. ${oneLine(proposal.file)}${turns}: ${oneLine(proposal.reason)}`,
+    `${index + 1}. ${oneLine(proposal.file)}${from ? ` (${from})` : ''}: ${oneLine(proposal.reason)}`,
     ...proposal.evidence.map((e) => `   ${oneLine(e)}`),
     diff,
   ].join('\n');
