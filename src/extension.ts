@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import * as vscode from 'vscode';
 import { assertFts5 } from './knowledge/indexing';
+import { toolChatFor } from './models';
 import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
 import { Commands } from './views/commands';
@@ -125,7 +126,13 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this.graphs = this._register(new GraphPanels(extensionUri, this.campaigns, this.knowledge, this.language, this.codex));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
-    this.proposals = this._register(new ProposalCommands(this.knowledge, this.log));
+    this.proposals = this._register(
+      // The narrator's model and server as the settings name them when the command runs, as research uses them.
+      new ProposalCommands(this.knowledge, this.log, () => {
+        const { narratorBackend, narratorModel } = this.settings.current;
+        return narratorBackend && narratorModel ? { client: toolChatFor(narratorBackend), model: narratorModel } : undefined;
+      }),
+    );
     this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, this.reports));
     this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, this.reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {

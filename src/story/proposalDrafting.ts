@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ToolChatClient, ToolChatMessage, ToolSpec } from '../models';
+import type { ToolChatClient, ToolChatMessage, ToolChatReply, ToolProtocol, ToolSpec } from '../models';
 import { describeWorldFact } from '../knowledge/conflicts';
 import { stateWorldFacts } from './worldState';
 import {
@@ -151,11 +151,17 @@ export interface ModelDrafts {
   /** Calls refused before validation (unreadable arguments, unknown tool, unknown turns), with why. */
   refused: RefusedProposal[];
   calls: number;
+  /** How the model was asked to call the tool: natively, or through the JSON reply protocol (a server without tools). */
+  protocol: ToolProtocol | undefined;
+  /** Why drafting stopped before the model was done (a later reply that failed, a reply cut at its limit), if it did. */
+  stopped: string | undefined;
 }
 
 /**
  * The model's drafts through `propose_edit`: several calls per reply, a few rounds, each call answered with
- * "accepted" or the reason it was refused. `check` is the validation each call meets (checkDraft).
+ * "accepted" or the reason it was refused. `check` is the validation each call meets (checkDraft). A reply
+ * that fails after drafts were accepted keeps them (the writer still reviews each); a first reply that
+ * fails throws, and the caller falls back to the deterministic rules.
  */
 export async function draftWithModel(
   client: ToolChatClient,
@@ -169,14 +175,28 @@ export async function draftWithModel(
   const refused: RefusedProposal[] = [];
   const byNumber = new Map(turns.map((t) => [t.number, t]));
   let calls = 0;
+  let protocol: ToolProtocol | undefined;
+  let stopped: string | undefined;
   const conversation = [...messages];
   for (let round = 0; round < DRAFTING_LIMITS.rounds && calls < DRAFTING_LIMITS.calls; round++) {
-    const reply = await client.chat(conversation, [PROPOSE_EDIT_TOOL], {
-      model,
-      maxTokens: DRAFTING_LIMITS.maxTokens,
-      timeoutMs: DRAFTING_LIMITS.timeoutMs,
-      ...(signal ? { signal } : {}),
-    });
+    let reply: ToolChatReply;
+    try {
+      reply = await client.chat(conversation, [PROPOSE_EDIT_TOOL], {
+        model,
+        maxTokens: DRAFTING_LIMITS.maxTokens,
+        timeoutMs: DRAFTING_LIMITS.timeoutMs,
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (round === 0 || signal?.aborted) throw error;
+      stopped = `reply ${round + 1} failed (${(error as Error).message})`;
+      break;
+    }
+    protocol = reply.protocol;
+    // A reply cut at its length limit may end inside a call: that call's arguments are refused as unreadable.
+    const cut = reply.finishReason === 'cut' || reply.finishReason === 'length';
+    if (cut) stopped = `reply ${round + 1} was cut at its length limit (${DRAFTING_LIMITS.maxTokens} tokens)`;
+    const cutNote = cut ? '; the reply was cut at its length limit' : '';
     if (reply.toolCalls.length === 0) break;
     conversation.push({ role: 'assistant', content: reply.content, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
@@ -195,7 +215,7 @@ export async function draftWithModel(
         continue;
       }
       if (call.argumentsText.length > DRAFTING_LIMITS.argumentsChars) {
-        refuse('', '', `the call's arguments are ${call.argumentsText.length} characters; at most ${DRAFTING_LIMITS.argumentsChars} are allowed`);
+        refuse('', '', `the call's arguments are ${call.argumentsText.length} characters; at most ${DRAFTING_LIMITS.argumentsChars} are allowed${cutNote}`);
         continue;
       }
       let parsed: z.infer<typeof ToolArguments>;
@@ -204,7 +224,7 @@ export async function draftWithModel(
         if (!result.success) throw new Error(`${result.error.issues[0]!.path.join('.') || 'arguments'}: ${result.error.issues[0]!.message}`);
         parsed = result.data;
       } catch (error) {
-        refuse('', '', `the arguments are not a propose_edit call (${(error as Error).message})`);
+        refuse('', '', `the arguments are not a propose_edit call (${(error as Error).message})${cutNote}`);
         continue;
       }
       const unknown = (parsed.turns ?? []).filter((n) => !byNumber.has(n));
@@ -230,7 +250,14 @@ export async function draftWithModel(
       answer('accepted: the writer will review it');
     }
   }
-  return { drafts, refused, calls };
+  return { drafts, refused, calls, protocol, stopped };
+}
+
+/** How the model drafted, in the words the CLI and the notification print. */
+function describeModelDrafting(model: string, drafted: ModelDrafts): string {
+  const how = drafted.protocol === 'json' ? 'the JSON reply protocol (its server takes no tools)' : 'native tool calls';
+  const stopped = drafted.stopped ? `; ${drafted.stopped}` : '';
+  return `${model} drafted ${drafted.drafts.length} of ${drafted.calls} proposed edits through ${how}${stopped}; the deterministic rules added theirs`;
 }
 
 export interface ProposalSet {
@@ -279,7 +306,7 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
       const drafted = await draftWithModel(options.client, options.model, draftingPrompt(ctx, branch, canon), turns, check, options.signal);
       drafts.push(...drafted.drafts);
       refused.push(...drafted.refused);
-      drafting = `${options.model} drafted ${drafted.drafts.length} of ${drafted.calls} proposed edits; the deterministic rules added theirs`;
+      drafting = describeModelDrafting(options.model, drafted);
     } catch (error) {
       if (options.signal?.aborted) throw error;
       drafting = `deterministic: ${options.model} could not draft (${(error as Error).message})`;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { ToolChatClient } from '../models';
-import { proposeCanonUpdates, settleAnswer, type CanonProposal, type ProposalSet } from '../story';
+import { proposeCanonUpdates, settleAnswer, type CanonProposal, type ProposalSet, type RefusedProposal } from '../story';
 import type { Adventure } from '../story';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
@@ -27,6 +27,13 @@ export interface ProposalOutcome {
   set: ProposalSet;
   applied: CanonProposal[];
   discarded: CanonProposal[];
+}
+
+/** Every refused edit with its reason, as a notification names them (the log has them too, with the drafter's reason). */
+function refusedText(refused: readonly RefusedProposal[]): string {
+  if (refused.length === 0) return '';
+  const each = refused.map((r) => `${r.file || '(no file)'}: ${r.refusal.length > 160 ? `${r.refusal.slice(0, 159)}…` : r.refusal}`);
+  return ` ${refused.length} drafted edit${refused.length === 1 ? ' was' : 's were'} refused — ${each.join('; ')}.`;
 }
 
 const uriOf = (root: string, relPath: string) => vscode.Uri.file(path.join(root, ...relPath.split('/')));
@@ -65,25 +72,34 @@ export class ProposalCommands extends Disposable {
     const adventure = play.adventure(picked.adventure.id);
     const read = this.read(campaign.root);
     const drafter = this.drafter();
-    const set = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Reading ${adventure.title} for canon changes…`, cancellable: true },
-      (_progress, token) => {
-        const abort = new AbortController();
-        token.onCancellationRequested(() => abort.abort());
-        return proposeCanonUpdates(
-          { campaign, store: index.session.store, play, adventure, ...(picked.kind === 'turn' ? { turnId: picked.turn.id } : {}) },
-          { read, signal: abort.signal, ...(drafter ? { client: drafter.client, model: drafter.model } : {}) },
-        );
-      },
-    );
+    const abort = new AbortController();
+    let set: ProposalSet;
+    try {
+      set = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Reading ${adventure.title} for canon changes${drafter ? ` (${drafter.model} drafts)` : ''}…`, cancellable: true },
+        (_progress, token) => {
+          token.onCancellationRequested(() => abort.abort());
+          return proposeCanonUpdates(
+            { campaign, store: index.session.store, play, adventure, ...(picked.kind === 'turn' ? { turnId: picked.turn.id } : {}) },
+            { read, signal: abort.signal, ...(drafter ? { client: drafter.client, model: drafter.model } : {}) },
+          );
+        },
+      );
+    } catch (error) {
+      if (!abort.signal.aborted) throw error;
+      void vscode.window.showInformationMessage(`Propose Canon Updates cancelled: nothing was proposed from ${adventure.title}.`);
+      return undefined;
+    }
     this.log.info(`Propose Canon Updates (${adventure.title}): ${set.proposals.length} proposed — ${set.drafting}`);
     for (const r of set.refused) this.log.warn(`refused proposal for ${r.file || '(no file)'}: ${r.refusal}${r.reason ? ` — ${r.reason}` : ''}`);
-    const refused = set.refused.length > 0 ? ` ${set.refused.length} drafted edit${set.refused.length === 1 ? ' was' : 's were'} refused (see the log).` : '';
+    const drafting = ` Drafting: ${set.drafting}.`;
     if (set.proposals.length === 0) {
       const before = set.discardedBefore > 0 ? ` (${set.discardedBefore} you discarded before are left out)` : '';
-      void vscode.window.showInformationMessage(`The canon already agrees with ${adventure.title}: nothing to propose${before}.${refused}`);
+      void vscode.window.showInformationMessage(`The canon already agrees with ${adventure.title}: nothing to propose${before}.${drafting}${refusedText(set.refused)}`);
       return { set, applied: [], discarded: [] };
     }
+    // Shown while the preview is open: what was refused is not in it, and the writer should know why.
+    if (set.refused.length > 0) void vscode.window.showWarningMessage(`Propose Canon Updates for ${adventure.title}:${refusedText(set.refused)}`);
     const edit = await this.workspaceEdit(campaign.root, set.proposals);
     // A buffer with the writer's own unsaved edits stays theirs to save.
     const dirtyBefore = new Set(vscode.workspace.textDocuments.filter((d) => d.isDirty).map((d) => d.uri.toString()));
@@ -98,8 +114,8 @@ export class ProposalCommands extends Disposable {
     }
     void vscode.window.showInformationMessage(
       applied.length > 0
-        ? `Applied ${applied.length} canon edit${applied.length === 1 ? '' : 's'} from ${adventure.title} to ${files.join(', ')}.${discarded.length > 0 ? ` ${discarded.length} discarded (not proposed again for the same turns).` : ''}${refused}`
-        : `Discarded ${discarded.length} canon proposal${discarded.length === 1 ? '' : 's'} from ${adventure.title}: nothing was written, and they are not proposed again for the same turns.${refused}`,
+        ? `Applied ${applied.length} canon edit${applied.length === 1 ? '' : 's'} from ${adventure.title} to ${files.join(', ')}.${discarded.length > 0 ? ` ${discarded.length} discarded (not proposed again for the same turns).` : ''}${drafting}`
+        : `Discarded ${discarded.length} canon proposal${discarded.length === 1 ? '' : 's'} from ${adventure.title}: nothing was written, and they are not proposed again for the same turns.${drafting}`,
     );
     return { set, applied, discarded };
   }
@@ -116,7 +132,7 @@ export class ProposalCommands extends Disposable {
       const doc = list.some((p) => p.oldText !== '') ? await vscode.workspace.openTextDocument(uri) : undefined;
       for (const p of list) {
         const turns = p.turns.length > 0 ? `Turn ${p.turns.map((t) => t.number).join(', ')}` : 'Settled conflict';
-        const metadata: vscode.WorkspaceEditEntryMetadata = { label: `${turns}: ${p.reason}`, description: p.evidence.join(' · '), needsConfirmation: true };
+        const metadata: vscode.WorkspaceEditEntryMetadata = { label: `${turns}: ${p.reason}`, description: [...(p.origin === 'model' ? ['drafted by the model'] : []), ...p.evidence].join(' · '), needsConfirmation: true };
         if (p.oldText === '') {
           edit.createFile(uri, { overwrite: false, ignoreIfExists: false, contents: Buffer.from(p.newText, 'utf8') }, metadata);
           continue;

@@ -3,11 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openSession } from '../../src/session';
+import { FakeOllama } from '../support/fakeOllama';
 import { REPO_ROOT } from '../support/corpora';
 import { readTree, runCliCaptured } from '../support/interchange';
 import { playScene, writePlayedCampaign } from '../support/playedCampaign';
 
 const GOLDEN = path.join(REPO_ROOT, 'test', 'golden', 'propose-dry-run.txt');
+const MODEL_GOLDEN = path.join(REPO_ROOT, 'test', 'golden', 'propose-model-dry-run.txt');
 
 describe('storyteller propose', () => {
   let dir: string;
@@ -54,6 +56,38 @@ describe('storyteller propose', () => {
     assert.deepEqual(data.proposals.map((p) => p.file), ['places/bridge.md', 'places/north-gate-update.md', 'characters/mara.md', 'characters/mara.md', 'characters/tomas-the-smuggler.md']);
     assert.match(data.diffs[0]!, /^--- a\/places\/bridge\.md\n\+\+\+ b\/places\/bridge\.md\n@@ -4,7 \+4,7 @@\n/);
     assert.deepEqual(data.written, []);
+  });
+
+  it('--model drafts on the server --base-url names: its edits and its refusals print beside the rules, and nothing is written (golden)', async () => {
+    const fake = await FakeOllama.start({ chatModels: ['llama3.2'], capabilities: ['completion', 'tools'] });
+    try {
+      const call = (args: Record<string, unknown>) => ({ name: 'propose_edit', arguments: args });
+      fake.queue(
+        {
+          toolCalls: [
+            call({ file: 'characters/mara.md', old_text: 'She is kind to travellers, curt with the\nwatch,', new_text: 'She is kind to travellers, owes Tomas a favour, and is curt with the\nwatch,', reason: 'Mara owes Tomas after turn 3', turns: [3] }),
+            call({ file: 'places/smugglers-landing.md', old_text: '', new_text: '---\ntitle: Smugglers’ Landing\n---\n# Smugglers’ Landing\n\nWhere Tomas ties up below the broken bridge.\n', reason: 'A new place named in turn 3', turns: [3] }),
+            call({ file: '../outside.md', old_text: '', new_text: '# Out\n', reason: 'escape', turns: [] }),
+            call({ file: 'places/old-abbey.md', old_text: 'The abbey has a moat.', new_text: 'It has no moat.', reason: 'invented', turns: [1] }),
+          ],
+        },
+        { chunks: ['Nothing else changed.'] },
+      );
+      const before = files();
+      const out = await runCliCaptured(['propose', root, '--model', 'llama3.2', '--base-url', fake.url], dir);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(out.stdout, fs.readFileSync(MODEL_GOLDEN, 'utf8'));
+      assert.deepEqual(files(), before);
+      assert.equal(fake.requestsTo('/api/chat').length, 2, 'the model heard its answers once');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('--provider or --base-url without --model is a usage error that says what is missing', async () => {
+    const out = await runCliCaptured(['propose', root, '--base-url', 'http://127.0.0.1:9'], dir);
+    assert.equal(out.code, 2);
+    assert.match(out.stderr, /--provider and --base-url name the server of the model that drafts: give it with --model <name>/);
   });
 
   it('an adventure that is not there, or none played, is a usage error that says so', async () => {

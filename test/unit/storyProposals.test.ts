@@ -4,28 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { analyzeStoreConflicts, keepStatement, loadConflictDecisions } from '../../src/knowledge/conflicts';
 import { openDatabase } from '../../src/knowledge/indexing';
-import type { ModelBackend, ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatReply, ToolSpec } from '../../src/models';
 import { openSession, type CampaignSession } from '../../src/session';
 import { PLAY_MIGRATIONS } from '../../src/knowledge/indexing';
 import { proposeCanonUpdates, settleAnswer, writeProposals, type CanonProposal, type ProposalSet } from '../../src/story';
 import { diskReader } from '../../src/story/proposals';
 import type { Adventure } from '../../src/story';
 import { playScene, writePlayedCampaign } from '../support/playedCampaign';
-
-/** A model whose replies are scripted: each chat() returns the next reply and records what it was sent. */
-class ScriptedModel implements ToolChatClient {
-  readonly backend: ModelBackend = { provider: 'ollama', baseUrl: 'http://127.0.0.1:9' };
-  readonly sent: { messages: ToolChatMessage[]; tools: ToolSpec[] }[] = [];
-  constructor(private readonly replies: ToolCallRequest[][]) {}
-  chat(messages: ToolChatMessage[], tools: ToolSpec[]): Promise<ToolChatReply> {
-    this.sent.push({ messages: [...messages], tools });
-    const toolCalls = this.replies[this.sent.length - 1] ?? [];
-    return Promise.resolve({ content: '', toolCalls, protocol: 'native', finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop' });
-  }
-}
-
-let callId = 0;
-const edit = (args: Record<string, unknown>): ToolCallRequest => ({ id: `call_${++callId}`, name: 'propose_edit', argumentsText: JSON.stringify(args) });
 
 const summary = (set: ProposalSet) => set.proposals.map((p) => `${p.origin} ${p.file}: ${JSON.stringify(p.oldText)} → ${JSON.stringify(p.newText)} [${p.turns.map((t) => t.number).join(',')}]`);
 
@@ -112,83 +96,6 @@ describe('canon proposals: from play back to the bible', () => {
     writeProposals(root, set.proposals);
     settleAnswer(session.play.db, session.campaign.id, fresh.id, set.proposals, diskReader(root));
     assert.equal(loadConflictDecisions(session.play.db, session.campaign.id).has(conflict.key), false);
-  });
-
-  it('a model drafts through propose_edit: every call is checked, refused ones are answered with the reason, duplicates collapse', async () => {
-    const outside = path.join(dir, 'outside');
-    fs.mkdirSync(outside);
-    fs.symlinkSync(outside, path.join(root, 'linked'));
-    const kind = { file: 'characters/mara.md', old_text: 'She is kind to travellers, curt with the\nwatch,', new_text: 'She is kind to travellers, owes Tomas a favour, and is curt with the\nwatch,', reason: 'Mara owes Tomas after turn 3', turns: [3] };
-    const huge: ToolCallRequest = { id: 'call_huge', name: 'propose_edit', argumentsText: JSON.stringify({ ...kind, new_text: 'x'.repeat(200_000) }) };
-    const model = new ScriptedModel([
-      [
-        edit(kind),
-        edit({ file: 'places/smugglers-landing.md', old_text: '', new_text: '---\ntitle: Smugglers’ Landing\nentities: [Smugglers’ Landing]\n---\n# Smugglers’ Landing\n\nWhere Tomas ties up below the broken bridge.\n', reason: 'A new place named in turn 3', turns: [3] }),
-        edit({ file: '../outside.md', old_text: '', new_text: 'x', reason: 'escape', turns: [] }),
-        edit({ file: '/etc/passwd', old_text: 'root', new_text: 'x', reason: 'escape', turns: [] }),
-        edit({ file: 'linked/escape.md', old_text: '', new_text: '# Escape\n', reason: 'through a link', turns: [] }),
-        edit({ file: '.VSCode/tasks.md', old_text: '', new_text: '# Tasks\n', reason: 'another spelling of .vscode', turns: [] }),
-        edit({ file: 'places/north-gate.md', old_text: 'never shut in living memory.', new_text: 'shut by the watch since the night Tomas came through.', reason: 'The gate was shut in turn 3', turns: [3] }),
-        edit({ file: 'places/old-abbey.md', old_text: 'The abbey has a moat.', new_text: 'It has no moat.', reason: 'invented', turns: [1] }),
-        edit(kind),
-        huge,
-        edit({ file: 'reference.md', old_text: 'A rural tavern', new_text: 'A tavern', reason: 'shorter', turns: [1] }),
-        edit({ file: 'characters/mara.md', old_text: 'title: Sister Mara', new_text: 'title: Sister Mara\nclass: reference', reason: 'demote', turns: [1] }),
-        edit({ file: 'characters/mara.md', old_text: '- **Home:** the Old Abbey', new_text: '- **Home:** the ferry house', reason: 'moved', turns: [9] }),
-        edit({ file: 'places/ferry.md', old_text: '', new_text: '---\nlocked: true\n---\n# The Ferry\n', reason: 'protect it', turns: [2] }),
-        edit({ file: 'places/ford.md', old_text: '', new_text: '+++\nclass = "reference"\n+++\n# The Ford\n', reason: 'a ford', turns: [2] }),
-        { id: 'call_other', name: 'delete_file', argumentsText: '{"file":"canon.md"}' },
-      ],
-      [],
-    ]);
-    const set = await propose({ client: model, model: 'scripted' });
-    assert.match(set.drafting, /^scripted drafted 4 of 16 proposed edits/);
-    const byFile = (file: string) => set.proposals.filter((p) => p.file === file);
-    // In bounds: the edit (once, though proposed twice) and the new place, written as canon with its turn.
-    assert.equal(byFile('characters/mara.md').filter((p) => p.origin === 'model').length, 1);
-    assert.deepEqual(byFile('characters/mara.md').find((p) => p.origin === 'model')!.turns.map((t) => t.number), [3]);
-    assert.equal(
-      byFile('places/smugglers-landing.md')[0]!.newText,
-      '---\ntitle: Smugglers’ Landing\nentities: [Smugglers’ Landing]\nclass: canon\nfrom_turn: The Night Watch, turn 3\n---\n# Smugglers’ Landing\n\nWhere Tomas ties up below the broken bridge.\n',
-    );
-    // The locked gate: the model's edit joins the state's in the one new file that supersedes it.
-    const gate = byFile('places/north-gate-update.md')[0]!;
-    assert.match(gate.newText, /# The North Gate\n\n- \*\*Status:\*\* closed\n\n# The North Gate\n\nshut by the watch since the night Tomas came through\.\n$/);
-    assert.equal(gate.supersedes, 'places/north-gate.md');
-    assert.equal(set.proposals.some((p) => p.file === 'places/north-gate.md'), false);
-    const refusals = set.refused.map((r) => `${r.file}: ${r.refusal}`);
-    assert.deepEqual(refusals, [
-      "../outside.md: the path has an empty, '.' or '..' segment: only files inside the campaign may be edited",
-      '/etc/passwd: the path is absolute: only files inside the campaign may be edited',
-      `linked/escape.md: the path leads outside the campaign through a symbolic link (to ${fs.realpathSync(outside)})`,
-      ".VSCode/tasks.md: the path '.VSCode' is .vscode in another spelling (file systems that fold case or Unicode read it so), which is a folder imported content never writes into",
-      'places/old-abbey.md: the text to replace is not in the file',
-      `: the call's arguments are ${huge.argumentsText.length} characters; at most 32000 are allowed`,
-      'reference.md: it is reference, not canon: reference and inspiration files are never edited',
-      "characters/mara.md: front matter 'class' is the writer's to set, never a proposal's",
-      'characters/mara.md: no turn 9 in this branch (it has 3)',
-      "places/ferry.md: front matter 'locked' is the writer's to set, never a proposal's",
-      "places/ford.md: front matter 'class' is the writer's to set, never a proposal's",
-      ': there is no tool named "delete_file"',
-    ]);
-    // The model heard each answer, and was shown canon only: never the reference or inspiration files.
-    const second = model.sent[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
-    assert.equal(second.length, 16);
-    assert.equal(second[0], 'accepted: the writer will review it');
-    assert.match(second[3]!, /^refused: the path is absolute/);
-    const prompt = model.sent[0]!.messages.map((m) => m.content).join('\n');
-    assert.match(prompt, /<file path="characters\/mara\.md">/);
-    assert.match(prompt, /<turn number="3">/);
-    assert.doesNotMatch(prompt, /Medieval taverns|Fog and bells/);
-    assert.equal(model.sent[0]!.tools[0]!.name, 'propose_edit');
-    assert.equal(fs.readdirSync(outside).length, 0, 'nothing written outside');
-  });
-
-  it('a model that cannot be reached leaves the deterministic proposals, and says why', async () => {
-    const broken: ToolChatClient = { backend: { provider: 'ollama', baseUrl: 'http://127.0.0.1:9' }, chat: () => Promise.reject(new Error('connection refused')) };
-    const set = await propose({ client: broken, model: 'llama3.1:8b' });
-    assert.equal(set.drafting, 'deterministic: llama3.1:8b could not draft (connection refused)');
-    assert.equal(set.proposals.length, 5);
   });
 
   it('a play.db from before proposals gains the discard table with every adventure and turn kept', async () => {

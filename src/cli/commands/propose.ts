@@ -7,6 +7,8 @@ import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
 import { openCliSession } from '../knowledgeAccess';
 import { oneLine } from '../terminalText';
+import { MODEL_SERVER_OPTIONS, MODEL_SERVER_USAGE, backendFromArgs } from '../modelArgs';
+import { toolChatFor } from '../../models';
 
 function pickAdventure(play: PlayStore, campaignId: string, id: string | undefined, playPath: string): Adventure {
   if (id) {
@@ -20,9 +22,10 @@ function pickAdventure(play: PlayStore, campaignId: string, id: string | undefin
 }
 
 function describeProposal(proposal: CanonProposal, index: number, diff: string): string {
-  const turns = proposal.turns.length > 0 ? ` (turn${proposal.turns.length === 1 ? '' : 's'} ${proposal.turns.map((t) => t.number).join(', ')})` : '';
+  const turns = proposal.turns.length > 0 ? `turn${proposal.turns.length === 1 ? '' : 's'} ${proposal.turns.map((t) => t.number).join(', ')}` : '';
+  const from = [turns, proposal.origin === 'model' ? 'drafted by the model' : ''].filter(Boolean).join('; ');
   return [
-    `${index + 1}. ${oneLine(proposal.file)}${turns}: ${oneLine(proposal.reason)}`,
+    `${index + 1}. ${oneLine(proposal.file)}${from ? ` (${from})` : ''}: ${oneLine(proposal.reason)}`,
     ...proposal.evidence.map((e) => `   ${oneLine(e)}`),
     diff,
   ].join('\n');
@@ -44,14 +47,23 @@ function report(set: ProposalSet, diffs: readonly string[], written: readonly st
 }
 
 export const proposeCommand: Command = {
-  usage: 'storyteller propose [campaign-dir] [--adventure <id>] [--write] [--json]',
+  usage: `storyteller propose [campaign-dir] [--adventure <id>] [--model <name> ${MODEL_SERVER_USAGE}] [--write] [--json] (API key: $STORYTELLER_API_KEY)`,
   options: {
     adventure: { type: 'string' },
     write: { type: 'boolean', default: false },
+    // The model that drafts through propose_edit; without one only the deterministic rules run.
+    model: { type: 'string' },
+    ...MODEL_SERVER_OPTIONS,
   },
   async run(args, io) {
     if (args.positionals.length > 1) throw new UsageError('give at most one campaign folder');
     const root = campaignRootOption(args.positionals[0], io.cwd);
+    const model = stringOption(args, 'model');
+    if (!model && (stringOption(args, 'provider') ?? stringOption(args, 'base-url') ?? stringOption(args, 'ollama-host')) !== undefined) {
+      throw new UsageError('--provider and --base-url name the server of the model that drafts: give it with --model <name>');
+    }
+    // The server is named as play and context --research name it; it is asked only when a model is.
+    const drafter = model ? { client: toolChatFor(backendFromArgs(args, io)), model } : undefined;
     const session = openCliSession(root);
     try {
       // Proposals read the files as they are: the index is brought in line with them first.
@@ -59,7 +71,7 @@ export const proposeCommand: Command = {
       const campaign = session.campaign;
       const adventure = pickAdventure(session.play, campaign.id, stringOption(args, 'adventure'), campaign.playPath);
       const read = diskReader(campaign.root);
-      const set = await proposeCanonUpdates({ campaign, store: session.store, play: session.play, adventure }, { read });
+      const set = await proposeCanonUpdates({ campaign, store: session.store, play: session.play, adventure }, { read, ...drafter });
       // The diffs are taken before anything is written, against the files they were proposed for.
       const diffs = set.proposals.map((p) => proposalDiff(p, p.oldText === '' ? undefined : read(p.file)));
       if (args.values.write !== true || set.proposals.length === 0) {

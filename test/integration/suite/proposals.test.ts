@@ -6,6 +6,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import type { AdventuresNode } from '../../../src/views/playTrees';
 import type { ProposalOutcome } from '../../../src/views/proposals';
+import { FakeOllama, unusedLoopbackUrl } from '../../support/fakeOllama';
 import { playScene, writePlayedCampaign } from '../../support/playedCampaign';
 import { activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
 
@@ -18,6 +19,14 @@ describe('canon proposals in the refactor preview', function () {
   let api: StorytellerApi;
   let played: string;
   let index: CampaignIndex;
+  let fake: FakeOllama | undefined;
+  const config = () => vscode.workspace.getConfiguration('storyteller');
+  /** Points the narrator at `host` (and `model`), and waits until the extension reads it. */
+  const useServer = async (host: string, model?: string) => {
+    await config().update('ollama.host', host, vscode.ConfigurationTarget.Global);
+    await config().update('narrator.model', model, vscode.ConfigurationTarget.Global);
+    await waitFor(() => api.settings.current.ollamaHost === host, 5000, 'the Ollama host setting');
+  };
 
   const adventureNode = () =>
     api.adventures.getChildren().find((n): n is Extract<AdventuresNode, { kind: 'adventure' }> => n.kind === 'adventure' && n.adventure.title === 'The Night Watch');
@@ -38,6 +47,8 @@ describe('canon proposals in the refactor preview', function () {
     api = (await activatedExtension()).exports as StorytellerApi;
     const root = path.resolve(harnessConfig().workspace);
     await settled(api.knowledge, 'every campaign index');
+    // No model answers until a test starts one: the rules alone draft, whatever runs on this machine.
+    await useServer(await unusedLoopbackUrl());
     // A second campaign beside the example, played: its own id, so its play data is its own.
     played = path.join(path.dirname(root), 'played');
     writePlayedCampaign(played, root);
@@ -53,6 +64,9 @@ describe('canon proposals in the refactor preview', function () {
   });
 
   after(async () => {
+    await config().update('ollama.host', undefined, vscode.ConfigurationTarget.Global);
+    await config().update('narrator.model', undefined, vscode.ConfigurationTarget.Global);
+    await fake?.close();
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === played);
     if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
@@ -101,5 +115,35 @@ describe('canon proposals in the refactor preview', function () {
       await settled(index, "the played campaign's index");
       return /Age:?\*?\*? 53/.test(index.store!.getSourceContent(index.store!.getSourceByPath('characters/mara.md')!.id) ?? '');
     }, 30_000, 'the index to hold the applied edit');
+  });
+
+  it("a model's proposal appears in the preview labelled with its turn and reason, and what it may not do is named with why", async () => {
+    fake = await FakeOllama.start({ chatModels: ['llama3.2'], capabilities: ['completion', 'tools'] });
+    await useServer(fake.url, 'llama3.2');
+    fake.queue(
+      {
+        toolCalls: [
+          { name: 'propose_edit', arguments: { file: 'places/bridge.md', old_text: 'It crosses the river below the Abbey.', new_text: 'It crossed the river below the Abbey until the night its ropes were cut.', reason: 'The bridge fell in turn 2', turns: [2] } },
+          { name: 'propose_edit', arguments: { file: '../outside.md', old_text: '', new_text: '# Out\n', reason: 'escape', turns: [2] } },
+        ],
+      },
+      { chunks: ['Nothing else changed.'] },
+    );
+    const before = read('places/bridge.md');
+    const { running, seen } = await openPreview('proposals-model-preview', /until the night its ropes were cut/);
+    assert.match(seen.workbenchText, /bridge\.md/);
+    await vscode.commands.executeCommand('refactorPreview.groupByType');
+    await waitFor(async () => {
+      const reply = await capture('proposals-model-by-reason', 300);
+      return /Turn 2: The bridge fell in turn 2/.test(reply.workbenchText) && /\.\.\/outside\.md: the path has an empty, '\.' or '\.\.' segment/.test(reply.workbenchText) && reply;
+    }, 30_000, "the model's edit by its turn and reason, and the refused one named with why");
+    await vscode.commands.executeCommand('refactorPreview.groupByFile');
+    await capture('proposals-model-discarded', 200, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Discard")' }]);
+    const outcome = await running;
+    assert.match(outcome.set.drafting, /^llama3\.2 drafted 1 of 2 proposed edits through native tool calls/);
+    assert.deepEqual(outcome.set.proposals.map((p) => [p.origin, p.file]), [['model', 'places/bridge.md']]);
+    assert.deepEqual(outcome.set.refused.map((r) => r.file), ['../outside.md']);
+    assert.equal(read('places/bridge.md'), before, 'nothing written');
+    assert.equal(fs.existsSync(path.join(path.dirname(played), 'outside.md')), false);
   });
 });
