@@ -20,6 +20,7 @@ import { FakeOllama } from '../support/fakeOllama';
 /** A book written for these tests: one file per entry, SillyTavern's fields under `sillytavern.entry`. */
 const BOOK: Record<string, string> = {
   'lore/inn.md': '---\ntitle: The Crooked Inn\nkeys: [inn, tavern]\nsillytavern:\n  entry: { order: 100, position: 1 }\n---\nThe Crooked Inn leans over the river road.\n',
+  'lore/river.md': '---\ntitle: The River Road\nkeys: [river road]\nsillytavern:\n  entry: { order: 150, position: 1 }\n---\nThe river road runs north to the ferry.\n',
   'lore/brisk.md': '---\ntitle: Old Brisk\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, groupOverride: true, order: 200, position: 4, depth: 2, role: 1 }\n---\nOld Brisk keeps the inn and every secret in it.\n',
   'lore/tam.md': '---\ntitle: Young Tam\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, order: 300 }\n---\nYoung Tam minds the inn when Brisk is away.\n',
   'lore/dragon.md': '---\ntitle: The Red Dragon\nkeys: [dragon]\nsillytavern:\n  entry: { sticky: 4, cooldown: 3, position: 4, depth: 0, role: 2 }\n---\nA red dragon nests in the northern peaks, and rumours follow it.\n',
@@ -74,7 +75,7 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
   it('fires, turn by turn over 30 messages, what SillyTavern would, and says why each did or did not', async () => {
     // [action, narration, entries expected to fire, reasons expected]
     const script: [string, string, string[], Record<string, RegExp>?][] = [
-      ['I step into the inn out of the rain.', 'The common room is warm.', ['The Crooked Inn'], { 'The Omen': /^constant \(always active\); probability 0%: rolled \d+$/ }],
+      ['I step into the inn off the river road, out of the rain.', 'The common room is warm.', ['The Crooked Inn', 'The River Road'], { 'The Omen': /^constant \(always active\); probability 0%: rolled \d+$/ }],
       ['I wave at the innkeeper.', 'A grey woman nods and pours you a cup.', ['Old Brisk', 'The Crooked Inn'], { 'Young Tam': /group innkeeper: Old Brisk won on order/, 'The Crooked Inn': /key 'inn' in message 3/ }],
       ['Any news of the dragon?', 'She lowers her voice.', ['The Red Dragon'], { 'The Red Dragon': /sticky: stays for 3 more messages/ }],
       ['I drink quietly and ask if a ghost haunts this place.', 'She only shrugs.', ['The Red Dragon'], { 'The Red Dragon': /sticky: 1 more message after this one/, 'The Drowned Ghost': /waits for message 10 \(delay 10; the chat holds 7\)/ }],
@@ -119,8 +120,9 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
         else assert.equal(at(text), -1, `${turn}: ${title} is not sent`);
         return expected.includes(title);
       };
-      // ↓Char: after the plot essentials, still in the system message.
+      // ↓Char: after the plot essentials, still in the system message; the higher order later, nearer the story.
       if (sent('The Crooked Inn leans', 'The Crooked Inn')) assert.ok(system!.includes('The Crooked Inn leans') && at('The Crooked Inn leans') > at('## Plot essentials'), turn);
+      if (sent('The river road runs north', 'The River Road')) assert.ok(system!.includes('The river road runs north') && at('The Crooked Inn leans') < at('The river road runs north'), turn);
       // @D 2 as user: among the recent turns, before the last two messages (the narration before this action, and the action).
       if (sent('Old Brisk keeps the inn', 'Old Brisk')) {
         const history = user!.slice(user!.indexOf('## Recent story'), user!.indexOf("## Author's note"));
@@ -211,7 +213,7 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
   it('shows each entry fired or held back, and where SillyTavern would put it, in the context report and the CLI', async () => {
     const adventure = s.play.createAdventure({ campaignId: s.campaign.id, title: 'Report' });
     const context = await s.engine.previewContext(adventure.id, { kind: 'do', text: 'I ask the innkeeper about the ghost.' });
-    assert.match(renderContextSummary(context), /World Info at message 1 \(seed \d+\): 3 of 13 entries fired/);
+    assert.match(renderContextSummary(context), /World Info at message 1 \(seed \d+\): 3 of 14 entries fired/);
     const report = renderContextMarkdown(context, { campaignTitle: 'Brisk', adventureTitle: 'Report', action: 'x' });
     assert.match(report, /^## SillyTavern World Info$/m);
     assert.match(report, /^fired · Old Brisk \(lore\/brisk\.md\): key 'innkeeper' in message 1; group innkeeper: won on order · SillyTavern: @D \(at a depth\) 2 as user, order 200$/m);
