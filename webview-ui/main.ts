@@ -471,12 +471,18 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
         break;
       }
       const summary = message.total === null ? `Context sent with this turn: ${message.used} tokens` : `Context: ${message.used} of ${message.total} tokens`;
-      const research = el('div', 'research');
-      research.replaceChildren(...message.research.map((line) => el('div', 'research-line', line)));
+      // Research and World Info: a headline, then one line a step or an entry.
+      const lines = (cls: string, text: readonly string[]): HTMLElement[] => {
+        if (text.length === 0) return [];
+        const block = el('div', cls);
+        block.replaceChildren(...text.map((line) => el('div', `${cls}-line`, line)));
+        return [block];
+      };
       contextPane.replaceChildren(
         el('div', 'context-summary', summary),
         ...message.warnings.map((w) => el('div', 'warning', w)),
-        ...(message.research.length > 0 ? [research] : []),
+        ...lines('research', message.research),
+        ...lines('world-info', message.worldInfo),
         renderBudget(message.sections),
         ...message.sections.map(renderSection),
       );

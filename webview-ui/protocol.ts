@@ -92,6 +92,8 @@ export const HostMessage = z.discriminatedUnion('type', [
     warnings: z.array(z.string()),
     /** What research looked up before this context was packed, one line a step; empty when none ran. */
     research: z.array(z.string()),
+    /** SillyTavern World Info: the headline, then each entry fired or held back and why; empty when the campaign has none. */
+    worldInfo: z.array(z.string()),
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
   /** Something the writer should know that is not a failure (where a fork left the later turns). */

@@ -1,4 +1,17 @@
-import { worldInfoBudget, type KnowledgeBudgets, type KnowledgeSection, type RetrievalQuery, type RetrievalResult, type SelectedPassage, type TokenMeasure, type WorldInfoQuery } from '../knowledge/retrieval';
+import {
+  insertionOrder,
+  worldInfoBudget,
+  worldInfoPlace,
+  worldInfoRole,
+  type EntryVerdict,
+  type KnowledgeBudgets,
+  type KnowledgeSection,
+  type RetrievalQuery,
+  type RetrievalResult,
+  type SelectedPassage,
+  type TokenMeasure,
+  type WorldInfoQuery,
+} from '../knowledge/retrieval';
 import { neutralizeMarkers, promptField } from '../models';
 import type { CharacterOf, ResearchOutcome, ResearchRecord, ResearchTask } from './types';
 import type { TokenEstimator } from './tokenEstimator';
@@ -147,6 +160,60 @@ export function knowledgeMeasure(estimator: TokenEstimator, personaName: string,
   };
 }
 
+/** A World Info entry's passage, placed where SillyTavern's position puts it, still framed by its class. */
+interface PlacedPassage {
+  key: KnowledgeSection;
+  passage: SelectedPassage;
+  verdict: EntryVerdict;
+}
+
+/**
+ * SillyTavern's positions (see WorldInfoFields.position) on this prompt: before the character is before the
+ * player character; after it, and around the examples this prompt has none of, after the plot essentials (its
+ * scene); the author's note's top and bottom around ours; a depth among the recent turns. An outlet goes only
+ * where a prompt names it, and ours names none.
+ */
+function placeOf(position: number): 'before' | 'after' | 'an-top' | 'an-bottom' | 'depth' | 'outlet' {
+  return (['before', 'after', 'an-top', 'an-bottom', 'depth', 'after', 'after'] as const)[position] ?? 'outlet';
+}
+
+const KNOWLEDGE_KEYS = Object.keys(KNOWLEDGE_FRAMES) as KnowledgeSection[];
+
+/** Placed passages grouped by class, each group under its class's frame, in SillyTavern's order within it. */
+function worldInfoBlock(items: readonly PlacedPassage[], head: (key: KnowledgeSection) => string, render: (p: SelectedPassage) => string): string {
+  return KNOWLEDGE_KEYS.flatMap((key) => {
+    const own = items.filter((i) => i.key === key).sort((a, b) => insertionOrder(a.verdict, b.verdict));
+    return own.length > 0 ? [`${head(key)}${own.map((i) => render(i.passage)).join('\n')}`] : [];
+  }).join('\n\n');
+}
+
+/** The entries at one depth, a block per role SillyTavern would send them as (here they stay data in the prompt). */
+function depthBlock(depth: number, items: readonly PlacedPassage[], level: string, render: (p: SelectedPassage) => string): string {
+  const roles = [...new Set(items.map((i) => i.verdict.role))].sort((a, b) => a - b);
+  return roles
+    .map((role) =>
+      worldInfoBlock(
+        items.filter((i) => i.verdict.role === role),
+        (key) => `${level} ${KNOWLEDGE_FRAMES[key].title} (World Info at depth ${depth}, as ${worldInfoRole(role)})\n${KNOWLEDGE_FRAMES[key].use}\n`,
+        render,
+      ),
+    )
+    .join('\n\n');
+}
+
+/** Where a placed entry went, for the report: SillyTavern's words, then this prompt's. */
+function placedWhere(v: EntryVerdict): string {
+  const here = {
+    before: 'before the player character',
+    after: 'after the plot essentials',
+    'an-top': "just before the author's note",
+    'an-bottom': "just after the author's note",
+    depth: v.depth === 0 ? 'after the action, at the very end' : `in the recent story, before the last ${v.depth === 1 ? 'message' : `${v.depth} messages`} (the action is the last)`,
+    outlet: 'not sent',
+  }[placeOf(v.position)];
+  return `${worldInfoPlace(v)}: ${here}`;
+}
+
 export function renderAction(action: PlayerAction, personaName: string): string {
   const text = action.text.trim();
   switch (action.kind) {
@@ -168,10 +235,15 @@ export function renderAction(action: PlayerAction, personaName: string): string 
  * The narration is what a model wrote: data, framed as a passage's text is, so it cannot close a frame or open a section.
  */
 export function renderHistoryTurn(turn: Turn, personaName: string): string | null {
+  return historyMessages(turn, personaName)?.join('\n') ?? null;
+}
+
+/** A past turn as the chat's messages the prompt rereads: its action, then its reply when it has one. */
+function historyMessages(turn: Turn, personaName: string): string[] | null {
   if (turn.status === 'error' && turn.narration === '') return null;
   const narration = neutralizeMarkers(turn.narration);
-  const reply = turn.status === 'incomplete' ? `${narration}\n[this reply was cut off before it ended]` : narration;
-  return `${renderAction(turn.action, personaName)}\n${reply}`.trim();
+  const reply = (turn.status === 'incomplete' ? `${narration}\n[this reply was cut off before it ended]` : narration).trimEnd();
+  return [renderAction(turn.action, personaName), ...(reply.trim() === '' ? [] : [reply])];
 }
 
 /** A memory as a prompt lists it: one line of data, whoever wrote it (a model, mostly). */
@@ -256,9 +328,44 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
   }
   for (const conflict of retrieval.record.conflicts) warnings.push(conflict.message);
 
+  // SillyTavern's World Info goes where its position puts it; everything else stays in its class's section.
+  const fired = new Map((retrieval.record.worldInfo?.verdicts ?? []).filter((v) => v.fired).map((v) => [v.id, v]));
+  const placed: PlacedPassage[] = KNOWLEDGE_KEYS.flatMap((key) =>
+    retrieval.sections[key].flatMap((passage) => {
+      const verdict = fired.get(passage.sourceId);
+      return verdict ? [{ key, passage, verdict }] : [];
+    }),
+  );
+  const placedAt = (where: ReturnType<typeof placeOf>) => placed.filter((p) => placeOf(p.verdict.position) === where);
+  const render = (p: SelectedPassage) => renderPassage(p, personaName, characterOf);
+  const worldInfoSection = (id: SectionId, title: string, stable: boolean, items: readonly PlacedPassage[], text: string): ContextSection => ({
+    id,
+    title,
+    stable,
+    text,
+    tokens: text ? estimator.count(text) : 0,
+    budget: null,
+    itemIds: items.map((i) => i.passage.passageId),
+    leftOut: [],
+    ...(items.length > 0 ? { worldInfo: items.map((i) => ({ id: i.passage.passageId, where: placedWhere(i.verdict) })) } : {}),
+  });
+  const placedSection = (id: SectionId, title: string, stable: boolean, where: ReturnType<typeof placeOf>): ContextSection => {
+    const items = placedAt(where);
+    return worldInfoSection(id, title, stable, items, worldInfoBlock(items, knowledgeHead, render));
+  };
+  const worldInfoBefore = placedSection('world-info-before', 'World Info before the player character (SillyTavern ↑Char)', true, 'before');
+  const worldInfoAfter = placedSection('world-info-after', 'World Info after the plot essentials (SillyTavern ↓Char, ↑EM, ↓EM)', true, 'after');
+  const worldInfoNoteTop = placedSection('world-info-an-top', "World Info before the author's note (SillyTavern ↑AN)", false, 'an-top');
+  const worldInfoNoteBottom = placedSection('world-info-an-bottom', "World Info after the author's note (SillyTavern ↓AN)", false, 'an-bottom');
+  const atDepth = placedAt('depth');
+  const atEnd = atDepth.filter((p) => p.verdict.depth === 0);
+  const worldInfoEnd = worldInfoSection('world-info-depth-0', 'World Info at depth 0, after the action (SillyTavern @D 0)', false, atEnd, atEnd.length > 0 ? depthBlock(0, atEnd, '##', render) : '');
+  const inHistory = atDepth.filter((p) => p.verdict.depth > 0);
+  const unsent = new Map(placedAt('outlet').map((p) => [p.passage.passageId, `${worldInfoPlace(p.verdict)}: SillyTavern sends it only where a prompt names its outlet, and this prompt names none`]));
+
   const knowledge = (key: KnowledgeSection): ContextSection => {
     const frame = KNOWLEDGE_FRAMES[key];
-    const passages = retrieval.sections[key];
+    const passages = retrieval.sections[key].filter((p) => !fired.has(p.sourceId));
     const text = passages.length > 0 ? `${knowledgeHead(key)}${passages.map((p) => renderPassage(p, personaName, characterOf)).join('\n')}` : '';
     // The same sum retrieval charged against the budget, never a second count of the whole text.
     const tokens = passages.length > 0 ? passages.reduce((n, p) => n + measure.passage(p), measure.section(key)) : 0;
@@ -266,9 +373,10 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     s.itemIds = passages.map((p) => p.passageId);
     const superseded = (retrieval.record.superseded ?? []).filter((line) => s.itemIds.includes(line.passageId));
     if (superseded.length > 0) s.superseded = superseded.map((line) => ({ id: line.passageId, reason: line.reason }));
-    s.leftOut = retrieval.record.candidates
-      .filter((c) => c.section === key && c.outcome !== 'selected')
-      .map((c) => ({ id: c.passageId, reason: c.reason }));
+    s.leftOut = [
+      ...retrieval.record.candidates.filter((c) => c.section === key && c.outcome !== 'selected').map((c) => ({ id: c.passageId, reason: c.reason })),
+      ...retrieval.sections[key].flatMap((p) => (unsent.has(p.passageId) ? [{ id: p.passageId, reason: unsent.get(p.passageId)! }] : [])),
+    ];
     return s;
   };
   const alwaysInclude = knowledge('alwaysInclude');
@@ -308,28 +416,65 @@ export async function assembleContext(req: ContextRequest): Promise<AssembledCon
     summary = { ...section('story-summary', 'The story so far', false, '', estimator, summaryBudget), leftOut: [{ id: 'story-summary', reason: 'over budget' }] };
   }
 
-  // History takes what is left, newest turns first, whole turns only.
-  const spent = requiredTokens + [alwaysInclude, canon, reference, inspiration, memories, summary].reduce((s, x) => s + x.tokens, 0);
+  // History takes what is left, newest turns first, whole turns only; World Info at a depth among them is kept first.
+  const worldInfoSpent = [worldInfoBefore, worldInfoAfter, worldInfoNoteTop, worldInfoNoteBottom, worldInfoEnd].reduce((s, x) => s + x.tokens, 0);
+  const spent = requiredTokens + worldInfoSpent + [alwaysInclude, canon, reference, inspiration, memories, summary].reduce((s, x) => s + x.tokens, 0);
   const historyBudget = Math.max(0, total - spent);
-  const picked: { turn: Turn; text: string }[] = [];
+  // Deeper first: at one place (the top, when a depth reaches past the oldest message kept) the deeper leads.
+  const depths = [...new Set(inHistory.map((p) => p.verdict.depth))].sort((a, b) => b - a);
+  const blocks = depths.map((depth) => ({ depth, text: depthBlock(depth, inHistory.filter((p) => p.verdict.depth === depth), '###', render) }));
+  const picked: { turn: Turn; messages: string[] }[] = [];
   const historyLeftOut: { id: string; reason: string }[] = [];
-  let historyTokens = estimator.count('## Recent story\n');
+  let historyTokens = estimator.count('## Recent story\n') + blocks.reduce((n, b) => n + estimator.count(`${b.text}\n\n`), 0);
   for (const turn of [...req.history].reverse()) {
-    const text = renderHistoryTurn(turn, personaName);
-    if (text === null) continue;
-    const cost = estimator.count(`${text}\n\n`);
+    const messages = historyMessages(turn, personaName);
+    if (messages === null) continue;
+    const cost = estimator.count(`${messages.join('\n')}\n\n`);
     if (historyLeftOut.length > 0 || historyTokens + cost > historyBudget) {
       historyLeftOut.push({ id: turn.id, reason: 'older than what the history budget holds; memories and the summary carry it' });
       continue;
     }
-    picked.unshift({ turn, text });
+    picked.unshift({ turn, messages });
     historyTokens += cost;
   }
-  const history = section('history', 'Recent story', false, picked.map((p) => p.text).join('\n\n'), estimator, historyBudget);
+  // The chat as the prompt rereads it, oldest first: a turn's action opens it, its reply follows on the next
+  // line. Depth d sits before the last d messages, the action being played counted as the last.
+  const chat = picked.flatMap((p) => p.messages.map((text, i) => ({ text, opens: i === 0 })));
+  const parts: { text: string; reply: boolean; block: boolean }[] = [];
+  for (let at = 0; at <= chat.length; at++) {
+    for (const b of blocks) if (Math.max(0, chat.length + 1 - b.depth) === at) parts.push({ text: b.text, reply: false, block: true });
+    if (at < chat.length) parts.push({ text: chat[at]!.text, reply: !chat[at]!.opens, block: false });
+  }
+  // Turns and blocks stand a blank line apart; a reply follows its action on the next line.
+  const historyText = parts.map((p, i) => (i === 0 ? '' : p.reply && !parts[i - 1]!.block ? '\n' : '\n\n') + p.text).join('');
+  const history = section('history', 'Recent story', false, historyText, estimator, historyBudget);
   history.itemIds = picked.map((p) => p.turn.id);
   history.leftOut = historyLeftOut;
+  if (inHistory.length > 0) history.worldInfo = inHistory.map((i) => ({ id: i.passage.passageId, where: placedWhere(i.verdict) }));
 
-  const sections = [narrator, knowledgeRule, guide, persona, alwaysInclude, plot, canon, reference, inspiration, memories, summary, state, refusals, history, note, action].filter(
+  const sections = [
+    narrator,
+    knowledgeRule,
+    guide,
+    worldInfoBefore,
+    persona,
+    alwaysInclude,
+    plot,
+    worldInfoAfter,
+    canon,
+    reference,
+    inspiration,
+    memories,
+    summary,
+    state,
+    refusals,
+    history,
+    worldInfoNoteTop,
+    note,
+    worldInfoNoteBottom,
+    action,
+    worldInfoEnd,
+  ].filter(
     (s) => s.text !== '' || s.leftOut.length > 0,
   );
   const join = (stable: boolean) =>

@@ -244,6 +244,10 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
         out.push('Left out:', '', ...leftOut.map((item) => `- **${inline(item.title)}** — ${inline(item.detail)}`), '');
       }
     }
+    if (section.worldInfo) {
+      const titleOf = (id: string) => context.retrieval.candidates.find((c) => c.passageId === id)?.sourceTitle ?? id;
+      out.push('SillyTavern World Info placed here, where its position says:', '', ...section.worldInfo.map((w) => `- **${inline(titleOf(w.id))}** — ${inline(w.where)}`), '');
+    }
     if (/^\\#/m.test(section.text)) out.push('A line of this text that starts with `#` is sent as `\\#`: plain text, so it cannot open a section of the prompt.', '');
     out.push(section.text.trim() === '' ? '*(sends nothing)*' : fenced(section.text));
   }
@@ -253,7 +257,7 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
   out.push(context.retrieval.candidates.length === 0 ? '*(no candidate passages: retrieval found nothing that fits)*' : fenced(context.retrieval.candidates.map(decisionLine).join('\n')));
   if (context.retrieval.worldInfo) {
     const [head, ...lines] = worldInfoLines(context.retrieval.worldInfo);
-    out.push('', '## SillyTavern World Info', '', `${inline(head!)}. An entry it inserts goes into its class's section; where SillyTavern would put it is named.`, '', fenced(lines.join('\n')));
+    out.push('', '## SillyTavern World Info', '', `${inline(head!)}. An entry it inserts goes where its position puts it (before the player character, after the plot essentials, around the author's note, at a depth among the recent turns), framed by its class.`, '', fenced(lines.join('\n')));
   }
   return `${out.join('\n')}\n`;
 }

@@ -147,7 +147,13 @@ export type SectionId =
   | 'refusals'
   | 'history'
   | 'authors-note'
-  | 'action';
+  | 'action'
+  // SillyTavern World Info where its position puts it (the history section carries those at a depth).
+  | 'world-info-before'
+  | 'world-info-after'
+  | 'world-info-an-top'
+  | 'world-info-an-bottom'
+  | 'world-info-depth-0';
 
 /** One rendered part of the prompt, exactly as sent, with what it cost and what did not fit. */
 export interface ContextSection {
@@ -165,6 +171,8 @@ export interface ContextSection {
   leftOut: { id: string; reason: string }[];
   /** Canon lines of its passages replaced because play moved on (passage id, why); absent when none. */
   superseded?: { id: string; reason: string }[];
+  /** SillyTavern World Info passages it carries and where: "@D (at a depth) 2 as system, order 100: before the last 2 messages"; absent when none. */
+  worldInfo?: { id: string; where: string }[];
 }
 
 

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
+import { worldInfoLines } from '../knowledge/retrieval';
 import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
 import { branchesOf, siblingPosition } from '../story/branches';
 import { budgetBar, describeContext, playItemName, researchLines, sectionLabel } from '../story/contextReport';
@@ -82,7 +83,15 @@ export function contextView(context: ShownContext, nameOf?: (id: string) => stri
       bar: budgetBar(described),
     };
   });
-  return { type: 'context', used: context.used, total: context.total, sections, warnings: context.warnings, research: context.research ? researchLines(context.research) : [] };
+  return {
+    type: 'context',
+    used: context.used,
+    total: context.total,
+    sections,
+    warnings: context.warnings,
+    research: context.research ? researchLines(context.research) : [],
+    worldInfo: context.retrieval.worldInfo ? worldInfoLines(context.retrieval.worldInfo) : [],
+  };
 }
 
 /**
@@ -202,7 +211,7 @@ export class PlayPanel extends Disposable {
   private postHeadContext(): void {
     const head = this.adventure.headTurnId;
     const snapshot = head ? this.store.getSnapshot(head) : undefined;
-    this.post(snapshot ? contextView(frozen(snapshot), this.nameOf) : { type: 'context', used: 0, total: null, sections: [], warnings: [], research: [] });
+    this.post(snapshot ? contextView(frozen(snapshot), this.nameOf) : { type: 'context', used: 0, total: null, sections: [], warnings: [], research: [], worldInfo: [] });
   }
 
   /** The head's state in the words the narrator is given it, so the writer sees what the model sees. */

@@ -221,7 +221,14 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         const decision = decisions.get(l.id);
         return decision ? { kind: 'passage', decision: { ...decision, reason: l.reason } } : { kind: 'item', label: this.describeItem(l.id), reason: `left out: ${l.reason}` };
       });
-      return [...used, ...leftOut];
+      // World Info among the recent turns: not one of the section's items, still sent in it, at its depth.
+      const placed = (node.section.worldInfo ?? [])
+        .filter((w) => !node.section.itemIds.includes(w.id))
+        .flatMap((w): ProvenanceNode[] => {
+          const decision = decisions.get(w.id);
+          return decision ? [{ kind: 'passage', decision: { ...decision, reason: `World Info, ${w.where}` } }] : [];
+        });
+      return [...used, ...placed, ...leftOut];
     }
     if (node.kind === 'excluded') return node.decisions.map((decision) => ({ kind: 'passage', decision }));
     if (node.kind === 'research') {
@@ -254,7 +261,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         const s = node.section;
         // A short label the side bar never cuts; what the prompt's heading adds goes in the description and tooltip.
         const { label, note } = sectionLabel(s);
-        const item = new vscode.TreeItem(label, s.itemIds.length + s.leftOut.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+        const item = new vscode.TreeItem(label, s.itemIds.length + s.leftOut.length + (s.worldInfo?.length ?? 0) > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
         const superseded = s.superseded?.length ?? 0;
         const cost = `${s.tokens}${s.budget === null ? '' : ` / ${s.budget}`} tokens${s.leftOut.length > 0 ? ` · ${s.leftOut.length} left out` : ''}${superseded > 0 ? ` · ${superseded} canon line${superseded === 1 ? '' : 's'} superseded in play` : ''}`;
         item.description = note ? `${cost} · ${note}` : cost;
@@ -276,7 +283,8 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         return item;
       }
       case 'worldInfo': {
-        const item = new vscode.TreeItem('SillyTavern World Info', vscode.TreeItemCollapsibleState.Collapsed);
+        // Open: why each entry fired or was held back is what a writer comes here to read.
+        const item = new vscode.TreeItem('SillyTavern World Info', vscode.TreeItemCollapsibleState.Expanded);
         item.description = worldInfoItems(node.record).heading.replace(/^World Info /, '');
         item.tooltip = worldInfoLines(node.record).join('\n');
         item.iconPath = new vscode.ThemeIcon('book');

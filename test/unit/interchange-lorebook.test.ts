@@ -488,15 +488,16 @@ describe('lorebook import: writing campaign markdown', () => {
     assert.deepEqual(fate.get('keysecondary')!.keptAs.sort(), ['secondary_keys ×1', 'sillytavern.entry.keysecondary ×7']);
     assert.deepEqual(result.notCarried, []);
     const exportOnly = new Map(result.exportOnly.map((b) => [b.field, b]));
-    // Activation fields play as SillyTavern plays them; where an entry goes does not.
-    assert.equal(exportOnly.get('probability'), undefined);
-    assert.deepEqual(exportOnly.get('position')!.entries, ['9', '10']);
+    // Activation and insertion fields play as SillyTavern plays them; what needs more than a chat does not.
+    for (const played of ['probability', 'position', 'depth', 'role']) assert.equal(exportOnly.get(played), undefined, played);
+    assert.deepEqual(exportOnly.get('characterFilter')!.entries, ['10']);
     const report = lorebookImportReport(result, 'full.json').join('\n');
     assert.match(report, /^Imported 9 entries from SillyTavern World Info full\.json \(Full\) into lore\/ as canon:$/m);
     assert.match(report, /^ {2}futureField +1 +sillytavern\.entry\.futureField$/m);
     assert.match(report, /^ {2}book originalData: SillyTavern's copy of the card lorebook/m);
     assert.doesNotMatch(report, /^ {2}probability: /m);
-    assert.match(report, /^ {2}position: .* in entries 9, 10$/m);
+    assert.doesNotMatch(report, /^ {2}(position|depth|role): /m);
+    assert.match(report, /^ {2}characterFilter: .* in entries 10$/m);
   });
 
   describe('bad input: a clear reason naming the file, and nothing written', () => {

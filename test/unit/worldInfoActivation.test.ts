@@ -279,4 +279,21 @@ describe('World Info activation (SillyTavern semantics)', () => {
     assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1 } })), ['old']);
     assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1, minActivationsDepthMax: 3 } })), []);
   });
+
+  it('plays an edited book by its new keys and order, and a book asked again after another by its own', () => {
+    const book = [entry('inn', { keys: ['inn'], order: 10 }), entry('mill', { keys: ['mill'], order: 20 }), entry('Brisk', { keys: ['Brisk'], caseSensitive: true, order: 30 })];
+    const chat = ['the inn by the mill; brisk weather'];
+    assert.deepEqual(fired(run(book, chat)), ['inn', 'mill']);
+    // The same ids, a new version of each entry: new keys and orders, a case rule that no longer holds.
+    const edited = [entry('inn', { keys: ['tavern'], order: 10 }), entry('mill', { keys: ['mill'], order: 5 }), entry('Brisk', { keys: ['Brisk'], order: 30 })];
+    assert.deepEqual(fired(run(edited, chat)), ['mill', 'Brisk']);
+    assert.deepEqual(run(edited, chat).verdicts.filter((v) => v.fired).map((v) => v.order), [5, 30]);
+    assert.match(reason(run(edited, chat), 'inn'), /^no key in the last 2 messages$/);
+    // The campaign's case rule changing is a new rule for entries that follow it.
+    assert.deepEqual(fired(run(edited, chat, { settings: { caseSensitive: true } })), ['mill']);
+    // Back to the first book: its own keys, its own order (the highest order is admitted first, inserted last).
+    const again = run(book, chat, { budget: 10 });
+    assert.deepEqual(fired(again), ['mill']);
+    assert.match(reason(again, 'inn'), /over the World Info budget|already full/);
+  });
 });

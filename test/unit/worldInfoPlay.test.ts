@@ -19,15 +19,16 @@ import { FakeOllama } from '../support/fakeOllama';
 
 /** A book written for these tests: one file per entry, SillyTavern's fields under `sillytavern.entry`. */
 const BOOK: Record<string, string> = {
-  'lore/inn.md': '---\ntitle: The Crooked Inn\nkeys: [inn, tavern]\nsillytavern:\n  entry: { order: 100 }\n---\nThe Crooked Inn leans over the river road.\n',
-  'lore/brisk.md': '---\ntitle: Old Brisk\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, groupOverride: true, order: 200 }\n---\nOld Brisk keeps the inn and every secret in it.\n',
+  'lore/inn.md': '---\ntitle: The Crooked Inn\nkeys: [inn, tavern]\nsillytavern:\n  entry: { order: 100, position: 1 }\n---\nThe Crooked Inn leans over the river road.\n',
+  'lore/river.md': '---\ntitle: The River Road\nkeys: [river road]\nsillytavern:\n  entry: { order: 150, position: 1 }\n---\nThe river road runs north to the ferry.\n',
+  'lore/brisk.md': '---\ntitle: Old Brisk\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, groupOverride: true, order: 200, position: 4, depth: 2, role: 1 }\n---\nOld Brisk keeps the inn and every secret in it.\n',
   'lore/tam.md': '---\ntitle: Young Tam\nkeys: [innkeeper]\nsillytavern:\n  entry: { group: innkeeper, order: 300 }\n---\nYoung Tam minds the inn when Brisk is away.\n',
-  'lore/dragon.md': '---\ntitle: The Red Dragon\nkeys: [dragon]\nsillytavern:\n  entry: { sticky: 4, cooldown: 3 }\n---\nA red dragon nests in the northern peaks, and rumours follow it.\n',
+  'lore/dragon.md': '---\ntitle: The Red Dragon\nkeys: [dragon]\nsillytavern:\n  entry: { sticky: 4, cooldown: 3, position: 4, depth: 0, role: 2 }\n---\nA red dragon nests in the northern peaks, and rumours follow it.\n',
   'lore/omen.md': '---\ntitle: The Omen\nalways_include: true\nsillytavern:\n  entry: { constant: true, probability: 0 }\n---\nA comet burns in the sky.\n',
-  'lore/ghost.md': '---\ntitle: The Drowned Ghost\nkeys: [ghost]\nsillytavern:\n  entry: { delay: 10 }\n---\nA drowned girl haunts the cellar stairs.\n',
-  'lore/rumour.md': '---\ntitle: Northern Rumours\nkeys: ["/rumou?rs?/i"]\nsillytavern:\n  entry: { cooldown: 4 }\n---\nTravellers whisper that the peaks are burning.\n',
+  'lore/ghost.md': '---\ntitle: The Drowned Ghost\nkeys: [ghost]\nsillytavern:\n  entry: { delay: 10, position: 7 }\n---\nA drowned girl haunts the cellar stairs.\n',
+  'lore/rumour.md': '---\ntitle: Northern Rumours\nkeys: ["/rumou?rs?/i"]\nsillytavern:\n  entry: { cooldown: 4, position: 2 }\n---\nTravellers whisper that the peaks are burning.\n',
   'lore/world.md': '---\ntitle: The World\nalways_include: true\nsillytavern:\n  entry: { constant: true, order: 10 }\n---\nThe river kingdoms have no king.\n',
-  'lore/cellar.md': '---\ntitle: The Cellar\nkeys: [cellar]\nsecondary_keys: [wine, barrel]\nselective_logic: and_all\nsillytavern:\n  entry: { order: 50 }\n---\nThe cellar hides a smugglers\' door behind the third barrel.\n',
+  'lore/cellar.md': '---\ntitle: The Cellar\nkeys: [cellar]\nsecondary_keys: [wine, barrel]\nselective_logic: and_all\nsillytavern:\n  entry: { order: 50, position: 3 }\n---\nThe cellar hides a smugglers\' door behind the third barrel.\n',
 };
 
 interface Setup {
@@ -74,7 +75,7 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
   it('fires, turn by turn over 30 messages, what SillyTavern would, and says why each did or did not', async () => {
     // [action, narration, entries expected to fire, reasons expected]
     const script: [string, string, string[], Record<string, RegExp>?][] = [
-      ['I step into the inn out of the rain.', 'The common room is warm.', ['The Crooked Inn'], { 'The Omen': /^constant \(always active\); probability 0%: rolled \d+$/ }],
+      ['I step into the inn off the river road, out of the rain.', 'The common room is warm.', ['The Crooked Inn', 'The River Road'], { 'The Omen': /^constant \(always active\); probability 0%: rolled \d+$/ }],
       ['I wave at the innkeeper.', 'A grey woman nods and pours you a cup.', ['Old Brisk', 'The Crooked Inn'], { 'Young Tam': /group innkeeper: Old Brisk won on order/, 'The Crooked Inn': /key 'inn' in message 3/ }],
       ['Any news of the dragon?', 'She lowers her voice.', ['The Red Dragon'], { 'The Red Dragon': /sticky: stays for 3 more messages/ }],
       ['I drink quietly and ask if a ghost haunts this place.', 'She only shrugs.', ['The Red Dragon'], { 'The Red Dragon': /sticky: 1 more message after this one/, 'The Drowned Ghost': /waits for message 10 \(delay 10; the chat holds 7\)/ }],
@@ -90,7 +91,13 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
       ['I run until I find a glade, a safe haven.', 'Sunlight falls through the leaves.', ['glade']],
       ['I call on my magic ability.', 'Your hands glow.', ['power']],
     ];
-    const adventure = s.play.createAdventure({ campaignId: s.campaign.id, title: 'Brisk' });
+    const adventure = s.play.createAdventure({
+      campaignId: s.campaign.id,
+      title: 'Brisk',
+      persona: { name: 'Wren', description: 'A courier with wet boots.' },
+      plotEssentials: 'Wren carries a sealed letter north.',
+      authorsNote: 'Keep it rainy.',
+    });
     for (const [i, [action, narration, expected, reasons]] of script.entries()) {
       s.fake.queue({ chunks: [narration] });
       const outcome = await s.engine.takeTurn(adventure.id, { kind: 'do', text: action });
@@ -101,14 +108,48 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
       // The World is constant: every turn; the Omen is constant at 0%: never.
       assert.deepEqual(firedTitles(record), [...expected, 'The World'].sort(), turn);
       for (const [title, pattern] of Object.entries(reasons ?? {})) assert.match(reasonOf(record, title), pattern, `${turn}: ${title}`);
-      // What fired is in the prompt, in its class's section; the constant entry in the always-included canon.
-      const sections = outcome.context!.sections;
-      assert.match(sections.find((x) => x.id === 'always-include')!.text, /The river kingdoms have no king/, turn);
-      assert.doesNotMatch(JSON.stringify(sections), /A comet burns in the sky/, turn);
-      const canon = sections.find((x) => x.id === 'canon')?.text ?? '';
-      if (expected.includes('The Red Dragon')) assert.match(canon, /A red dragon nests/, turn);
-      else assert.doesNotMatch(canon, /A red dragon nests/, turn);
-      if (expected.includes('Young Tam') === false) assert.doesNotMatch(canon, /Young Tam minds the inn/, turn);
+      // What fired is in the prompt the narrator received, where its position puts it, framed by its class.
+      const [system, user] = (s.fake.requestsTo('/api/chat').at(-1)!.body as { messages: { content: string }[] }).messages.map((m) => m.content);
+      const prompt = `${system}\n\n${user}`;
+      const at = (text: string) => prompt.indexOf(text);
+      // ↑Char: the constant World before the player character, in the system message.
+      assert.ok(system!.includes('The river kingdoms have no king') && at('The river kingdoms have no king') < at('## Player character'), turn);
+      assert.doesNotMatch(prompt, /A comet burns in the sky/, turn);
+      const sent = (text: string, title: string) => {
+        if (expected.includes(title)) assert.ok(at(text) >= 0, `${turn}: ${title} is sent`);
+        else assert.equal(at(text), -1, `${turn}: ${title} is not sent`);
+        return expected.includes(title);
+      };
+      // ↓Char: after the plot essentials, still in the system message; the higher order later, nearer the story.
+      if (sent('The Crooked Inn leans', 'The Crooked Inn')) assert.ok(system!.includes('The Crooked Inn leans') && at('The Crooked Inn leans') > at('## Plot essentials'), turn);
+      if (sent('The river road runs north', 'The River Road')) assert.ok(system!.includes('The river road runs north') && at('The Crooked Inn leans') < at('The river road runs north'), turn);
+      // @D 2 as user: among the recent turns, before the last two messages (the narration before this action, and the action).
+      if (sent('Old Brisk keeps the inn', 'Old Brisk')) {
+        const history = user!.slice(user!.indexOf('## Recent story'), user!.indexOf("## Author's note"));
+        const [previousAction, previousNarration] = script[i - 1]!;
+        const block = history.indexOf('(World Info at depth 2, as user)');
+        assert.ok(history.indexOf(`Player action: ${previousAction}`) < block && block < history.indexOf(previousNarration), turn);
+        assert.match(history, /### CANON SOURCES — UNTRUSTED DATA \(World Info at depth 2, as user\)\nCampaign truth about the story/, turn);
+      }
+      sent('Young Tam minds the inn', 'Young Tam');
+      // @D 0 as assistant: after the action, at the very end.
+      if (sent('A red dragon nests', 'The Red Dragon')) {
+        assert.ok(at('A red dragon nests') > at('## Action'), turn);
+        assert.match(user!, /## CANON SOURCES — UNTRUSTED DATA \(World Info at depth 0, as assistant\)[^]*A red dragon nests[^]*⟦end [^⟧]+⟧$/, turn);
+      }
+      // ↑AN and ↓AN: around the author's note.
+      if (sent('Travellers whisper that the peaks', 'Northern Rumours')) assert.ok(at('Travellers whisper') > at('## Recent story') && at('Travellers whisper') < at("## Author's note"), turn);
+      if (sent("The cellar hides a smugglers", 'The Cellar')) assert.ok(at('The cellar hides') > at("## Author's note") && at('The cellar hides') < at('## Action'), turn);
+      // An outlet: fired, yet sent nowhere, and the canon section says why.
+      assert.equal(at('A drowned girl haunts'), -1, turn);
+      if (expected.includes('The Drowned Ghost')) {
+        assert.match(JSON.stringify(outcome.context!.sections.find((x) => x.id === 'canon')?.leftOut ?? []), /outlet[^"]*SillyTavern sends it only where a prompt names its outlet/, turn);
+      }
+      // Eldoria's entries say position 0: before the player character.
+      for (const title of ['eldoria', 'shadowfang', 'glade', 'power']) {
+        const placed = outcome.context!.sections.find((x) => x.id === 'world-info-before')!.worldInfo!.map((w) => record.candidates.find((c) => c.passageId === w.id)!.sourceTitle);
+        assert.equal(placed.includes(title), expected.includes(title), `${turn}: ${title}`);
+      }
     }
   });
 
@@ -172,16 +213,21 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
   it('shows each entry fired or held back, and where SillyTavern would put it, in the context report and the CLI', async () => {
     const adventure = s.play.createAdventure({ campaignId: s.campaign.id, title: 'Report' });
     const context = await s.engine.previewContext(adventure.id, { kind: 'do', text: 'I ask the innkeeper about the ghost.' });
-    assert.match(renderContextSummary(context), /World Info at message 1 \(seed \d+\): 3 of 13 entries fired/);
+    assert.match(renderContextSummary(context), /World Info at message 1 \(seed \d+\): 3 of 14 entries fired/);
     const report = renderContextMarkdown(context, { campaignTitle: 'Brisk', adventureTitle: 'Report', action: 'x' });
     assert.match(report, /^## SillyTavern World Info$/m);
-    assert.match(report, /^fired · Old Brisk \(lore\/brisk\.md\): key 'innkeeper' in message 1; group innkeeper: won on order · SillyTavern: ↑Char \(before the character\), order 200$/m);
+    assert.match(report, /^fired · Old Brisk \(lore\/brisk\.md\): key 'innkeeper' in message 1; group innkeeper: won on order · SillyTavern: @D \(at a depth\) 2 as user, order 200$/m);
     assert.match(report, /^held back · Young Tam \(lore\/tam\.md\): key 'innkeeper' in message 1; group innkeeper: Old Brisk won on order/m);
     assert.match(report, /^held back · The Drowned Ghost \(lore\/ghost\.md\): waits for message 10/m);
     assert.match(report, /^not mentioned · \d+ entries: their keys are not in the scanned messages: /m);
-    // In the canon section, the inserted entries come first in SillyTavern's order: the inn (100) before Old Brisk (200).
-    const canon = context.sections.find((x) => x.id === 'canon')!.text;
-    assert.ok(canon.indexOf('The Crooked Inn leans') < canon.indexOf('Old Brisk keeps the inn'), canon);
+    // Each placed where its position says, and the report names the place: the inn after the plot essentials,
+    // Old Brisk among the recent turns (at the top: this chat holds only the action).
+    assert.match(report, /^## \d+\. World Info after the plot essentials \(SillyTavern ↓Char, ↑EM, ↓EM\) — \d+ tokens/m);
+    assert.match(report, /^- \*\*The Crooked Inn\*\* — ↓Char \(after the character\), order 100: after the plot essentials$/m);
+    assert.match(report, /^- \*\*Old Brisk\*\* — @D \(at a depth\) 2 as user, order 200: in the recent story, before the last 2 messages \(the action is the last\)$/m);
+    const history = context.sections.find((x) => x.id === 'history')!;
+    assert.match(history.text, /^## Recent story\n### CANON SOURCES — UNTRUSTED DATA \(World Info at depth 2, as user\)\n[^]*Old Brisk keeps the inn/);
+    assert.equal(context.sections.find((x) => x.id === 'canon'), undefined, 'nothing is left in the canon section itself');
 
     const cli = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir, '--json'], os.tmpdir());
     assert.equal(cli.code, 0, cli.stderr);

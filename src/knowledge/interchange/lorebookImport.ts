@@ -185,14 +185,11 @@ function fieldFates(book: ParsedLorebook, placements: readonly Record<string, Pl
 
 /**
  * Kept SillyTavern fields whose value changes what SillyTavern does, where play here does not act on them.
- * Activation (order, probability, groups, timers, scan depth, recursion, budget) plays as SillyTavern's does;
- * where an entry goes is its class's section, not SillyTavern's position, and the rest needs a chat of
- * characters this product does not have.
+ * Activation (order, probability, groups, timers, scan depth, recursion, budget) and insertion (position,
+ * depth, role) play as SillyTavern's do; an outlet goes only where a prompt names it, and ours names none; the
+ * rest needs a chat of characters, vectors or generation types this product does not have.
  */
 const EXPORT_ONLY_FIELDS = [
-  'position',
-  'depth',
-  'role',
   'outletName',
   'vectorized',
   'automationId',
@@ -383,7 +380,7 @@ export function lorebookImportReport(result: LorebookImportResult, shownFile: st
     ...(result.exportOnly.length > 0
       ? [
           '',
-          "Kept for export, not acted on in play here (an entry SillyTavern's activation inserts goes into its class's section, wherever SillyTavern would put it):",
+          "Kept for export, not acted on in play here (outlets, vector matching, character and generation-type filters, and matching beyond the chat):",
           ...result.exportOnly.map((b) => `  ${b.field}: ${b.values.join(', ')} in entries ${listIds(b.entries)}`),
         ]
       : []),

@@ -41,10 +41,13 @@ export const OUTCOME_WORDS: Record<CandidateDecision['outcome'], string> = {
 const POSITIONS = ['↑Char (before the character)', '↓Char (after the character)', "↑AN (top of the author's note)", "↓AN (bottom of the author's note)", '@D (at a depth)', '↑EM (before the examples)', '↓EM (after the examples)', 'outlet'];
 const ROLES = ['system', 'user', 'assistant'];
 
+/** The role SillyTavern sends an entry at a depth as: "system", "user", "assistant". */
+export const worldInfoRole = (role: number): string => ROLES[role] ?? `role ${role}`;
+
 /** Where SillyTavern would put an entry: "↓Char (after the character), order 100" / "@D (at a depth) 4 as system, order 100". */
 export function worldInfoPlace(v: Pick<EntryVerdict, 'position' | 'depth' | 'role' | 'order'>): string {
   const position = POSITIONS[v.position] ?? `position ${v.position}`;
-  return `${position}${v.position === 4 ? ` ${v.depth} as ${ROLES[v.role] ?? `role ${v.role}`}` : ''}, order ${v.order}`;
+  return `${position}${v.position === 4 ? ` ${v.depth} as ${worldInfoRole(v.role)}` : ''}, order ${v.order}`;
 }
 
 /** SillyTavern's World Info for one prompt: a heading, then each entry (fired, held back, not mentioned) with why. */

@@ -175,45 +175,96 @@ interface Window {
   texts: Scanned[];
   raw: string;
   lower: string;
-  /** Every three characters in a row of the window (raw, lower-cased), built when first asked. */
-  grams: { raw?: Set<string>; lower?: Set<string> };
+  /** Where each three characters in a row first stand in the window (raw, lower-cased), built when first asked. */
+  grams: { raw?: Map<number, number>; lower?: Map<number, number> };
+  /** What an entry none of whose keys it holds is told: "no key in the last 2 messages". */
+  nothing: string;
 }
 
 const SEPARATOR = '\u0001';
 function windowOf(texts: Scanned[]): Window {
-  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR), grams: {} };
-}
-
-function trigrams(text: string): Set<string> {
-  const set = new Set<string>();
-  for (let i = 0; i + 3 <= text.length; i++) set.add(text.slice(i, i + 3));
-  return set;
+  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR), grams: {}, nothing: '' };
 }
 
 /**
- * Whether the window may hold the needle: a key is in the text only if each of its three-character runs is,
- * so a big book's keys are mostly ruled out by a few set lookups rather than a search of the whole window.
+ * Three characters in a row as one small number (ten bits of each), so an index of them holds no strings.
+ * Characters past the first 1,024 may share a number; the exact comparison that follows tells them apart.
  */
-function windowMayHold(window: Window, needle: string, caseSensitive: boolean): boolean {
+const gramAt = (text: string, i: number): number => ((text.charCodeAt(i) & 1023) << 20) | ((text.charCodeAt(i + 1) & 1023) << 10) | (text.charCodeAt(i + 2) & 1023);
+
+/** Where each three-character run first stands in the text. */
+function gramIndex(text: string): Map<number, number> {
+  const index = new Map<number, number>();
+  for (let i = 0; i + 3 <= text.length; i++) {
+    const g = gramAt(text, i);
+    if (!index.has(g)) index.set(g, i);
+  }
+  return index;
+}
+
+/**
+ * Whether the window holds the key, as `includes` would say, without reading the whole window for each key of
+ * a big book: a key is there only where each of its three-character runs is, so a missing run rules it out,
+ * and the search starts no earlier than the latest first place of any of its runs allows.
+ */
+function windowHolds(window: Window, k: Key, caseSensitive: boolean): boolean {
   const text = caseSensitive ? window.raw : window.lower;
-  if (needle.length < 3) return text.includes(needle);
-  const grams = caseSensitive ? (window.grams.raw ??= trigrams(text)) : (window.grams.lower ??= trigrams(text));
-  for (let i = 0; i + 3 <= needle.length; i++) if (!grams.has(needle.slice(i, i + 3))) return false;
-  return text.includes(needle);
+  if (k.grams.length === 0) return text.includes(k.needle);
+  const index = caseSensitive ? (window.grams.raw ??= gramIndex(text)) : (window.grams.lower ??= gramIndex(text));
+  let from = 0;
+  for (let i = 0; i < k.grams.length; i++) {
+    const first = index.get(k.grams[i]!);
+    if (first === undefined) return false;
+    from = Math.max(from, first - i);
+  }
+  return text.indexOf(k.needle, from) !== -1;
 }
 
 interface Key {
   key: string;
   /** The key as matched: trimmed, and lower-cased unless case counts. */
   needle: string;
+  /** The needle's three-character runs (see gramAt), in order; none when it is shorter. */
+  grams: number[];
   regex: RegExp | null | 'refused';
 }
 
+/** An entry's keys, compiled for its key rules. */
 interface Prepared {
-  entry: ActivationEntry;
   rules: KeyRules;
   keys: Key[];
   secondary: Key[];
+  /** "; regex key /…/ is invalid or could run too long, so it was not run", or nothing. */
+  refused: string;
+}
+
+/**
+ * Keys compiled once per entry version (its fields object, which the index keeps until the book changes) and
+ * key rules: the pass then only looks them up, however many turns and recursion steps ask.
+ */
+const compiled = new WeakMap<WorldInfoFields, Prepared>();
+
+function prepare(f: WorldInfoFields, settings: WorldInfoSettings): Prepared {
+  const caseSensitive = f.caseSensitive ?? settings.caseSensitive;
+  const matchWholeWords = f.matchWholeWords ?? settings.matchWholeWords;
+  let c = compiled.get(f);
+  if (!c || c.rules.caseSensitive !== caseSensitive || c.rules.matchWholeWords !== matchWholeWords) {
+    const keyed = (keys: readonly string[]): Key[] =>
+      keys.map((key) => {
+        const needle = caseSensitive ? key.trim() : key.trim().toLowerCase();
+        return { key, needle, grams: Array.from({ length: Math.max(0, needle.length - 2) }, (_, i) => gramAt(needle, i)), regex: regexKey(key) };
+      });
+    const keys = keyed(f.keys);
+    const refused = keys.filter((k) => k.regex === 'refused').map((k) => k.key);
+    c = {
+      rules: { caseSensitive, matchWholeWords },
+      keys,
+      secondary: keyed(f.secondaryKeys),
+      refused: refused.length > 0 ? `; regex key ${refused.join(', ')} is invalid or could run too long, so it was not run` : '',
+    };
+    compiled.set(f, c);
+  }
+  return c;
 }
 
 function keyFound(k: Key, text: Scanned, rules: KeyRules): boolean {
@@ -223,7 +274,9 @@ function keyFound(k: Key, text: Scanned, rules: KeyRules): boolean {
 
 /** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
 function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
-  return keys.filter((k) => k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : windowMayHold(window, k.needle, rules.caseSensitive)));
+  const possible: Key[] = [];
+  for (const k of keys) if (k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : windowHolds(window, k, rules.caseSensitive))) possible.push(k);
+  return possible;
 }
 
 /** The first of the keys found, and where. */
@@ -253,11 +306,10 @@ function secondaryAllows(logic: SelectiveLogic, found: number, total: number): b
 const LOGIC_WORDS: Record<SelectiveLogic, string> = { and_any: 'AND ANY', and_all: 'AND ALL', not_any: 'NOT ANY', not_all: 'NOT ALL' };
 
 /** Group scoring: a point per primary key found, and per secondary key under AND ANY (all of them under AND ALL). */
-function groupScore(p: Prepared, window: Window): number {
+function groupScore(p: Prepared, logic: SelectiveLogic, window: Window): number {
   const primary = countFound(p.keys, window, p.rules);
   if (p.secondary.length === 0) return primary;
   const secondary = countFound(p.secondary, window, p.rules);
-  const logic = p.entry.fields.selectiveLogic;
   if (logic === 'and_any') return primary + secondary;
   if (logic === 'and_all') return primary + (secondary === p.secondary.length ? secondary : 0);
   return primary;
@@ -268,16 +320,32 @@ const where = (s: Scanned): string => (s.number === null ? 'the text of an entry
 /** "sticky: 3 more messages" */
 const more = (n: number, what: string): string => `${n} more ${what}${n === 1 ? '' : 's'}`;
 
+/** The last book sorted, by its entries' fields objects (one per entry version), and its order. */
+let lastSorted: { fields: WorldInfoFields[]; order: number[] } | null = null;
+
+/**
+ * SillyTavern sorts a book by order, highest first; equal orders keep the book's own order. A book whose
+ * entries did not change since the last pass (the same fields, in the same places) takes the same order
+ * without sorting again.
+ */
+function byOrder(entries: readonly ActivationEntry[]): ActivationEntry[] {
+  const last = lastSorted;
+  if (!last || last.fields.length !== entries.length || entries.some((e, i) => e.fields !== last.fields[i])) {
+    const order = entries.map((_, i) => i).sort((a, b) => entries[b]!.fields.order - entries[a]!.fields.order || a - b);
+    lastSorted = { fields: entries.map((e) => e.fields), order };
+  }
+  return lastSorted!.order.map((i) => entries[i]!);
+}
+
 /** Runs SillyTavern's activation over one message. */
 export function activateWorldInfo(input: ActivationInput): ActivationResult {
   const { settings, seed } = input;
   const chatLength = input.chatLength ?? input.messages.length;
-  // SillyTavern sorts a book by order, highest first; equal orders keep the book's own order.
-  const entries = input.entries
-    .map((entry, i) => ({ entry, i }))
-    .sort((a, b) => b.entry.fields.order - a.entry.fields.order || a.i - b.i)
-    .map(({ entry }) => entry);
-  const byId = new Map(entries.map((e) => [e.id, e]));
+  const entries = byOrder(input.entries);
+  // Only the entries a timed effect names are looked up by id.
+  const timed = new Set([...Object.keys(input.state.sticky), ...Object.keys(input.state.cooldown)]);
+  const byId = new Map<string, ActivationEntry>();
+  if (timed.size > 0) for (const e of entries) if (timed.has(e.id)) byId.set(e.id, e);
   const verdicts = new Map<string, EntryVerdict>();
   const verdict = (e: ActivationEntry, fired: boolean, reason: string, step: number | null): void => {
     const f = e.fields;
@@ -319,14 +387,8 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   }
   for (const [id, effect] of Object.entries(state.cooldown)) if (byId.has(id)) coolingNow.set(id, effect);
 
-  const prepared = new Map<string, Prepared>(
-    entries.map((entry) => {
-      const f = entry.fields;
-      const rules = { caseSensitive: f.caseSensitive ?? settings.caseSensitive, matchWholeWords: f.matchWholeWords ?? settings.matchWholeWords };
-      const keyed = (keys: readonly string[]) => keys.map((key) => ({ key, needle: rules.caseSensitive ? key.trim() : key.trim().toLowerCase(), regex: regexKey(key) }));
-      return [entry.id, { entry, rules, keys: keyed(f.keys), secondary: keyed(f.secondaryKeys) }];
-    }),
-  );
+  const prepared = new Map<string, Prepared>();
+  for (const entry of entries) prepared.set(entry.id, prepare(entry.fields, settings));
 
   const messages: Scanned[] = input.messages.map((raw, i) => ({ number: chatLength - input.messages.length + i + 1, raw, lower: raw.toLowerCase() }));
   const recursion: Scanned[] = [];
@@ -340,16 +402,23 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   let level = levels.shift() ?? 0;
   let mode: 'initial' | 'recursion' | 'min-activations' = 'initial';
   let step = 0;
+  // Most entries scan as deep as the campaign says: each window (its depth, and what recursion has added) is
+  // built once, and a pass that adds nothing to scan reuses it.
+  const windows = new Map<string, Window>();
+  const windowAt = (depth: number): Window => {
+    const spread = mode === 'min-activations' ? [] : recursion;
+    const key = `${depth}:${spread.length}`;
+    let w = windows.get(key);
+    if (!w) {
+      w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...spread]);
+      w.nothing = `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${spread.length > 0 ? ' or activated entries' : ''}`;
+      windows.set(key, w);
+    }
+    return w;
+  };
   for (let pass = 0; ; pass++) {
     if (settings.maxRecursionSteps > 0 && pass >= settings.maxRecursionSteps) break;
     const now: { entry: ActivationEntry; why: string; sticky: boolean }[] = [];
-    // Most entries scan as deep as the campaign says: each depth's window is built once a pass.
-    const windows = new Map<number, Window>();
-    const windowAt = (depth: number): Window => {
-      let w = windows.get(depth);
-      if (!w) windows.set(depth, (w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...(mode === 'min-activations' ? [] : recursion)])));
-      return w;
-    };
     for (const entry of entries) {
       const id = entry.id;
       const f = entry.fields;
@@ -386,13 +455,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
       const window = windowAt(depth);
       const found = findKey(p.keys, window, p.rules);
       if (!found) {
-        const refused = p.keys.filter((k) => k.regex === 'refused').map((k) => k.key);
-        verdict(
-          entry,
-          false,
-          `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${recursion.length > 0 && mode !== 'min-activations' ? ' or activated entries' : ''}${refused.length > 0 ? `; regex key ${refused.join(', ')} is invalid or could run too long, so it was not run` : ''}`,
-          null,
-        );
+        verdict(entry, false, `${window.nothing}${p.refused}`, null);
         continue;
       }
       let why = `key '${found.key}' in ${where(found.where)}`;
@@ -528,7 +591,7 @@ function inclusionGroups(
       const score = (c: Candidate) => {
         const f = c.entry.fields;
         const depth = (f.scanDepth ?? settings.scanDepth) + skew;
-        return groupScore(prepared.get(c.entry.id)!, windowAt(depth));
+        return groupScore(prepared.get(c.entry.id)!, f.selectiveLogic, windowAt(depth));
       };
       const scores = new Map(scored.map((c) => [c, score(c)]));
       const best = Math.max(...scores.values());

@@ -470,4 +470,100 @@ describe('the play panel', () => {
       });
     }
   });
+
+  describe('SillyTavern World Info timed effects under undo, retry and fork', () => {
+    // A lorebook entry as an import writes one: sticky for 4 messages, then cooling down for 3.
+    const file = 'lore-red-dragon.md';
+    const entry =
+      '---\ntitle: The Red Dragon\nkeys: [dragon]\nsillytavern:\n  entry: { sticky: 4, cooldown: 3, position: 4, depth: 1 }\n---\nA red dragon nests above the abbey, and its shadow crosses the river at dusk.\n';
+    let store: PlayStore;
+
+    /** The Red Dragon's line in the World Info rows of Turn Provenance for the head turn, once it shows `turn`. */
+    const provenanceSays = (turn: string) =>
+      waitFor(() => {
+        if (!String(api.provenance.view.description ?? '').startsWith(turn)) return undefined;
+        const world = api.provenance.getChildren().find((n) => n.kind === 'worldInfo');
+        const row = world && api.provenance.getChildren(world).map((n) => api.provenance.getTreeItem(n)).find((item) => String(item.label).includes('The Red Dragon'));
+        return row && `${String(row.label)}: ${String(row.description)}`;
+      }, 20_000, `Turn Provenance to show ${turn}`);
+
+    /** Plays an action in the panel and waits for its narration. */
+    const play = async (name: string, action: string, narration: string) => {
+      fake.queue({ chunks: [narration] });
+      await panelShows(name, (t) => t.includes(narration), [
+        { action: 'fill', selector: '#action textarea', text: action },
+        { action: 'click', selector: '#do' },
+      ]);
+    };
+
+    before(async () => {
+      const index = api.knowledge.get(root)!;
+      store = index.session.play;
+      fs.writeFileSync(path.join(root, file), entry);
+      await waitFor(() => index.store?.getSourceByPath(file), 30_000, 'the entry to be indexed');
+      await settled(index);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await vscode.commands.executeCommand('workbench.action.closePanel');
+      panel = (await vscode.commands.executeCommand<PlayPanel>('storyteller.newAdventure', { campaignRoot: root, title: 'The dragon road' }))!;
+      await panelShows('world-info-new-adventure', (t) => t.includes('Nothing played yet'));
+    });
+
+    after(async () => {
+      fs.rmSync(path.join(root, file), { force: true });
+      await waitFor(() => !api.knowledge.get(root)!.store?.getSourceByPath(file), 30_000, 'the entry to leave the index');
+      await settled(api.knowledge.get(root)!);
+    });
+
+    it('keeps a sticky entry, cools it down, and rewinds both exactly on undo, retry and fork; the panel and Turn Provenance say so', async () => {
+      await play('world-info-dragon-named', 'I ask the ferryman about the dragon', 'He spits into the water.');
+      assert.match(await provenanceSays('Turn 1'), /^fired · The Red Dragon \(lore-red-dragon\.md\): key 'dragon' in message 1; sticky: stays for 3 more messages/);
+      // Message 3 names no dragon: the entry stays, sticky.
+      await play('world-info-sticky', 'I pay the fare', 'The raft pushes off.');
+      assert.match(await provenanceSays('Turn 2'), /^fired · The Red Dragon [^:]*: sticky: 1 more message after this one/);
+      // Turn Provenance lists it in the recent story, where it was sent.
+      const history = api.provenance.getChildren().find((n) => n.kind === 'section' && n.section.id === 'history')!;
+      const inHistory = api.provenance.getChildren(history).map((n) => api.provenance.getTreeItem(n)).find((item) => String(item.label) === 'The Red Dragon');
+      assert.match(String(inHistory?.tooltip), /World Info, @D \(at a depth\) 1 as system, order 100: in the recent story, before the last message/);
+      await openContext('world-info-context');
+      let text = await panelShows('world-info-panel-sticky', (t) => t.includes('fired · The Red Dragon'));
+      assert.match(text, /World Info at message 3 \(seed \d+\): 1 of 1 entries fired/);
+      assert.match(text, /fired · The Red Dragon \(lore-red-dragon\.md\): sticky: 1 more message after this one · SillyTavern: @D \(at a depth\) 1 as system/);
+      // The narrator was sent it at depth 1: after the last turn, before the action being played.
+      const prompts = fake.requestsTo('/api/chat').map((r) => (r.body as { messages: ChatMessage[] }).messages.map((m) => m.content).join('\n'));
+      const prompt = prompts.findLast((p) => p.includes('Player action: I pay the fare'))!;
+      assert.match(prompt, /## Recent story\n[^]*He spits into the water\.\n\n### [A-Z -]+ — UNTRUSTED DATA \(World Info at depth 1, as system\)\n[^]*A red dragon nests above the abbey[^]*## Action\nPlayer action: I pay the fare/);
+      // Message 5: the sticky ends and the cooldown begins, though the action names the dragon.
+      await play('world-info-cooldown', 'Is that the dragon overhead?', 'Only a heron.');
+      assert.match(await provenanceSays('Turn 3'), /^held back · The Red Dragon [^:]*: cooling down until message 8 \(its sticky just ended\)/);
+      text = await panelShows('world-info-panel-cooldown', (t) => t.includes('held back · The Red Dragon'));
+      assert.match(text, /cooling down until message 8 \(its sticky just ended\)/);
+
+      // Undo, and play message 5 again: the same branch point, the same sticky ending into the same cooldown.
+      await panelShows('world-info-undo', (t) => !t.includes('Only a heron.'), [{ action: 'click', selector: '#undo' }]);
+      assert.match(await provenanceSays('Turn 2'), /sticky: 1 more message after this one/, 'the head turn shows what it was sent');
+      await play('world-info-after-undo', 'I look for the dragon again', 'Clouds, nothing more.');
+      assert.match(await provenanceSays('Turn 3'), /^held back · The Red Dragon [^:]*: cooling down until message 8 \(its sticky just ended\)/);
+      // Retry: a sibling from the same parent, with the same timed effects standing.
+      fake.queue({ chunks: ['A second telling: clouds.'] });
+      await panelShows('world-info-retry', (t) => t.includes('A second telling: clouds.'), [{ action: 'click', selector: '#retry' }]);
+      assert.match(await provenanceSays('Turn 3'), /cooling down until message 8 \(its sticky just ended\)/);
+      text = await panelShows('world-info-panel-retry', (t) => t.includes('held back · The Red Dragon') && t.includes('A second telling: clouds.'));
+      assert.match(text, /cooling down until message 8/);
+
+      // Fork from the first turn: no cooldown there; the sticky it began stands again for the next message.
+      await panelShows('world-info-fork', (t) => t.includes('Continuing from turn 1'), [{ action: 'click', selector: '#transcript article:first-child .fork' }]);
+      await play('world-info-after-fork', 'I sit by the fire instead', 'The ferryman hums.');
+      assert.match(await provenanceSays('Turn 2'), /^fired · The Red Dragon [^:]*: sticky: 1 more message after this one/);
+      text = await panelShows('world-info-panel-fork', (t) => t.includes('The ferryman hums.') && t.includes('fired · The Red Dragon'));
+      assert.doesNotMatch(text, /cooling down/);
+      assert.equal(store.allTurns(panel.adventureId).length, 6, 'every turn stays in the tree');
+
+      await vscode.commands.executeCommand('storyteller.provenance.focus');
+      const seen = await waitFor(async () => {
+        const reply = await capture('world-info-provenance');
+        return reply.workbenchText.includes('The Red Dragon') && reply;
+      }, 15_000, 'the World Info rows in Turn Provenance on screen');
+      assert.match(seen.workbenchText, /SillyTavern World Info|World Info/);
+    });
+  });
 });

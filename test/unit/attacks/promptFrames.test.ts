@@ -69,7 +69,10 @@ describe('attacks: prompt frame breakout through every field', () => {
     // Eldoria is the lorebook entry's key: SillyTavern's activation sends it only when a key is mentioned.
     const context = await engine.previewContext(adventureId, { kind: 'say', text: 'Where are the crypt keys of Eldoria kept?' });
     const prompt = context.messages.map((m) => m.content).join('\n\n');
-    const passages = context.sections.flatMap((s) => (s.id === 'always-include' || s.id === 'canon' || s.id === 'reference' || s.id === 'inspiration' ? s.itemIds : []));
+    // Knowledge sections carry passages, and so do World Info's places (the recent story those at a depth).
+    const passages = context.sections.flatMap((s) =>
+      s.id === 'always-include' || s.id === 'canon' || s.id === 'reference' || s.id === 'inspiration' || s.id.startsWith('world-info-') ? s.itemIds : (s.worldInfo ?? []).map((w) => w.id),
+    );
     const hostile = passages.filter((id) => prompt.includes(`⟦passage ${id} · `) && prompt.slice(prompt.indexOf(`⟦passage ${id} · `)).split('\n')[0]!.includes('Crypt'));
     assert.ok(hostile.length >= 2, 'both hostile sources were retrieved, so their names reached the prompt');
 
