@@ -218,9 +218,11 @@ describe('research on Ollama', () => {
     try {
       const aldric = (await searchKnowledge(knowledge.store, 'Brother Aldric')).hits.find((h) => h.sourcePath === 'characters/brother-aldric.md')!.passageId;
       const research = knowledge.port.research!;
-      assert.ok('passage' in research.passage(aldric, 'narrator'));
-      assert.deepEqual(research.passage(aldric, 'player'), { refused: `passage ${aldric} may not be used: its source characters/brother-aldric.md is hidden (narrator-only) and this text is for the player` });
-      assert.match((research.passage('nope', 'narrator') as { refused: string }).refused, /there is no passage nope in this campaign's index/);
+      assert.ok('passage' in research.passages([aldric], 'narrator').get(aldric)!);
+      // Several ids in one look-up, each answered on its own.
+      const player = research.passages([aldric, 'nope'], 'player');
+      assert.deepEqual(player.get(aldric), { refused: `passage ${aldric} may not be used: its source characters/brother-aldric.md is hidden (narrator-only) and this text is for the player` });
+      assert.match((player.get('nope') as { refused: string }).refused, /there is no passage nope in this campaign's index/);
     } finally {
       knowledge.dispose();
     }

@@ -880,18 +880,40 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
 }
 
 /**
- * One passage by id, as a prompt would carry it, when it is eligible now for the stage: in this campaign,
+ * Passages by id, as a prompt would carry them, each when it is eligible now for the stage: in this campaign,
  * indexed, enabled, and visible to that stage. Otherwise the reason it is not, in plain words. Research
- * checks every id a model names through it.
+ * checks every id a model names through it, a catalogue's or a finish's ids in one query.
  */
-export function eligiblePassage(store: KnowledgeStore, passageId: string, stage: RetrievalStage): { passage: SelectedPassage; decision: CandidateDecision } | { refused: string } {
-  const row = store
-    .statement(`SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id WHERE p.id = ?`)
-    .get(passageId) as (CandidateRow & { campaign: string }) | undefined;
-  if (!row) return { refused: `there is no passage ${passageId} in this campaign's index (it may have been edited since, or never existed)` };
-  if (row.campaign !== store.campaignId) return { refused: `passage ${passageId} belongs to another campaign` };
-  const excluded = eligibilityOutcome(row, stage);
-  if (excluded) return { refused: `passage ${passageId} may not be used: ${eligibilityReason(row, excluded, '')}` };
-  const w = toWorking(row, null);
-  return { passage: toSelected(w, ''), decision: w.decision };
+export function eligiblePassages(
+  store: KnowledgeStore,
+  passageIds: readonly string[],
+  stage: RetrievalStage,
+): Map<string, { passage: SelectedPassage; decision: CandidateDecision } | { refused: string }> {
+  const rows = store
+    .statement(
+      `SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id
+       WHERE p.id IN (SELECT value FROM json_each(@ids))`,
+    )
+    .all({ ids: JSON.stringify(passageIds) }) as (CandidateRow & { campaign: string })[];
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const out = new Map<string, { passage: SelectedPassage; decision: CandidateDecision } | { refused: string }>();
+  for (const passageId of passageIds) {
+    const row = byId.get(passageId);
+    if (!row) {
+      out.set(passageId, { refused: `there is no passage ${passageId} in this campaign's index (it may have been edited since, or never existed)` });
+      continue;
+    }
+    if (row.campaign !== store.campaignId) {
+      out.set(passageId, { refused: `passage ${passageId} belongs to another campaign` });
+      continue;
+    }
+    const excluded = eligibilityOutcome(row, stage);
+    if (excluded) {
+      out.set(passageId, { refused: `passage ${passageId} may not be used: ${eligibilityReason(row, excluded, '')}` });
+      continue;
+    }
+    const w = toWorking(row, null);
+    out.set(passageId, { passage: toSelected(w, ''), decision: w.decision });
+  }
+  return out;
 }
