@@ -217,7 +217,8 @@ export async function research(input: ResearchInput): Promise<ResearchOutcome> {
         answer('refused', 'research had already finished; this call was not run', '');
         continue;
       }
-      if (record.resultTokens >= limits.resultTokens) {
+      // Finish adds no results: past the limit it is still the way out the refusal names.
+      if (record.resultTokens >= limits.resultTokens && call.name !== 'finish') {
         if (!record.limits.includes(`${limits.resultTokens} tokens of results`)) record.limits.push(`${limits.resultTokens} tokens of results`);
         answer('refused', `research has used its ${limits.resultTokens} tokens of results; call finish with what you have`, '');
         continue;

@@ -124,6 +124,46 @@ describe('research before narration', () => {
     assert.ok(research.refused.every((r) => /never shown/.test(r.reason)));
   });
 
+  it('refuses oversized arguments and calls past the per-reply limit, each once; past the token limit it refuses searches and still takes the finish', async () => {
+    fake.queue(
+      { toolCalls: [call('search', { query: 'x'.repeat(2500) }, 'o1'), call('search', { query: 'the crypt of the Old Abbey' }, 'o2'), call('search', { query: 'Sister Mara' }, 'o3')] },
+      { toolCalls: [call('finish', { keep: [abbeyId], reason: 'the crypt is under the abbey' }, 'o4')] },
+      { chunks: ['The stairs go down.'] },
+    );
+    const outcome = await engineWith({ researchLimits: { callsPerRound: 2 } }).takeTurn(adventureId, { kind: 'do', text: 'I look for the crypt of the Old Abbey' });
+    assert.equal(outcome.error, null);
+    assert.equal(outcome.turn.status, 'complete');
+    assert.deepEqual(
+      outcome.context!.research!.steps.map((s) => [s.round, s.tool, s.outcome, s.said.replace(/^\d+ passages? found$/, 'found')]),
+      [
+        [1, 'search', 'refused', 'the arguments are longer than 2000 characters'],
+        [1, 'search', 'answered', 'found'],
+        [1, 'search', 'refused', 'only 2 tool calls are answered per reply; this one was not run'],
+        [2, 'finish', 'answered', 'asked to keep 1 passage'],
+      ],
+    );
+    const sent = (researchRequests()[1]!.body as { messages: Sent }).messages.filter((m) => m.role === 'tool');
+    assert.deepEqual(sent.map((m) => m.tool_call_id), ['o1', 'o2', 'o3'], 'each call answered once, in order');
+    assert.deepEqual(sent.map((m) => m.content!.startsWith('Refused: ')), [true, false, true]);
+
+    // The catalogue alone fills a 1-token allowance: a search is refused, the finish it is told to call is taken.
+    fake.queue({ toolCalls: [call('search', { query: 'Brother Aldric' }, 't1'), call('finish', { keep: [abbeyId], reason: 'the crypt is under the abbey' }, 't2')] });
+    const limited = await engineWith({ researchLimits: { resultTokens: 1 } }).previewContext(adventureId, { kind: 'do', text: 'I look for the crypt of the Old Abbey' }, undefined, { research: true });
+    const research = limited.research!;
+    assert.deepEqual(
+      research.steps.map((s) => [s.tool, s.outcome, s.said]),
+      [
+        ['search', 'refused', 'research has used its 1 tokens of results; call finish with what you have'],
+        ['finish', 'answered', 'asked to keep 1 passage'],
+      ],
+    );
+    assert.deepEqual(research.limits, ['1 tokens of results']);
+    assert.equal(research.ran, 'native');
+    // The catalogue showed the abbey (the action names it), so what the finish keeps reaches the prompt.
+    assert.deepEqual(research.kept, [{ id: abbeyId, reason: 'the crypt is under the abbey' }]);
+    assert.ok(limited.sections.find((s) => s.id === 'canon')!.itemIds.includes(abbeyId));
+  });
+
   it('a model that searches forever is stopped at the round limit, and the turn goes on with today\'s selection, saying so', async () => {
     fake.defaultReply = { toolCalls: [call('search', { query: 'more about the abbey' })] };
     const engine = engineWith({ researchLimits: { rounds: 3 } });
