@@ -81,7 +81,9 @@ describe('research before narration', () => {
     assert.match(second.find((m) => m.tool_call_id === 'c1')!.content!, /^Search "Brother Aldric secret" found \d+ passages? \(UNTRUSTED DATA/);
     const saved = store.getSnapshot(outcome.turn.id)!.research!;
     assert.deepEqual(saved, research, 'the record is saved with the snapshot');
-    assert.ok(researchLines(saved).includes(`  kept ${aldricId}: Aldric draws the circle; the action is about it`), 'and reads again without a model');
+    const lines = researchLines(saved);
+    assert.ok(lines.includes('  kept Brother Aldric: Aldric draws the circle; the action is about it'), 'and reads again without a model, passages by name');
+    assert.match(lines.find((l) => l.startsWith('  1. search {"query":"Brother Aldric secret"}'))!, /found \[.*Brother Aldric.*\]$/);
     const report = renderContextMarkdown(outcome.context!, { campaignTitle: 'Westhaven', adventureTitle: 'Fog', action: 'study the broken circle' });
     assert.match(report, /## Research\n\n```text\nresearch: native tool calls · searched “Brother Aldric secret”, “bronze crypt door” · kept 1\n {2}why: the model researched with native tool calls\n {2}1\. search/);
   });
