@@ -45,7 +45,13 @@ export class ModelServers extends Disposable {
   ) {
     super();
     this.item.name = 'Storyteller Model Server';
-    this._register(settings.onDidChange(() => void this.check()));
+    this._register(
+      settings.onDidChange(() => {
+        // How research ran was the last turn's, on the model and server the settings named then.
+        this.research = undefined;
+        void this.check();
+      }),
+    );
     this._register({ dispose: () => clearTimeout(this.recheck) });
     const commands: [string, (...args: never[]) => unknown][] = [
       ['storyteller.selectNarratorModel', () => this.selectModel('narrator')],
