@@ -131,6 +131,9 @@ const RAN_WORDS: Record<ResearchRecord['ran'], string> = {
   lexical: "today's keyword selection (no research)",
 };
 
+/** How research ran, in the status bar's few words. */
+export const RESEARCH_MODE: Record<ResearchRecord['ran'], string> = { native: 'tools', json: 'JSON fallback', lexical: 'lexical' };
+
 /** One line a writer reads after a turn: how research ran, what it looked for, kept and was refused. */
 export function researchHeadline(record: ResearchRecord): string {
   const queries = record.steps.filter((s) => s.tool === 'search' && s.outcome === 'answered').map((s) => queryOf(s.arguments));
@@ -157,12 +160,14 @@ function queryOf(args: string): string {
 
 /** Research as steps, one per line: each call the model made with the runtime's answer, then what was kept and refused. */
 export function researchLines(record: ResearchRecord): string[] {
+  // Passages by the names a writer reads; an id the model made up has no name and is shown as it wrote it.
+  const name = (id: string) => record.names?.[id] ?? id;
   const lines = [
     researchHeadline(record),
     `  why: ${record.reason}`,
-    ...record.steps.map((s) => `  ${s.round}. ${s.tool} ${s.arguments} → ${s.outcome === 'refused' ? 'REFUSED: ' : ''}${s.said}${s.shown.length > 0 ? ` [${s.shown.join(', ')}]` : ''}`),
-    ...record.kept.map((k) => `  kept ${k.id}${k.reason ? `: ${k.reason}` : ''}`),
-    ...record.refused.map((r) => `  refused ${r.id}: ${r.reason}`),
+    ...record.steps.map((s) => `  ${s.round}. ${s.tool} ${s.arguments} → ${s.outcome === 'refused' ? 'REFUSED: ' : ''}${s.said}${s.shown.length > 0 ? ` [${s.shown.map(name).join('; ')}]` : ''}`),
+    ...record.kept.map((k) => `  kept ${name(k.id)}${k.reason ? `: ${k.reason}` : ''}`),
+    ...record.refused.map((r) => `  refused ${name(r.id)}: ${r.reason}`),
     `  ${record.rounds} round(s), ${record.resultTokens} tokens of results sent to the model, ${record.modelMs} ms model, ${record.runtimeMs} ms runtime`,
   ];
   return lines;

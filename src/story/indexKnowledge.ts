@@ -1,7 +1,7 @@
 import { StoreCanonFacts } from '../knowledge/conflicts';
 import { supersedeRetrievedCanon } from '../knowledge/conflicts';
 import type { SemanticSearchOptions } from '../knowledge/retrieval';
-import { eligiblePassage, retrieveKnowledge, searchKnowledge } from '../knowledge/retrieval';
+import { eligiblePassages, retrieveKnowledge, searchKnowledge } from '../knowledge/retrieval';
 import type { KnowledgeStore } from '../knowledge/indexing';
 import { splitFrontMatter } from '../knowledge/campaign';
 import { castFromKnowledgeStore } from './cast';
@@ -21,7 +21,7 @@ export function indexKnowledge(index: KnowledgeStore, semantic: SemanticSearchOp
         const { hits, record } = await searchKnowledge(index, text, { semantic, stage, limit });
         return { hits, decisions: record.candidates };
       },
-      passage: (passageId, stage) => eligiblePassage(index, passageId, stage),
+      passages: (passageIds, stage) => eligiblePassages(index, passageIds, stage),
       supersede: (result, query) => supersedeRetrievedCanon(result, query.currentState ?? [], canon, query.measure),
     },
     cast: () => Promise.resolve(castFromKnowledgeStore(index)),

@@ -27,7 +27,8 @@ export interface KnowledgePort {
  */
 export interface ResearchKnowledge {
   search(text: string, stage: RetrievalStage, limit: number): Promise<{ hits: SelectedPassage[]; decisions: CandidateDecision[] }>;
-  passage(passageId: string, stage: RetrievalStage): { passage: SelectedPassage; decision: CandidateDecision } | { refused: string };
+  /** Each id's passage while it is eligible now, or why not; one call for many ids. */
+  passages(passageIds: readonly string[], stage: RetrievalStage): Map<string, { passage: SelectedPassage; decision: CandidateDecision } | { refused: string }>;
   /** Canon that play or newer canon supersedes, rewritten in the chosen passages as retrieval does. */
   supersede(result: RetrievalResult, query: RetrievalQuery): RetrievalResult;
 }

@@ -245,6 +245,8 @@ export interface ResearchRecord {
   /** Milliseconds waiting on the model, and the runtime's own. */
   modelMs: number;
   runtimeMs: number;
+  /** Each passage shown to the model by the name a writer reads (title › headings), by id; absent in older records. */
+  names?: Record<string, string>;
 }
 
 /** What the model is told of the moment it researches for, each part already one prompt-safe text. */

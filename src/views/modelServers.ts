@@ -2,6 +2,8 @@ import * as vscode from 'vscode';
 import { checkServer, describeBackend, listModels, ModelServerError, NarratorError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../models';
 import { Disposable } from './disposable';
 import type { Settings } from './settings';
+import type { ResearchRecord } from '../story/types';
+import { RESEARCH_MODE, researchHeadline } from '../story/contextReport';
 
 /** What the preflight found about the narrator's server and model. */
 export type ServerState =
@@ -34,6 +36,8 @@ export class ModelServers extends Disposable {
   state: ServerState = { kind: 'checking' };
   private generation = 0;
   private recheck: NodeJS.Timeout | undefined;
+  /** How the last turn's research ran (tools, JSON fallback, lexical); absent while research is off or no turn ran. */
+  private research: ResearchRecord | undefined;
 
   constructor(
     private readonly settings: Settings,
@@ -41,7 +45,13 @@ export class ModelServers extends Disposable {
   ) {
     super();
     this.item.name = 'Storyteller Model Server';
-    this._register(settings.onDidChange(() => void this.check()));
+    this._register(
+      settings.onDidChange(() => {
+        // How research ran was the last turn's, on the model and server the settings named then.
+        this.research = undefined;
+        void this.check();
+      }),
+    );
     this._register({ dispose: () => clearTimeout(this.recheck) });
     const commands: [string, (...args: never[]) => unknown][] = [
       ['storyteller.selectNarratorModel', () => this.selectModel('narrator')],
@@ -77,8 +87,15 @@ export class ModelServers extends Disposable {
     return state;
   }
 
-  /** After a turn: a failure that is about the server is checked again, so the status bar tells the same story. */
-  afterTurn(error: Error | null): void {
+  /**
+   * After a turn: a failure that is about the server is checked again, so the status bar tells the same story;
+   * and the status bar and the panel's header say how the turn's research ran.
+   */
+  afterTurn(error: Error | null, research: ResearchRecord | undefined): void {
+    if (research !== this.research) {
+      this.research = research;
+      this.setState(this.state);
+    }
     const aboutServer = error instanceof NarratorError && ['server-down', 'model-missing', 'unauthorized'].includes(error.kind);
     if (aboutServer || (error === null && this.state.kind !== 'ready')) void this.check();
   }
@@ -87,7 +104,7 @@ export class ModelServers extends Disposable {
   describe(): { text: string; problem: string | null } {
     const { narratorBackend, narratorModel } = this.settings.current;
     const where = narratorBackend ? describeBackend(narratorBackend) : 'no server';
-    const text = `narrator ${narratorModel} on ${where}`;
+    const text = `narrator ${narratorModel} on ${where}${this.research ? ` · research: ${RESEARCH_MODE[this.research.ran]}` : ''}`;
     const state = this.state;
     return { text, problem: state.kind === 'ready' || state.kind === 'checking' ? null : sentence(state.message) };
   }
@@ -114,8 +131,9 @@ export class ModelServers extends Disposable {
               : state.failure === 'unauthorized'
                 ? [`$(key) API key needed · ${server}`, `${sentence(state.message)}. Click to set the key.`]
                 : [`$(vm-outline) ${server} unreachable`, `${sentence(state.message)}. Click for what to do.`];
-    this.item.text = text;
-    this.item.tooltip = tooltip;
+    const research = this.research && state.kind === 'ready' ? this.research : undefined;
+    this.item.text = research ? `${text} · research: ${RESEARCH_MODE[research.ran]}` : text;
+    this.item.tooltip = research ? `${tooltip}\nLast turn's ${researchHeadline(research)}: ${research.reason}.` : tooltip;
     this.item.command = 'storyteller.fixModelServer';
     this.item.backgroundColor = state.kind === 'ready' || state.kind === 'checking' ? undefined : new vscode.ThemeColor('statusBarItem.warningBackground');
     this.item.show();

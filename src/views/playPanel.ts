@@ -305,7 +305,7 @@ export class PlayPanel extends Disposable {
                 : await this.engine.editAction(this.adventure.id, message.turnId, message.text, this.handlers());
           // A failed turn shows its own error in the transcript; saying it again below would print it twice.
           this.postState();
-          this.servers.afterTurn(outcome.error);
+          this.servers.afterTurn(outcome.error, outcome.context?.research);
           return;
         }
       }

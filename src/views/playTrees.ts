@@ -7,6 +7,7 @@ import { playItemName, sectionLabel } from '../story/contextReport';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { ResearchRecord } from '../story/types';
 import { researchHeadline, researchLines } from '../story/contextReport';
+import { passageName } from '../story/research';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import type { PassageNode } from './passagesTree';
@@ -235,7 +236,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       const r = node.record;
       const named = (id: string) => {
         const d = decisions.get(id);
-        return d ? [d.sourceTitle, ...(d.headingPath[0] === d.sourceTitle ? d.headingPath.slice(1) : d.headingPath)].join(' › ') : id;
+        return d ? passageName(d) : (r.names?.[id] ?? id);
       };
       return [
         { kind: 'item', label: 'Why', reason: r.reason },

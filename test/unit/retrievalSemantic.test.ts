@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { CalibrationError, calibrateSemanticFloor } from '../../src/knowledge/retrieval/calibration';
-import { embedPassages, getEmbeddingModel } from '../../src/knowledge/retrieval/embeddings';
+import { blobToVector, embedPassages, getEmbeddingModel, normalized } from '../../src/knowledge/retrieval/embeddings';
 import { OllamaEmbedder } from '../../src/models';
 import { DEFAULT_KNOWLEDGE_BUDGETS, retrieveKnowledge, searchKnowledge, whyNot } from '../../src/knowledge/retrieval/retrieval';
 import type { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { corpusPath } from '../support/corpora';
-import { FakeOllama, unusedLoopbackUrl } from '../support/fakeOllama';
+import { FakeOllama, bagOfWordsEmbedding, unusedLoopbackUrl } from '../support/fakeOllama';
 import { cloneStore, importCorpora, storeWith, writeFixtureSource } from '../support/knowledgeFixtures';
 
 const MODEL = 'nomic-embed-text';
@@ -75,6 +75,51 @@ describe('semantic retrieval', function () {
     assert.ok(result.record.candidates.length > 0, 'the near misses are recorded');
     assert.ok(result.record.candidates.every((c) => c.outcome === 'not-relevant'));
     assert.ok(result.record.candidates.filter((c) => c.similarity !== null).every((c) => /below the floor/.test(c.reason)));
+  });
+
+  /** The embedding server answers the query itself with `query`, and every other text as the model always did. */
+  function queryAnsweredWith(query: number[]): void {
+    fake.embed = {
+      respond: (res, texts) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ model: MODEL, embeddings: texts.map((t, i) => (i === 0 ? query : bagOfWordsEmbedding(t, 256))) }));
+      },
+    };
+  }
+
+  it('vetoes a lexical answer whose passages all sit far below the floor, and says so; one passage near enough keeps it', async () => {
+    // "reloaded" meets the archery note by its stem; a model that finds the question's meaning nowhere near it vetoes it.
+    const lexical = await searchKnowledge(store, 'reloaded');
+    assert.equal(lexical.hits[0]?.sourcePath, 'reference/archery.md');
+    const away = new Array<number>(256).fill(0);
+    away[0] = -1;
+    queryAnsweredWith(away);
+    const vetoed = await searchKnowledge(store, 'reloaded', { semantic: { embedder } });
+    assert.deepEqual(vetoed.hits, []);
+    assert.match(vetoed.record.abstention ?? '', /^semantic veto: 'nomic-embed-text' puts the one passage the words admitted far below its calibrated floor 0\.\d{3} \(nearest -0\.\d{3}; half of this library's unrelated passage pairs are 0\.\d{3} or nearer\): the words match, the meaning does not$/);
+    const archery = vetoed.record.candidates.find((c) => c.sourcePath === 'reference/archery.md')!;
+    assert.equal(archery.outcome, 'not-relevant');
+    assert.match(archery.reason, /^matched 'reloaded'; vetoed by meaning: similarity -0\.\d{3}, far below the floor 0\.\d{3}$/);
+    const prompt = await retrieveKnowledge(store, { input: 'reloaded', stage: 'narrator', budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS } }, { semantic: { embedder } });
+    assert.deepEqual(Object.values(prompt.sections).flat(), [], 'a prompt is vetoed as search is');
+
+    // Below the floor but nearer than unrelated passages usually are: the words stand.
+    const info = getEmbeddingModel(store, MODEL)!;
+    const median = (info.details as { p50: number }).p50;
+    const row = store.db
+      .prepare("SELECT e.vector AS vector FROM passages p JOIN sources s ON s.id = p.source_id JOIN embeddings e ON e.content_hash = p.content_hash AND e.model = ? WHERE s.path = 'reference/archery.md'")
+      .get(MODEL) as { vector: Buffer };
+    const u = normalized(blobToVector(row.vector));
+    const k = [...u.keys()].slice(1).reduce((best, i) => (Math.abs(u[i]!) < Math.abs(u[best]!) ? i : best), 1);
+    const w = [...u].map((x, i) => (i === k ? 1 : 0) - u[k]! * x);
+    const wn = normalized(w);
+    const cos = (median + info.floor!) / 2;
+    queryAnsweredWith([...u].map((x, i) => cos * x + Math.sqrt(1 - cos * cos) * wn[i]!));
+    const near = await searchKnowledge(store, 'reloaded', { semantic: { embedder } });
+    assert.equal(near.hits[0]?.sourcePath, 'reference/archery.md');
+    const kept = near.record.candidates.find((c) => c.sourcePath === 'reference/archery.md')!;
+    assert.ok(kept.similarity! > median && kept.similarity! < info.floor!, `similarity ${kept.similarity} lies between the median ${median} and the floor ${info.floor}`);
+    assert.doesNotMatch(kept.reason, /vetoed/);
   });
 
   it('skips semantic retrieval for a model with no calibrated floor, and says why', async () => {

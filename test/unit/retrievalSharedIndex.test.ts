@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
-import { searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
+import { eligiblePassages, searchKnowledge } from '../../src/knowledge/retrieval/retrieval';
 import { campaignStatistics } from '../../src/knowledge/retrieval/retrievalScore';
 
 describe('campaigns sharing one index file', () => {
@@ -47,5 +47,14 @@ describe('campaigns sharing one index file', () => {
   it("finds the campaign's own passage though another campaign holds the word a hundred times more", async () => {
     const { hits } = await searchKnowledge(small, 'the dragon lair');
     assert.equal(hits[0]?.sourcePath, 'lair.md');
+  });
+
+  it("refuses research a passage of the other campaign by id, though the index file holds it", async () => {
+    const { hits } = await searchKnowledge(big, 'dragon lair mountains');
+    const theirs = hits[0]!.passageId;
+    const ours = (await searchKnowledge(small, 'the dragon lair')).hits[0]!.passageId;
+    const found = eligiblePassages(small, [theirs, ours], 'narrator');
+    assert.deepEqual(found.get(theirs), { refused: `passage ${theirs} belongs to another campaign` });
+    assert.ok('passage' in found.get(ours)!);
   });
 });

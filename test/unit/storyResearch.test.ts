@@ -81,7 +81,9 @@ describe('research before narration', () => {
     assert.match(second.find((m) => m.tool_call_id === 'c1')!.content!, /^Search "Brother Aldric secret" found \d+ passages? \(UNTRUSTED DATA/);
     const saved = store.getSnapshot(outcome.turn.id)!.research!;
     assert.deepEqual(saved, research, 'the record is saved with the snapshot');
-    assert.ok(researchLines(saved).includes(`  kept ${aldricId}: Aldric draws the circle; the action is about it`), 'and reads again without a model');
+    const lines = researchLines(saved);
+    assert.ok(lines.includes('  kept Brother Aldric: Aldric draws the circle; the action is about it'), 'and reads again without a model, passages by name');
+    assert.match(lines.find((l) => l.startsWith('  1. search {"query":"Brother Aldric secret"}'))!, /found \[.*Brother Aldric.*\]$/);
     const report = renderContextMarkdown(outcome.context!, { campaignTitle: 'Westhaven', adventureTitle: 'Fog', action: 'study the broken circle' });
     assert.match(report, /## Research\n\n```text\nresearch: native tool calls · searched “Brother Aldric secret”, “bronze crypt door” · kept 1\n {2}why: the model researched with native tool calls\n {2}1\. search/);
   });
@@ -122,6 +124,46 @@ describe('research before narration', () => {
     const sentIds = outcome.context!.sections.flatMap((s) => (s.id === 'always-include' ? [] : s.itemIds));
     assert.ok(!sentIds.includes('passage-of-another-campaign'));
     assert.ok(research.refused.every((r) => /never shown/.test(r.reason)));
+  });
+
+  it('refuses oversized arguments and calls past the per-reply limit, each once; past the token limit it refuses searches and still takes the finish', async () => {
+    fake.queue(
+      { toolCalls: [call('search', { query: 'x'.repeat(2500) }, 'o1'), call('search', { query: 'the crypt of the Old Abbey' }, 'o2'), call('search', { query: 'Sister Mara' }, 'o3')] },
+      { toolCalls: [call('finish', { keep: [abbeyId], reason: 'the crypt is under the abbey' }, 'o4')] },
+      { chunks: ['The stairs go down.'] },
+    );
+    const outcome = await engineWith({ researchLimits: { callsPerRound: 2 } }).takeTurn(adventureId, { kind: 'do', text: 'I look for the crypt of the Old Abbey' });
+    assert.equal(outcome.error, null);
+    assert.equal(outcome.turn.status, 'complete');
+    assert.deepEqual(
+      outcome.context!.research!.steps.map((s) => [s.round, s.tool, s.outcome, s.said.replace(/^\d+ passages? found$/, 'found')]),
+      [
+        [1, 'search', 'refused', 'the arguments are longer than 2000 characters'],
+        [1, 'search', 'answered', 'found'],
+        [1, 'search', 'refused', 'only 2 tool calls are answered per reply; this one was not run'],
+        [2, 'finish', 'answered', 'asked to keep 1 passage'],
+      ],
+    );
+    const sent = (researchRequests()[1]!.body as { messages: Sent }).messages.filter((m) => m.role === 'tool');
+    assert.deepEqual(sent.map((m) => m.tool_call_id), ['o1', 'o2', 'o3'], 'each call answered once, in order');
+    assert.deepEqual(sent.map((m) => m.content!.startsWith('Refused: ')), [true, false, true]);
+
+    // The catalogue alone fills a 1-token allowance: a search is refused, the finish it is told to call is taken.
+    fake.queue({ toolCalls: [call('search', { query: 'Brother Aldric' }, 't1'), call('finish', { keep: [abbeyId], reason: 'the crypt is under the abbey' }, 't2')] });
+    const limited = await engineWith({ researchLimits: { resultTokens: 1 } }).previewContext(adventureId, { kind: 'do', text: 'I look for the crypt of the Old Abbey' }, undefined, { research: true });
+    const research = limited.research!;
+    assert.deepEqual(
+      research.steps.map((s) => [s.tool, s.outcome, s.said]),
+      [
+        ['search', 'refused', 'research has used its 1 tokens of results; call finish with what you have'],
+        ['finish', 'answered', 'asked to keep 1 passage'],
+      ],
+    );
+    assert.deepEqual(research.limits, ['1 tokens of results']);
+    assert.equal(research.ran, 'native');
+    // The catalogue showed the abbey (the action names it), so what the finish keeps reaches the prompt.
+    assert.deepEqual(research.kept, [{ id: abbeyId, reason: 'the crypt is under the abbey' }]);
+    assert.ok(limited.sections.find((s) => s.id === 'canon')!.itemIds.includes(abbeyId));
   });
 
   it('a model that searches forever is stopped at the round limit, and the turn goes on with today\'s selection, saying so', async () => {
@@ -218,9 +260,11 @@ describe('research on Ollama', () => {
     try {
       const aldric = (await searchKnowledge(knowledge.store, 'Brother Aldric')).hits.find((h) => h.sourcePath === 'characters/brother-aldric.md')!.passageId;
       const research = knowledge.port.research!;
-      assert.ok('passage' in research.passage(aldric, 'narrator'));
-      assert.deepEqual(research.passage(aldric, 'player'), { refused: `passage ${aldric} may not be used: its source characters/brother-aldric.md is hidden (narrator-only) and this text is for the player` });
-      assert.match((research.passage('nope', 'narrator') as { refused: string }).refused, /there is no passage nope in this campaign's index/);
+      assert.ok('passage' in research.passages([aldric], 'narrator').get(aldric)!);
+      // Several ids in one look-up, each answered on its own.
+      const player = research.passages([aldric, 'nope'], 'player');
+      assert.deepEqual(player.get(aldric), { refused: `passage ${aldric} may not be used: its source characters/brother-aldric.md is hidden (narrator-only) and this text is for the player` });
+      assert.match((player.get('nope') as { refused: string }).refused, /there is no passage nope in this campaign's index/);
     } finally {
       knowledge.dispose();
     }

@@ -6,6 +6,7 @@ import { splitFrontMatter } from '../campaign';
 import type { CanonSupersession } from './conflictsState';
 import type { KnowledgeStore } from '../indexing';
 import type { SourceRecord } from '../campaign';
+import { indexVersion } from '../retrieval';
 
 /**
  * Conflict detection over an indexed campaign: the store keeps each source's text as read and its resolved
@@ -37,10 +38,10 @@ export function analyzeStoreConflicts(store: KnowledgeStore, decisions?: Readonl
  */
 export class StoreCanonFacts {
   private readonly cache = new FactCache();
-  private known: { signature: string; names: EntityNames } | undefined;
+  private known: { signature: string; names: EntityNames; at: string } | undefined;
   /** The source as last read, by id: re-read (and its front matter re-parsed) only when its record changed. */
   private readonly inputs = new Map<string, { signature: string; input: ConflictSourceInput | undefined }>();
-  private settled: { signature: string; supersessions: CanonSupersession[] } | undefined;
+  private settled: { signature: string; supersessions: CanonSupersession[]; at: string } | undefined;
 
   /** `decisions`: the writer's, from play.db, read at each use (a conflict settled by keeping a statement counts). */
   constructor(
@@ -50,10 +51,14 @@ export class StoreCanonFacts {
 
   /** Every name declared in the campaign, resolved as the conflict analysis resolves them. */
   names(): EntityNames {
+    // An index that has not changed since the last look has the same names: no need to list every source again.
+    const at = indexVersion(this.store);
+    if (this.known?.at === at) return this.known.names;
     const sources = analyzedSources(this.store);
     const signature = JSON.stringify(sources.map((s) => [s.title, s.entities]));
     // The same object while no name changed, so the fact cache keeps what it extracted.
-    if (this.known?.signature !== signature) this.known = { signature, names: buildEntityNames(sources) };
+    if (this.known?.signature !== signature) this.known = { signature, names: buildEntityNames(sources), at };
+    else this.known.at = at;
     return this.known.names;
   }
 
@@ -75,8 +80,11 @@ export class StoreCanonFacts {
    * analysed over the whole campaign as the conflicts view does, and again only when a source changed.
    */
   supersededCanon(): readonly CanonSupersession[] {
-    const sources = analyzedSources(this.store);
     const decisions = this.decisions();
+    // Every turn asks (twice with research); an unchanged index and unchanged decisions settle nothing new.
+    const at = JSON.stringify([indexVersion(this.store), [...decisions]]);
+    if (this.settled?.at === at) return this.settled.supersessions;
+    const sources = analyzedSources(this.store);
     const signature = JSON.stringify([sources.map((s) => [s.id, s.sha256, s.class, s.enabled, s.title, s.entities]), [...decisions]]);
     if (this.settled?.signature !== signature) {
       const inputs = sources.flatMap((source) => conflictInputOf(this.store, source) ?? []);
@@ -85,8 +93,9 @@ export class StoreCanonFacts {
         const [statement, by] = c.supersededBy === 'a' ? [c.b, c.a] : [c.a, c.b];
         return { statement, by, settledBy: c.settledBy! };
       });
-      this.settled = { signature, supersessions };
+      this.settled = { signature, supersessions, at };
     }
+    this.settled.at = at;
     return this.settled.supersessions;
   }
 }

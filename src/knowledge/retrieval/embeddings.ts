@@ -199,6 +199,7 @@ interface VectorEntry {
 interface VectorCache {
   key: string;
   entries: VectorEntry[];
+  byRowid: Map<number, VectorEntry>;
   dimensions: Set<number>;
   /** Indexed passages with no vector for this model: new since the last embedding run, or stale. */
   missing: number;
@@ -231,14 +232,16 @@ function loadVectors(store: KnowledgeStore, model: string): VectorCache {
        WHERE p.campaign_id = ?`,
     )
     .all(model, store.campaignId) as { rowid: number; hash: string; vector: Buffer | null; dims: number | null }[];
-  const cache: VectorCache = { key, entries: [], dimensions: new Set(), missing: 0 };
+  const cache: VectorCache = { key, entries: [], byRowid: new Map(), dimensions: new Set(), missing: 0 };
   for (const row of rows) {
     if (!row.vector || row.dims === null) {
       cache.missing++;
       continue;
     }
     cache.dimensions.add(row.dims);
-    cache.entries.push({ rowid: row.rowid, contentHash: row.hash, vector: normalized(blobToVector(row.vector)) });
+    const entry = { rowid: row.rowid, contentHash: row.hash, vector: normalized(blobToVector(row.vector)) };
+    cache.entries.push(entry);
+    cache.byRowid.set(row.rowid, entry);
   }
   perStore.set(model, cache);
   return cache;
@@ -251,6 +254,16 @@ export interface SemanticSearchOptions {
 export interface SemanticHit {
   row: CandidateRow;
   similarity: number;
+}
+
+/**
+ * What the semantic veto needs: the query's similarity to any passage with a current vector, and the line
+ * "far below the floor" stands for — the median similarity of the library's unrelated passage pairs, as
+ * calibration measured it: a passage no nearer the query than two unrelated passages are to each other.
+ */
+export interface SemanticJudge {
+  similarity(row: CandidateRow): number | undefined;
+  farBelow: number;
 }
 
 /** Above-floor hits kept per query, and the best below-floor ones kept so the record can show the near misses. */
@@ -267,10 +280,10 @@ export async function semanticCandidates(
   options: SemanticSearchOptions,
   queryText: string,
   stage: RetrievalStage,
-): Promise<{ status: SemanticStatus; floor: number | null; hits: SemanticHit[] }> {
+): Promise<{ status: SemanticStatus; floor: number | null; hits: SemanticHit[]; judge: SemanticJudge | null }> {
   const { embedder } = options;
   const model = embedder.model;
-  const skip = (reason: string) => ({ status: { used: false, model, reason }, floor: null, hits: [] });
+  const skip = (reason: string) => ({ status: { used: false, model, reason }, floor: null, hits: [], judge: null });
   const info = getEmbeddingModel(store, model);
   if (!info || info.floor === null) {
     return skip(`no calibrated similarity floor for '${model}' in this library, so semantic retrieval was skipped (lexical only); calibrate the model first`);
@@ -323,10 +336,23 @@ export async function semanticCandidates(
       if (hit.entry.contentHash === row.content_hash) hits.push({ row, similarity: hit.similarity });
     }
   }
+  const median = info.details['p50'];
+  const judge: SemanticJudge | null =
+    typeof median === 'number'
+      ? {
+          farBelow: median,
+          similarity: (row) => {
+            const entry = vectors.byRowid.get(row.rowid);
+            // A passage rewritten since its vector was made has no similarity to judge by.
+            return entry && entry.contentHash === row.content_hash ? dot(queryVector, entry.vector) : undefined;
+          },
+        }
+      : null;
   const stale = vectors.missing > 0 ? `; ${vectors.missing} passage(s) have no vector for '${model}' yet and were matched lexically only` : '';
   return {
     status: { used: true, model, reason: `'${model}' with its calibrated floor ${floor.toFixed(3)} (${info.samplePairs} unrelated pairs measured)${stale}` },
     floor,
     hits,
+    judge,
   };
 }

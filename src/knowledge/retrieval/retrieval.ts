@@ -18,7 +18,7 @@ import { insertionOrder, type EntryVerdict } from './worldInfo';
 import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, tellsWhy, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
-import { semanticCandidates, type SemanticSearchOptions } from './embeddings';
+import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
 import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
@@ -332,11 +332,13 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
 
   let semantic: SemanticStatus = { used: false, model: null, reason: 'semantic retrieval is off: no embedding model configured' };
   let floor: number | null = null;
+  let meaning: SemanticJudge | null = null;
   const similarities = new Map<string, number>();
   if (options.semantic) {
     const found = await semanticCandidates(store, options.semantic, queryText, query.stage);
     semantic = found.status;
     floor = found.floor;
+    meaning = found.judge;
     for (const hit of found.hits) {
       similarities.set(hit.row.id, hit.similarity);
       if (!byId.has(hit.row.id)) byId.set(hit.row.id, { ...toWorking(hit.row, null), ...(activation?.verdicts.has(hit.row.source_id) ? { worldInfo: activation.verdicts.get(hit.row.source_id)! } : {}) });
@@ -360,6 +362,8 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const admitted: Working[] = [];
   const rest: Working[] = [];
   const placedPins: Working[] = [];
+  /** Admitted by their words alone: what the semantic veto judges. */
+  const byWordsAlone: Working[] = [];
   const eligible = [...byId.values()].filter((w) => w.lexical && eligibilityOutcome(w.row, query.stage) === null);
   const best = eligible.reduce<LexicalJudgement | undefined>((b, w) => (!b || answerStrength(weights, w.lexical!) > answerStrength(weights, b) ? w.lexical! : b), undefined);
   const apart = wordsApart(weights, eligible.map((w) => w.lexical!.matched));
@@ -427,17 +431,54 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const rankedUp = telling.length > 0 ? `ranked up by its small words ${quoteList(telling)}` : '';
     d.reason = [lexicalVerdict.reason, semanticVerdict?.reason, rankedUp].filter(Boolean).join('; ');
     (d.admitted ? admitted : rest).push(w);
+    if (lexicalVerdict.admitted && semanticVerdict?.admitted !== true) byWordsAlone.push(w);
     // The outcome ('not-relevant') says it was refused; the reason says why, once.
     if (!d.admitted && !d.reason) d.reason = 'it shares no word of this turn that says what it is about';
   }
 
+  const vetoed = meaning && floor !== null ? semanticVeto(byWordsAlone, meaning, floor, semantic.model!) : null;
+  if (vetoed) {
+    const out = new Set(byWordsAlone);
+    admitted.splice(0, admitted.length, ...admitted.filter((w) => !out.has(w)));
+    rest.push(...byWordsAlone);
+  }
   scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
   // What SillyTavern inserts goes first, its highest order first, as its budget admits them; then by score.
   const stOrder = (w: Working) => (w.worldInfo?.fired ? w.worldInfo.order : -Infinity);
   admitted.sort((a, b) => stOrder(b) - stOrder(a) || b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
-  const abstention = admitted.length > 0 ? null : whyNothing(terms, weights, apart, best && [...byId.values()].find((w) => w.lexical === best));
+  const abstention = admitted.length > 0 ? null : vetoed ?? whyNothing(terms, weights, apart, best && [...byId.values()].find((w) => w.lexical === best));
   return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention, worldInfo: activation?.record ?? null };
+}
+
+/**
+ * The semantic veto: words can match where meaning does not (a rules question meeting a tale on "protection").
+ * When every passage admitted by its words alone sits far below the embedding model's calibrated floor — no
+ * nearer the query than two unrelated passages of this library usually are — that answer is not admitted.
+ * One passage nearer than that, or one with no vector to judge by, and the words stand. Returns the reason,
+ * or null when there is no veto.
+ */
+function semanticVeto(byWords: readonly Working[], judge: SemanticJudge, floor: number, model: string): string | null {
+  if (byWords.length === 0) return null;
+  const measured: [Working, number][] = [];
+  for (const w of byWords) {
+    const similarity = judge.similarity(w.row);
+    if (similarity === undefined || similarity > judge.farBelow) return null;
+    measured.push([w, similarity]);
+  }
+  const nearest = Math.max(...measured.map(([, s]) => s));
+  const why =
+    `'${model}' puts ${byWords.length === 1 ? 'the one passage' : `all ${byWords.length} passages`} the words admitted far below its calibrated floor ${floor.toFixed(3)} ` +
+    `(nearest ${nearest.toFixed(3)}; half of this library's unrelated passage pairs are ${judge.farBelow.toFixed(3)} or nearer): the words match, the meaning does not`;
+  for (const [w, similarity] of measured) {
+    const d = w.decision;
+    const said = d.similarity !== null;
+    d.admitted = false;
+    d.similarity = round(similarity);
+    d.semanticFloor = floor;
+    d.reason = `${d.reason}; vetoed by meaning: ${said ? 'far below the floor' : `similarity ${similarity.toFixed(3)}, far below the floor ${floor.toFixed(3)}`}`;
+  }
+  return `semantic veto: ${why}`;
 }
 
 /** Nothing admitted: what the query asked that the campaign lacks, in the writer's words. */
@@ -859,18 +900,40 @@ export function whyNot(store: KnowledgeStore, record: RetrievalRecord, passageId
 }
 
 /**
- * One passage by id, as a prompt would carry it, when it is eligible now for the stage: in this campaign,
+ * Passages by id, as a prompt would carry them, each when it is eligible now for the stage: in this campaign,
  * indexed, enabled, and visible to that stage. Otherwise the reason it is not, in plain words. Research
- * checks every id a model names through it.
+ * checks every id a model names through it, a catalogue's or a finish's ids in one query.
  */
-export function eligiblePassage(store: KnowledgeStore, passageId: string, stage: RetrievalStage): { passage: SelectedPassage; decision: CandidateDecision } | { refused: string } {
-  const row = store
-    .statement(`SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id WHERE p.id = ?`)
-    .get(passageId) as (CandidateRow & { campaign: string }) | undefined;
-  if (!row) return { refused: `there is no passage ${passageId} in this campaign's index (it may have been edited since, or never existed)` };
-  if (row.campaign !== store.campaignId) return { refused: `passage ${passageId} belongs to another campaign` };
-  const excluded = eligibilityOutcome(row, stage);
-  if (excluded) return { refused: `passage ${passageId} may not be used: ${eligibilityReason(row, excluded, '')}` };
-  const w = toWorking(row, null);
-  return { passage: toSelected(w, ''), decision: w.decision };
+export function eligiblePassages(
+  store: KnowledgeStore,
+  passageIds: readonly string[],
+  stage: RetrievalStage,
+): Map<string, { passage: SelectedPassage; decision: CandidateDecision } | { refused: string }> {
+  const rows = store
+    .statement(
+      `SELECT ${CANDIDATE_COLUMNS}, p.campaign_id AS campaign FROM passages p JOIN sources s ON s.id = p.source_id
+       WHERE p.id IN (SELECT value FROM json_each(@ids))`,
+    )
+    .all({ ids: JSON.stringify(passageIds) }) as (CandidateRow & { campaign: string })[];
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const out = new Map<string, { passage: SelectedPassage; decision: CandidateDecision } | { refused: string }>();
+  for (const passageId of passageIds) {
+    const row = byId.get(passageId);
+    if (!row) {
+      out.set(passageId, { refused: `there is no passage ${passageId} in this campaign's index (it may have been edited since, or never existed)` });
+      continue;
+    }
+    if (row.campaign !== store.campaignId) {
+      out.set(passageId, { refused: `passage ${passageId} belongs to another campaign` });
+      continue;
+    }
+    const excluded = eligibilityOutcome(row, stage);
+    if (excluded) {
+      out.set(passageId, { refused: `passage ${passageId} may not be used: ${eligibilityReason(row, excluded, '')}` });
+      continue;
+    }
+    const w = toWorking(row, null);
+    out.set(passageId, { passage: toSelected(w, ''), decision: w.decision });
+  }
+  return out;
 }
