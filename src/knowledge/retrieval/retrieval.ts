@@ -228,12 +228,17 @@ function readClosely(stats: CampaignStatistics, terms: SearchTerm[], input: stri
   return respelled(terms, input, (word, before, after) => campaignSpelling(stats, word, before, after));
 }
 
-/** Multi-word names the library declares (front matter `entities`), searched as phrases. */
-function libraryNames(store: KnowledgeStore): string[] {
+/** Multi-word names the library declares (front matter `entities`), searched as phrases: read again only when the index changed. */
+const namesCache = new WeakMap<KnowledgeStore, { key: string; names: string[] }>();
+function libraryNames(store: KnowledgeStore, version: string): string[] {
+  const cached = namesCache.get(store);
+  if (cached && cached.key === version) return cached.names;
   const rows = store
     .statement("SELECT DISTINCT entities FROM sources WHERE campaign_id = ? AND entities <> '[]' AND enabled = 1")
     .all(store.campaignId) as { entities: string }[];
-  return [...new Set(rows.flatMap((r) => JSON.parse(r.entities) as string[]))];
+  const names = [...new Set(rows.flatMap((r) => JSON.parse(r.entities) as string[]))];
+  namesCache.set(store, { key: version, names });
+  return names;
 }
 
 export interface RankedCandidates {
@@ -274,7 +279,7 @@ interface RankInput {
 async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
   forgetWordsWhenFull();
   const stats = campaignStatistics(store);
-  const searched = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
+  const searched = buildSearchTerms({ ...query, knownNames: libraryNames(store, stats.key) });
   const terms = readClosely(stats, searched.terms, query.input);
   const queryText = searched.queryText;
   const match = buildMatchExpression(poolFinders(stats, terms));

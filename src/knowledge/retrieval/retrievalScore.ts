@@ -89,6 +89,8 @@ const CAMPAIGN_SMOOTHING = 1000;
 export const EVERYDAY_RATIO = 0.5;
 
 export interface CampaignStatistics {
+  /** The index's version these figures are of (see indexVersion): what else is kept while it stays. */
+  key: string;
   passages: number;
   averageLength: number;
   /** The index file also holds other campaigns' passages (their words must not count here). */
@@ -112,11 +114,7 @@ export interface FileUse {
   words(sourceId: string): number;
 }
 
-interface CachedStatistics extends CampaignStatistics {
-  key: string;
-}
-
-const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
+const statisticsCache = new WeakMap<KnowledgeStore, CampaignStatistics>();
 /**
  * Files' sizes in characters. A term's uses file by file are counted from the index's own postings (every
  * file at once, once per term while the index stays as it is), each posting's passage given its file from
@@ -206,7 +204,7 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   };
   let words: number | undefined;
   let vocabulary: Set<string> | undefined;
-  const stats: CachedStatistics = {
+  const stats: CampaignStatistics = {
     key: version,
     passages: n,
     averageLength: chars,
