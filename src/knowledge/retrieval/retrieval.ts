@@ -15,9 +15,9 @@ import type {
 } from './retrievalTypes';
 import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
 import { insertionOrder, type EntryVerdict } from './worldInfo';
-import { buildMatchExpression, buildSearchTerms, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemText, tellsWhy, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
+import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemmedPassage, stemText, tellsWhy, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
-import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, stemmedPassage, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
+import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
@@ -111,26 +111,34 @@ function quoteList(items: readonly string[]): string {
   return items.length > LISTED_WORDS ? `${listed} and ${items.length - LISTED_WORDS} more` : listed;
 }
 
-function shingles(tokens: readonly string[]): Set<string> {
-  const set = new Set<string>();
-  if (tokens.length < 3) {
-    if (tokens.length > 0) set.add(tokens.join(' '));
+/** Three word ids below this make one number exactly (3 × 17 bits): a shingle is then compared as a number. */
+const SHINGLE_BASE = 1 << 17;
+/** A text's runs of three words (its words, when fewer), by word id (see wordId): a number, or text past SHINGLE_BASE. */
+type Shingle = number | string;
+
+function shingles(words: Int32Array): Set<Shingle> {
+  const set = new Set<Shingle>();
+  if (words.length < 3) {
+    if (words.length > 0) set.add(words.join(','));
     return set;
   }
-  for (let i = 0; i + 3 <= tokens.length; i++) set.add(`${tokens[i]} ${tokens[i + 1]} ${tokens[i + 2]}`);
+  for (let i = 0; i + 3 <= words.length; i++) {
+    const [a, b, c] = [words[i]!, words[i + 1]!, words[i + 2]!];
+    set.add(a < SHINGLE_BASE && b < SHINGLE_BASE && c < SHINGLE_BASE ? (a * SHINGLE_BASE + b) * SHINGLE_BASE + c : `${a},${b},${c}`);
+  }
   return set;
 }
 
 /** A passage's shingles, built when redundancy is judged and kept while its stemmed text is (by content, across turns). */
-const passageShingles = new WeakMap<StemmedText, Set<string>>();
-function shinglesOf(w: Working): Set<string> {
+const passageShingles = new WeakMap<StemmedText, Set<Shingle>>();
+function shinglesOf(w: Working): Set<Shingle> {
   const stemmed = stemmedPassage(w.row.content_hash, w.row.text);
   let set = passageShingles.get(stemmed);
   if (!set) passageShingles.set(stemmed, (set = shingles(stemmed.words)));
   return set;
 }
 
-function overlap(a: Set<string>, b: Set<string>): number {
+function overlap(a: Set<Shingle>, b: Set<Shingle>): number {
   let shared = 0;
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];
   for (const s of small) if (large.has(s)) shared++;
@@ -142,7 +150,7 @@ function overlap(a: Set<string>, b: Set<string>): number {
  * larger, so sets that far apart in size are answered without being compared; and the comparison stops as
  * soon as the shingles left could no longer reach it.
  */
-function jaccardAtLeast(a: Set<string>, b: Set<string>, threshold: number): boolean {
+function jaccardAtLeast(a: Set<Shingle>, b: Set<Shingle>, threshold: number): boolean {
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];
   if (large.size === 0 || small.size / large.size < threshold) return false;
   let shared = 0;
@@ -220,12 +228,17 @@ function readClosely(stats: CampaignStatistics, terms: SearchTerm[], input: stri
   return respelled(terms, input, (word, before, after) => campaignSpelling(stats, word, before, after));
 }
 
-/** Multi-word names the library declares (front matter `entities`), searched as phrases. */
-function libraryNames(store: KnowledgeStore): string[] {
+/** Multi-word names the library declares (front matter `entities`), searched as phrases: read again only when the index changed. */
+const namesCache = new WeakMap<KnowledgeStore, { key: string; names: string[] }>();
+function libraryNames(store: KnowledgeStore, version: string): string[] {
+  const cached = namesCache.get(store);
+  if (cached && cached.key === version) return cached.names;
   const rows = store
     .statement("SELECT DISTINCT entities FROM sources WHERE campaign_id = ? AND entities <> '[]' AND enabled = 1")
     .all(store.campaignId) as { entities: string }[];
-  return [...new Set(rows.flatMap((r) => JSON.parse(r.entities) as string[]))];
+  const names = [...new Set(rows.flatMap((r) => JSON.parse(r.entities) as string[]))];
+  namesCache.set(store, { key: version, names });
+  return names;
 }
 
 export interface RankedCandidates {
@@ -264,8 +277,9 @@ interface RankInput {
  * alone, then hybrid score × class weight × boosts among the survivors, then redundancy suppression.
  */
 async function rankCandidates(store: KnowledgeStore, query: RankInput, options: RetrievalOptions): Promise<RankedCandidates> {
+  forgetWordsWhenFull();
   const stats = campaignStatistics(store);
-  const searched = buildSearchTerms({ ...query, knownNames: libraryNames(store) });
+  const searched = buildSearchTerms({ ...query, knownNames: libraryNames(store, stats.key) });
   const terms = readClosely(stats, searched.terms, query.input);
   const queryText = searched.queryText;
   const match = buildMatchExpression(poolFinders(stats, terms));
@@ -610,7 +624,7 @@ function scoreSurvivors(
 
 /** Marks near-duplicates of better-ranked passages, and passages that only repeat current state. */
 function suppressRedundancy(admitted: Working[], pinned: readonly Working[], stateFacts: readonly string[]): void {
-  const facts = shingles(tokenize(stateFacts.join('\n')));
+  const facts = shingles(stemText(stateFacts.join('\n')).words);
   const kept: Working[] = [...pinned];
   for (const w of admitted) {
     const d = w.decision;

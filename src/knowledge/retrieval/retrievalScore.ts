@@ -1,7 +1,7 @@
 import type { KnowledgeStore } from '../indexing';
 import { englishProbability, isEverydayWord } from './backgroundEnglish';
 import { stem } from './stemmer';
-import { buildMatchExpression, occurrences, otherStemsOf, phraseTerm, stemText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
+import { buildMatchExpression, occurrences, otherStemsOf, phraseTerm, stemPositions, stemsSought, tokenize, wordId, type SearchTerm, type StemmedText } from './retrievalTerms';
 
 /**
  * Lexical relevance with meaning: BM25 over stems with the campaign's own term statistics, the exact
@@ -89,6 +89,8 @@ const CAMPAIGN_SMOOTHING = 1000;
 export const EVERYDAY_RATIO = 0.5;
 
 export interface CampaignStatistics {
+  /** The index's version these figures are of (see indexVersion): what else is kept while it stays. */
+  key: string;
   passages: number;
   averageLength: number;
   /** The index file also holds other campaigns' passages (their words must not count here). */
@@ -114,31 +116,15 @@ export interface FileUse {
   words(sourceId: string): number;
 }
 
-interface CachedStatistics extends CampaignStatistics {
-  key: string;
-}
-
-const statisticsCache = new WeakMap<KnowledgeStore, CachedStatistics>();
-/** Stemmed passage text by content, reused across turns: the text of a passage only changes with its hash. */
-const stemmedCache = new Map<string, StemmedText>();
-const STEMMED_CACHE_LIMIT = 4000;
-/** A term's uses in each file that has it (a name: passages holding it whole), and files' sizes in characters. */
-const FILE_STEM_COUNTS = `SELECT p.source_id AS source, count(*) AS n FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc
-  WHERE o.term = @stem AND p.source_id IN (SELECT value FROM json_each(@sources)) GROUP BY p.source_id`;
-const FILE_PHRASE_COUNTS = `SELECT p.source_id AS source, count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid
-  WHERE passages_fts MATCH @match AND p.source_id IN (SELECT value FROM json_each(@sources)) GROUP BY p.source_id`;
+const statisticsCache = new WeakMap<KnowledgeStore, CampaignStatistics>();
+/**
+ * Files' sizes in characters. A term's uses file by file are counted from the index's own postings (every
+ * file at once, once per term while the index stays as it is), each posting's passage given its file from
+ * a map read once: joining every posting to its passage row cost more than the turn's search.
+ */
 const FILE_SIZES = 'SELECT source_id AS source, sum(length(text)) AS n FROM passages WHERE source_id IN (SELECT value FROM json_each(@sources)) GROUP BY source_id';
-/** (term, file) counts kept between turns before they are dropped. */
-const FILE_COUNTS_HELD = 200_000;
-
-interface FileCounts {
-  /** By term ('stem:…', 'name:…', or 'size' for characters), the files counted so far. */
-  byTerm: Map<string, Map<string, number>>;
-  held: number;
-}
-function emptyFileCounts(): FileCounts {
-  return { byTerm: new Map(), held: 0 };
-}
+/** Terms' counts by file (and files' sizes) kept before they are dropped: a long session over a large campaign would keep every word's. */
+const FILE_COUNTS_HELD = 500_000;
 
 /** Moves whenever the index changes: `data_version` on another connection's commit, `total_changes()` on this one's. */
 export function indexVersion(store: KnowledgeStore): string {
@@ -173,8 +159,51 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const ofThisCampaign = 'FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc WHERE o.term = ? AND p.campaign_id = ?';
   const docFrequency = perStem(shared ? `SELECT count(DISTINCT o.doc) AS n ${ofThisCampaign}` : 'SELECT doc AS n FROM temp.passages_vocab WHERE term = ?');
   const termCount = perStem(shared ? `SELECT count(*) AS n ${ofThisCampaign}` : 'SELECT cnt AS n FROM temp.passages_vocab WHERE term = ?');
-  const phrases = new Map<string, number>();
-  const phraseStatement = store.statement('SELECT count(*) AS n FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ?');
+  /** This campaign's passages by rowid, with their file: what a posting of the index belongs to. */
+  let fileOfPassage: Map<number, string> | undefined;
+  const fileOf = (): Map<number, string> => {
+    // The index by file covers both columns: reading the passages table itself would read every passage's text.
+    fileOfPassage ??= new Map(
+      (shared
+        ? store.statement('SELECT rowid, source_id FROM passages WHERE campaign_id = ?').raw().all(store.campaignId)
+        : store.statement('SELECT rowid, source_id FROM passages INDEXED BY passages_by_source').raw().all()) as [number, string][],
+    );
+    return fileOfPassage;
+  };
+  /** Per file, how many of `rowids` (one per posting) are its passages'. */
+  const byFile = (rowids: readonly number[]): Map<string, number> => {
+    const files = fileOf();
+    const counts = new Map<string, number>();
+    for (const rowid of rowids) {
+      const file = files.get(rowid);
+      if (file !== undefined) counts.set(file, (counts.get(file) ?? 0) + 1);
+    }
+    return counts;
+  };
+  // Every term's counts by file, and files' sizes, kept until FILE_COUNTS_HELD entries; then started afresh.
+  let held = 0;
+  let stemUses = new Map<string, Map<string, number>>();
+  let phraseUses = new Map<string, Map<string, number>>();
+  let sizes = new Map<string, number>();
+  const kept = (counts: Map<string, number>): Map<string, number> => {
+    held += counts.size;
+    return counts;
+  };
+  const occurrencesStatement = store.statement('SELECT doc FROM temp.passages_occurrences WHERE term = ?').pluck();
+  const matchesStatement = store.statement('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?').pluck();
+  /** A stem's uses in each file that has it. */
+  const usesOfStem = (stem: string): Map<string, number> => {
+    let counts = stemUses.get(stem);
+    if (!counts) stemUses.set(stem, (counts = kept(byFile(occurrencesStatement.all(stem) as number[]))));
+    return counts;
+  };
+  /** Passages holding a phrase's words side by side, in each file that has one. */
+  const usesOfPhrase = (term: SearchTerm): Map<string, number> => {
+    const expression = buildMatchExpression([term])!;
+    let counts = phraseUses.get(expression);
+    if (!counts) phraseUses.set(expression, (counts = kept(byFile(matchesStatement.all(expression) as number[]))));
+    return counts;
+  };
   let words: number | undefined;
   let vocabulary: Set<string> | undefined;
   const written = new Map<string, boolean>();
@@ -182,8 +211,7 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   const spelledIn = store.statement(
     'SELECT p.text FROM passages_fts f CROSS JOIN passages p ON p.rowid = f.rowid WHERE passages_fts MATCH ? AND p.campaign_id = ? AND instr(lower(p.text), ?) > 0',
   );
-  let fileCounts = emptyFileCounts();
-  const stats: CachedStatistics = {
+  const stats: CampaignStatistics = {
     key: version,
     passages: n,
     averageLength: chars,
@@ -191,44 +219,27 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
     docFrequency,
     termCount,
     phraseFrequency(term) {
-      const expression = buildMatchExpression([term])!;
-      let n = phrases.get(expression);
-      if (n === undefined) {
-        n = (phraseStatement.get(expression, store.campaignId) as { n: number }).n;
-        phrases.set(expression, n);
-      }
+      let n = 0;
+      for (const count of usesOfPhrase(term).values()) n += count;
       return n;
     },
     fileUse(sourceIds) {
-      // Kept between turns, as every other figure here, but a long session over a large campaign would keep
-      // every word's count in every file: past the bound, a turn starts afresh.
-      if (fileCounts.held > FILE_COUNTS_HELD) fileCounts = emptyFileCounts();
-      const counted = fileCounts;
-      /** Terms already counted in every one of these files: judging each candidate asks again. */
-      const complete = new Map<string, Map<string, number>>();
-      // Counted only in these files, each (term, file) once: a common word is in thousands of a large campaign's files.
-      const inTheseFiles = (key: string, sql: string, parameters: () => Record<string, string>): Map<string, number> => {
-        let counts = complete.get(key);
-        if (counts) return counts;
-        counts = counted.byTerm.get(key) ?? new Map<string, number>();
-        counted.byTerm.set(key, counts);
-        const uncounted = sourceIds.filter((id) => !counts.has(id));
-        if (uncounted.length > 0) {
-          for (const id of uncounted) counts.set(id, 0);
-          for (const r of store.statement(sql).all({ ...parameters(), sources: JSON.stringify(uncounted) }) as { source: string; n: number }[]) counts.set(r.source, r.n);
-          counted.held += uncounted.length;
-        }
-        complete.set(key, counts);
-        return counts;
-      };
-      const stemCounts = (s: string) => inTheseFiles(`stem:${s}`, FILE_STEM_COUNTS, () => ({ stem: s }));
-      const nameCounts = (term: SearchTerm) => inTheseFiles(`name:${term.text}`, FILE_PHRASE_COUNTS, () => ({ match: buildMatchExpression([term])! }));
-      const sizes = inTheseFiles('size', FILE_SIZES, () => ({}));
+      if (held > FILE_COUNTS_HELD) {
+        held = 0;
+        [stemUses, phraseUses, sizes] = [new Map(), new Map(), new Map()];
+      }
+      const unsized = sourceIds.filter((id) => !sizes.has(id));
+      if (unsized.length > 0) {
+        for (const id of unsized) sizes.set(id, 0);
+        for (const r of store.statement(FILE_SIZES).all({ sources: JSON.stringify(unsized) }) as { source: string; n: number }[]) sizes.set(r.source, r.n);
+        held += unsized.length;
+      }
+      const sized = sizes;
       // A file's share of the campaign's text: counting its words exactly would read every word it holds.
       const wordsPerChar = stats.words() / Math.max(1, n * chars);
       return {
-        count: (term, sourceId) => (term.capitalized ? (nameCounts(term).get(sourceId) ?? 0) : perWord(term, (s) => stemCounts(s).get(sourceId) ?? 0)),
-        words: (sourceId) => (sizes.get(sourceId) ?? 0) * wordsPerChar,
+        count: (term, sourceId) => (term.capitalized ? (usesOfPhrase(term).get(sourceId) ?? 0) : perWord(term, (s) => usesOfStem(s).get(sourceId) ?? 0)),
+        words: (sourceId) => (sized.get(sourceId) ?? 0) * wordsPerChar,
       };
     },
     writes(word) {
@@ -262,16 +273,6 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   };
   statisticsCache.set(store, stats);
   return stats;
-}
-
-export function stemmedPassage(contentHash: string, text: string): StemmedText {
-  let stemmed = stemmedCache.get(contentHash);
-  if (!stemmed) {
-    stemmed = stemText(text);
-    if (stemmedCache.size >= STEMMED_CACHE_LIMIT) stemmedCache.delete(stemmedCache.keys().next().value!);
-    stemmedCache.set(contentHash, stemmed);
-  }
-  return stemmed;
 }
 
 /** A figure of a term: a phrase's is its rarest word's; a word's is the sum over its spellings and forms. */
@@ -319,7 +320,9 @@ interface Background {
 export interface QueryWeights {
   idf: Map<SearchTerm, number>;
   /** The turn's small words, their stems and rarity: they only rank (see SMALL_WORD_WEIGHT). */
-  smallWords: { word: string; stem: string; idf: number }[];
+  smallWords: { word: string; stem: string; stemId: number; idf: number }[];
+  /** The stems a passage's words are gathered by (see stemPositions): the terms' and the small words'. */
+  sought: ReadonlySet<number>;
   total: number;
   /** Meaningful words of this turn the campaign has never seen, and their share of the turn's words. */
   unseen: SearchTerm[];
@@ -360,7 +363,8 @@ export function queryWeights(stats: CampaignStatistics, terms: readonly SearchTe
   const size = Math.min(1, Math.log(Math.max(2, stats.passages)) / Math.log(ANSWER_FULL_SIZE));
   return {
     idf,
-    smallWords: small.map((s) => ({ ...s, idf: rarity(stats, stats.docFrequency(s.stem)) })),
+    smallWords: small.map((s) => ({ ...s, stemId: wordId(s.stem), idf: rarity(stats, stats.docFrequency(s.stem)) })),
+    sought: stemsSought(terms, small.map((s) => s.stem)),
     total,
     unseen,
     unseenShare: background.size === 0 ? 0 : unseen.length / background.size,
@@ -448,10 +452,12 @@ export function judge(
   let rareExact = false;
   const matched: SearchTerm[] = [];
   const smallMatched: string[] = [];
-  const positions: { idf: number; at: number[] }[] = [];
+  const positions: { idf: number; at: readonly number[] }[] = [];
+  const bodyAt = stemPositions(body, weights.sought);
+  const headingAt = stemPositions(heading, weights.sought);
   for (const t of terms) {
-    const inBody = occurrences(body, t);
-    const inHeading = occurrences(heading, t);
+    const inBody = occurrences(body, bodyAt, t);
+    const inHeading = occurrences(heading, headingAt, t);
     const background = weights.background.get(t);
     if (background) {
       const found = inBody.positions.length + inHeading.positions.length;
@@ -471,7 +477,7 @@ export function judge(
     if (inBody.positions.length > 0) positions.push({ idf, at: inBody.positions });
   }
   for (const small of weights.smallWords) {
-    const at = body.at.get(small.stem);
+    const at = bodyAt.get(small.stemId);
     if (!at) continue;
     smallMatched.push(small.word);
     score += (SMALL_WORD_WEIGHT * small.idf * at.length * (BM25_K1 + 1)) / (at.length + BM25_K1 * norm);

@@ -262,46 +262,147 @@ export function buildMatchExpression(terms: readonly SearchTerm[]): string | nul
   return terms.length > 0 ? terms.flatMap((t) => variantPhrases(t.words).map(quote)).join(' OR ') : null;
 }
 
-/** A passage's words with their stems, worked out once and reused for matching, scoring and proximity. */
+/**
+ * Words and stems as numbers: a text's words are held as ids, a few bytes each and compared as numbers, and
+ * each spelling is stemmed once. A stem is an id of the same table, so a turn's stem and a passage's word
+ * meet by number. The table, and every text read by it, is forgotten when it grows past VOCABULARY_HELD, at
+ * the start of a search (see forgetWordsWhenFull), never in the middle of one.
+ */
+const wordIds = new Map<string, number>();
+/** By word id, its stem's id (-1 until it is asked for). */
+const stemIds: number[] = [];
+const VOCABULARY_HELD = 1 << 17;
+/** Moves when the table is forgotten: an id worked out before then means nothing after. */
+let generation = 0;
+
+export function wordId(word: string): number {
+  let id = wordIds.get(word);
+  if (id === undefined) {
+    id = wordIds.size;
+    wordIds.set(word, id);
+    stemIds.push(-1);
+  }
+  return id;
+}
+
+function stemIdOf(id: number, word: string): number {
+  let s = stemIds[id]!;
+  if (s < 0) stemIds[id] = s = wordId(stem(word));
+  return s;
+}
+
+/** A text's words with their stems, as ids (see wordId), worked out once and reused for matching, scoring and proximity. */
 export interface StemmedText {
-  words: string[];
-  stems: string[];
-  /** Where each stem stands: a term is looked up, not scanned for (a pasted chapter has thousands of terms). */
-  at: Map<string, number[]>;
+  words: Int32Array;
+  stems: Int32Array;
 }
 
 export function stemText(text: string): StemmedText {
-  const words = tokenize(text);
-  const stems = words.map(stem);
-  const at = new Map<string, number[]>();
-  stems.forEach((s, i) => {
+  const tokens = tokenize(text);
+  const words = new Int32Array(tokens.length);
+  const stems = new Int32Array(tokens.length);
+  for (let i = 0; i < tokens.length; i++) {
+    const id = wordId(tokens[i]!);
+    words[i] = id;
+    stems[i] = stemIdOf(id, tokens[i]!);
+  }
+  return { words, stems };
+}
+
+/** Stemmed passage text by content, reused across turns (a passage's text only changes with its hash), up to TOKENS_HELD words in all. */
+const stemmedCache = new Map<string, StemmedText>();
+const TOKENS_HELD = 4_000_000;
+let tokensHeld = 0;
+
+export function stemmedPassage(contentHash: string, text: string): StemmedText {
+  let stemmed = stemmedCache.get(contentHash);
+  if (!stemmed) {
+    stemmed = stemText(text);
+    for (const [hash, old] of stemmedCache) {
+      if (tokensHeld + stemmed.words.length <= TOKENS_HELD) break;
+      stemmedCache.delete(hash);
+      tokensHeld -= old.words.length;
+    }
+    stemmedCache.set(contentHash, stemmed);
+    tokensHeld += stemmed.words.length;
+  }
+  return stemmed;
+}
+
+/** Called where a search starts: a full table is forgotten with the texts read by it (see wordId). */
+export function forgetWordsWhenFull(): void {
+  if (wordIds.size < VOCABULARY_HELD) return;
+  wordIds.clear();
+  stemIds.length = 0;
+  stemmedCache.clear();
+  tokensHeld = 0;
+  generation++;
+}
+
+/** A term's stems and words as ids: the first word's stem and its variants' find where it may start. */
+interface TermIds {
+  generation: number;
+  first: number[];
+  stems: number[];
+  otherStems: number[][];
+  words: number[];
+}
+const termIdsCache = new WeakMap<SearchTerm, TermIds>();
+function termIds(t: SearchTerm): TermIds {
+  let ids = termIdsCache.get(t);
+  if (!ids || ids.generation !== generation) {
+    const otherStems = t.otherStems.map((list) => list.map(wordId));
+    const stems = t.stems.map(wordId);
+    ids = { generation, first: [stems[0]!, ...otherStems[0]!], stems, otherStems, words: t.words.map(wordId) };
+    termIdsCache.set(t, ids);
+  }
+  return ids;
+}
+
+/** The ids of the stems where the terms may start, and of `also` (stems): what stemPositions gathers. */
+export function stemsSought(terms: readonly SearchTerm[], also: readonly string[] = []): Set<number> {
+  return new Set([...terms.flatMap((t) => termIds(t).first), ...also.map(wordId)]);
+}
+
+/** Where the sought stems stand in a text, each in order: one pass over the text, however many terms a query has. */
+export function stemPositions(text: StemmedText, sought: ReadonlySet<number>): Map<number, number[]> {
+  const at = new Map<number, number[]>();
+  const stems = text.stems;
+  for (let i = 0; i < stems.length; i++) {
+    const s = stems[i]!;
+    if (!sought.has(s)) continue;
     const list = at.get(s);
     if (list) list.push(i);
     else at.set(s, [i]);
-  });
-  return { words, stems, at };
+  }
+  return at;
 }
 
-/** Positions where a term occurs in the text, and how many of them are spelled exactly as asked. */
-export function occurrences(text: StemmedText, t: SearchTerm): { positions: number[]; exact: number } {
+/**
+ * Positions where a term occurs in the text, and how many of them are spelled exactly as asked. `at` is the
+ * text's stemPositions for stems that include the term's (see stemsSought).
+ */
+export function occurrences(text: StemmedText, at: ReadonlyMap<number, readonly number[]>, t: SearchTerm): { positions: number[]; exact: number } {
   const positions: number[] = [];
   let exact = 0;
-  const n = t.stems.length;
-  const starts = [t.stems[0]!, ...t.otherStems[0]!].flatMap((s) => text.at.get(s) ?? []);
+  const ids = termIds(t);
+  const n = ids.stems.length;
+  const starts = ids.first.flatMap((s) => at.get(s) ?? []);
   // A variant's positions interleave with the word's own.
-  if (t.otherStems[0]!.length > 0) starts.sort((a, b) => a - b);
+  if (ids.first.length > 1) starts.sort((a, b) => a - b);
   outer: for (const i of starts) {
     if (i + n > text.stems.length) continue;
-    for (let j = 1; j < n; j++) if (text.stems[i + j] !== t.stems[j] && !t.otherStems[j]!.includes(text.stems[i + j]!)) continue outer;
+    for (let j = 1; j < n; j++) if (text.stems[i + j] !== ids.stems[j] && !ids.otherStems[j]!.includes(text.stems[i + j]!)) continue outer;
     positions.push(i);
-    if (t.words.every((w, j) => text.words[i + j] === w)) exact++;
+    if (ids.words.every((w, j) => text.words[i + j] === w)) exact++;
   }
   return { positions, exact };
 }
 
 /** The terms that occur in the text. */
 export function matchTerms(text: StemmedText, terms: readonly SearchTerm[]): SearchTerm[] {
-  return terms.filter((t) => occurrences(text, t).positions.length > 0);
+  const at = stemPositions(text, stemsSought(terms));
+  return terms.filter((t) => occurrences(text, at, t).positions.length > 0);
 }
 
 export interface QueryParts {
