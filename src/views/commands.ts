@@ -1,9 +1,10 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { CAMPAIGN_FILE, findCampaignRoot } from '../knowledge/campaign';
+import { CAMPAIGN_FILE } from '../knowledge/campaign';
 import { changeBetween, withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
 import { excerptAround, searchKnowledge } from '../knowledge/retrieval';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
+import { chooseFolderOutsideCampaigns, offerCampaign } from './campaignFolders';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
@@ -270,30 +271,11 @@ export class Commands extends Disposable {
    * Sources lists it. `then` lets a caller decide instead of asking.
    */
   private async newCampaign(options: { parent?: vscode.Uri; title?: string; then?: 'ask' | 'add' | 'none' } = {}): Promise<vscode.Uri | undefined> {
-    await this.campaigns.ready();
-    // Campaigns do not nest: the dialog starts beside the open campaign, never inside it.
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const open = folder && this.campaigns.campaignOf(folder.fsPath);
-    const parent =
-      options.parent ??
-      (
-        await vscode.window.showOpenDialog({
-          canSelectFolders: true,
-          canSelectFiles: false,
-          defaultUri: open ? vscode.Uri.file(path.dirname(open.root)) : folder,
-          openLabel: 'Create the Campaign Here',
-          title: 'New Campaign: choose an empty folder for it (outside any campaign)',
-        })
-      )?.[0];
+    const parent = await chooseFolderOutsideCampaigns(this.campaigns, options.parent, {
+      openLabel: 'Create the Campaign Here',
+      title: 'New Campaign: choose an empty folder for it (outside any campaign)',
+    });
     if (!parent) return undefined;
-    const enclosing = this.campaigns.campaignOf(parent.fsPath);
-    // A campaign outside the workspace is in no registry: its campaign.yaml on disk says so.
-    const enclosingRoot = enclosing ? undefined : findCampaignRoot(parent.fsPath);
-    if (enclosing || enclosingRoot) {
-      const which = enclosing ? `the campaign "${enclosing.title}"` : `the campaign at ${enclosingRoot}`;
-      void vscode.window.showErrorMessage(`${parent.fsPath} is inside ${which}; campaigns do not nest. Choose a folder outside it.`);
-      return undefined;
-    }
     const title =
       options.title ??
       (await vscode.window.showInputBox({ prompt: 'Campaign title', placeHolder: 'The Sunken Crown', validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
@@ -321,23 +303,8 @@ export class Commands extends Disposable {
       return undefined;
     }
     await vscode.window.showTextDocument(vscode.Uri.joinPath(root, 'canon.md'));
-    this.offerCampaign(root, `Created "${title.trim()}" in ${root.fsPath}.`, options.then ?? 'ask');
+    offerCampaign(root, `Created "${title.trim()}" in ${root.fsPath}.`, options.then ?? 'ask');
     return root;
   }
 
-  /** A campaign outside the workspace is in no view: the writer opens it, or adds it beside the others. */
-  private offerCampaign(root: vscode.Uri, said: string, then: 'ask' | 'add' | 'none'): void {
-    const add = (): void => void vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: root });
-    if (vscode.workspace.getWorkspaceFolder(root)) {
-      void vscode.window.showInformationMessage(`${said} It is in Sources.`);
-    } else if (then === 'add') {
-      add();
-      void vscode.window.showInformationMessage(`${said} Added to the workspace: it is in Sources.`);
-    } else if (then === 'ask') {
-      void vscode.window.showInformationMessage(`${said} It is outside this workspace: open it, or add it to see it in Sources.`, 'Open Folder', 'Add to Workspace').then(async (choice) => {
-        if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', root);
-        if (choice === 'Add to Workspace') add();
-      });
-    }
-  }
 }

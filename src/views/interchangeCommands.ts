@@ -9,6 +9,7 @@ import { KNOWLEDGE_CLASSES, type KnowledgeClass } from '../knowledge/campaign';
 import { BUNDLE_EXTENSION, BundleError, bundleImportReport, describePlayData, exportCampaignBundle, importCampaignBundle, type ExportSummary, type ImportBundleSummary } from '../knowledge/interchange';
 import { fenced, playItemName, renderContextMarkdown } from '../story/contextReport';
 import { campaignAdventure } from '../story/playStore';
+import { chooseFolderOutsideCampaigns, offerCampaign } from './campaignFolders';
 import type { CampaignIndex } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { campaignTarget } from './commands';
@@ -360,37 +361,14 @@ export class InterchangeCommands extends Disposable {
    * own folder is read-only and replaced on update), then opens it.
    */
   private async openExampleCampaign(options: { parent?: vscode.Uri; then?: 'ask' | 'none' } = {}): Promise<vscode.Uri | undefined> {
-    await this.campaigns.ready();
-    // Campaigns do not nest: the dialog starts beside the open campaign, never inside it.
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const open = folder && this.campaigns.campaignOf(folder.fsPath);
-    const parent =
-      options.parent ??
-      (
-        await vscode.window.showOpenDialog({
-          canSelectFiles: false,
-          canSelectFolders: true,
-          defaultUri: open ? vscode.Uri.file(path.dirname(open.root)) : folder,
-          openLabel: 'Copy the Example Here',
-          title: 'Where should the example campaign be copied? (outside any campaign)',
-        })
-      )?.[0];
+    const parent = await chooseFolderOutsideCampaigns(this.campaigns, options.parent, {
+      openLabel: 'Copy the Example Here',
+      title: 'Where should the example campaign be copied? (outside any campaign)',
+    });
     if (!parent) return undefined;
-    const enclosing = this.campaigns.campaignOf(parent.fsPath);
-    if (enclosing) {
-      void vscode.window.showErrorMessage(`${parent.fsPath} is inside the campaign "${enclosing.title}"; campaigns do not nest. Choose a folder outside it.`);
-      return undefined;
-    }
     const target = await freeFolder(parent, EXAMPLE_FOLDER);
     await vscode.workspace.fs.copy(vscode.Uri.joinPath(this.extensionUri, 'fixtures', EXAMPLE_FOLDER), target, { overwrite: false });
-    if (options.then === 'none') return target;
-    if (!vscode.workspace.workspaceFolders?.length) {
-      await vscode.commands.executeCommand('vscode.openFolder', target);
-      return target;
-    }
-    const choice = await vscode.window.showInformationMessage(`The example campaign is in ${target.fsPath}.`, 'Open Folder', 'Add to Workspace');
-    if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', target);
-    if (choice === 'Add to Workspace') vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders.length, 0, { uri: target });
+    offerCampaign(target, `The example campaign is in ${target.fsPath}.`, options.then ?? 'ask');
     return target;
   }
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { ConsistencyCheckSummary } from '../../../src/views/conflicts';
@@ -49,6 +50,20 @@ describe("the writer's desk", () => {
     assert.equal(copied, undefined);
     assert.deepEqual(fs.readdirSync(inside.fsPath), before, 'nothing was written');
     await waitFor(async () => (await capture('example-refused-inside-campaign', 300)).workbenchText.includes('campaigns do not nest'), 10_000, 'the refusal on screen');
+  });
+
+  it('never copies the example campaign inside a campaign that is only on disk, outside the workspace', async () => {
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-elsewhere-'));
+    try {
+      fs.writeFileSync(path.join(elsewhere, 'campaign.yaml'), 'id: elsewhere\ntitle: Elsewhere\n');
+      fs.mkdirSync(path.join(elsewhere, 'notes'));
+      const copied = await vscode.commands.executeCommand<vscode.Uri | undefined>('storyteller.openExampleCampaign', { parent: vscode.Uri.file(path.join(elsewhere, 'notes')), then: 'none' });
+      assert.equal(copied, undefined);
+      assert.deepEqual(fs.readdirSync(path.join(elsewhere, 'notes')), [], 'nothing was written');
+      await waitFor(async () => (await capture('example-refused-inside-disk-campaign', 300)).workbenchText.includes(`inside the campaign at ${elsewhere}`), 10_000, 'the refusal naming the campaign on screen');
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('keeps repeated reference text out of the warnings, and warns about repeated canon', async () => {
