@@ -82,6 +82,7 @@ export class InterchangeCommands extends Disposable {
         : this.importFile(undefined, { campaignRoot: nodeRoot(clicked) }),
     );
     register('storyteller.previewContext', (options?: { campaignRoot?: string; action?: string }) => this.previewContext(options));
+    register('storyteller.previewContextWithResearch', (options?: { campaignRoot?: string; action?: string }) => this.previewContext({ ...options, research: true }));
     register('storyteller.exportCampaign', (arg?: SourcesNode | vscode.Uri, options?: { out?: vscode.Uri; embeddings?: boolean }) => this.exportCampaign(arg, options));
     register('storyteller.importCampaign', (options?: { bundle?: vscode.Uri; target?: vscode.Uri; addToWorkspace?: boolean }) => this.importCampaign(options));
     register('storyteller.importLorebook', (clicked?: vscode.Uri | SourcesNode, options?: { campaignRoot?: string; class?: KnowledgeClass; folder?: string }) =>
@@ -177,14 +178,28 @@ export class InterchangeCommands extends Disposable {
   }
 
   /** Assembles the next turn's context through the campaign session's engine; nothing is generated or stored. */
-  private async previewContext(options: { campaignRoot?: string; action?: string } = {}): Promise<vscode.TextDocument | undefined> {
+  /**
+   * The context an action would get, as a report. With `research`, the narrator model first searches the
+   * campaign as it would before a turn (the only model call; cancellable); nothing is played or written.
+   */
+  private async previewContext(options: { campaignRoot?: string; action?: string; research?: boolean } = {}): Promise<vscode.TextDocument | undefined> {
     const index = await this.campaign(options.campaignRoot);
     if (!index) return undefined;
+    const { research: mode, narratorModel } = this.settings.current;
+    if (options.research && mode === 'off') {
+      const open = 'Open Settings';
+      void vscode.window.showInformationMessage('Research is off (storyteller.research): set it to auto or on to preview a researched context.', open).then((choice) => {
+        if (choice === open) void vscode.commands.executeCommand('workbench.action.openSettings', 'storyteller.research');
+      });
+      return undefined;
+    }
     const action =
       options.action ??
       (await vscode.window.showInputBox({
-        title: `Preview Context: ${index.campaign.title}`,
-        prompt: 'What the player does next. Nothing is sent to a model; empty previews "continue".',
+        title: `Preview Context${options.research ? ' with Research' : ''}: ${index.campaign.title}`,
+        prompt: options.research
+          ? `What the player does next. ${narratorModel} researches the campaign first, as before a turn; nothing is played. Empty previews "continue".`
+          : 'What the player does next. Nothing is sent to a model; empty previews "continue".',
         placeHolder: 'ask Sister Mara about the crypt door',
       }));
     if (action === undefined) return undefined;
@@ -198,8 +213,15 @@ export class InterchangeCommands extends Disposable {
       this.onDidCreateAdventure();
     }
     const text = action.trim();
-    const context = await engine.previewContext(adventure.id, text ? { kind: 'do', text } : { kind: 'continue', text: '' });
+    const playerAction = text ? ({ kind: 'do', text } as const) : ({ kind: 'continue', text: '' } as const);
     const adventureId = adventure.id;
+    const context = options.research
+      ? await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${narratorModel} is researching ${index.campaign.title} for the preview…`, cancellable: true }, (_, token) => {
+          const cancel = new AbortController();
+          token.onCancellationRequested(() => cancel.abort());
+          return engine.previewContext(adventureId, playerAction, undefined, { research: true, signal: cancel.signal });
+        })
+      : await engine.previewContext(adventureId, playerAction);
     const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text }, (id) => playItemName(store, adventureId, id));
     walkthroughDone('previewed');
     return this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);

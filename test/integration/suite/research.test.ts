@@ -88,4 +88,28 @@ describe('research before narration', () => {
     }, 20_000, 'Turn Provenance and the status bar on screen');
     assert.match(workbench.workbenchText, /native tool calls/);
   });
+
+  it('Preview Context with Research shows what the model searched and kept, and plays no turn', async () => {
+    const index = api.knowledge.get(root)!;
+    const store = index.store!;
+    const abbey = store.listPassages(store.getSourceByPath('places/old-abbey.md')!.id)[0]!;
+    const turnsBefore = index.session.play.listAdventures(index.campaign.id).map((a) => index.session.play.allTurns(a.id).length);
+    const chatsBefore = fake.requestsTo('/api/chat').length;
+    fake.queue(
+      { toolCalls: [{ name: 'search', arguments: { query: 'abbey bells' } }] },
+      { toolCalls: [{ name: 'finish', arguments: { keep: [abbey.id], reason: 'the bells hang in the abbey' } }] },
+    );
+    const report = await vscode.commands.executeCommand<vscode.TextDocument>('storyteller.previewContextWithResearch', { campaignRoot: root, action: 'I listen for the abbey bells' });
+    assert.ok(report, 'a report opened');
+    const text = report.getText();
+    assert.match(text, /## Research/);
+    assert.match(text, /search \{"query":"abbey bells"\}/, 'the search the model made is listed');
+    assert.match(text, /Old Abbey/, 'the kept passage is in the context');
+    const chats = fake.requestsTo('/api/chat').slice(chatsBefore);
+    assert.equal(chats.length, 2, 'two research rounds and no narration');
+    assert.ok(chats.every((r) => (r.body as { tools?: unknown[] }).tools), 'each asked with tools');
+    const turnsAfter = index.session.play.listAdventures(index.campaign.id).map((a) => index.session.play.allTurns(a.id).length);
+    assert.deepEqual(turnsAfter, turnsBefore, 'no turn was played');
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
 });
