@@ -24,7 +24,8 @@ export async function chooseFolderOutsideCampaigns(
   const enclosingRoot = enclosing ? undefined : findCampaignRoot(parent.fsPath);
   if (enclosing || enclosingRoot) {
     const which = enclosing ? `the campaign "${enclosing.title}"` : `the campaign at ${enclosingRoot}`;
-    void vscode.window.showErrorMessage(`${parent.fsPath} is inside ${which}; campaigns do not nest. Choose a folder outside it.`);
+    // Said before the path, which a notification cuts first.
+    void vscode.window.showErrorMessage(`Choose a folder outside ${which}: campaigns do not nest, and ${parent.fsPath} is inside it.`);
     return undefined;
   }
   return parent;

@@ -60,7 +60,7 @@ describe("the writer's desk", () => {
       const copied = await vscode.commands.executeCommand<vscode.Uri | undefined>('storyteller.openExampleCampaign', { parent: vscode.Uri.file(path.join(elsewhere, 'notes')), then: 'none' });
       assert.equal(copied, undefined);
       assert.deepEqual(fs.readdirSync(path.join(elsewhere, 'notes')), [], 'nothing was written');
-      await waitFor(async () => (await capture('example-refused-inside-disk-campaign', 300)).workbenchText.includes(`inside the campaign at ${elsewhere}`), 10_000, 'the refusal naming the campaign on screen');
+      await waitFor(async () => (await capture('example-refused-inside-disk-campaign', 300)).workbenchText.includes(`Choose a folder outside the campaign at ${elsewhere}`), 10_000, 'the refusal naming the campaign on screen');
     } finally {
       fs.rmSync(elsewhere, { recursive: true, force: true });
     }
