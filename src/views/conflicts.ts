@@ -509,10 +509,3 @@ export function consistencyMessage(summary: ConsistencyCheckSummary, firstFailur
     .join(' and ');
   return `${campaignTitle}: checked ${checked} of ${pairs} pairs of canon passages: ${found} among them. ${notChecked[0]!.toUpperCase()}${notChecked.slice(1)}; run the check again once the model answers.`;
 }
-
-/** Called by extension.ts; everything registered is disposed with the extension. */
-export function registerConflictFeatures(context: Pick<vscode.ExtensionContext, 'subscriptions'>, deps: ConflictFeatureDeps): ConflictFeatures {
-  const features = new ConflictFeatures(deps);
-  context.subscriptions.push(features);
-  return features;
-}

@@ -87,8 +87,6 @@ export const CampaignFileSchema = z
   })
   .strict();
 
-export type CampaignFile = z.infer<typeof CampaignFileSchema>;
-
 export interface Campaign {
   root: string;
   id: string;
@@ -211,26 +209,3 @@ export function findCampaignRoot(start: string): string | undefined {
   }
 }
 
-const SKIPPED_DIRS = new Set(['node_modules', '.git', DATA_DIR]);
-
-/** Every campaign folder below `root` (campaigns do not nest: a campaign's own subfolders are its sources). */
-export function findCampaigns(root: string): string[] {
-  const found: string[] = [];
-  const walk = (dir: string): void => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    if (entries.some((e) => e.isFile() && e.name === CAMPAIGN_FILE)) {
-      found.push(dir);
-      return;
-    }
-    for (const entry of entries) {
-      if (entry.isDirectory() && !SKIPPED_DIRS.has(entry.name)) walk(path.join(dir, entry.name));
-    }
-  };
-  walk(path.resolve(root));
-  return found.sort();
-}
