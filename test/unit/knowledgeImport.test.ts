@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadCampaign, type Campaign } from '../../src/knowledge/campaign/campaign';
+import { withFrontMatterField } from '../../src/knowledge/campaign/frontMatter';
 import { importCampaign, indexFile, sourceIdFor } from '../../src/knowledge/indexing/importer';
-import { campaignStatus, deleteSource, rebuildIndex, setSourceEnabled } from '../../src/knowledge/indexing/operations';
+import { campaignStatus, deleteSource, rebuildIndex } from '../../src/knowledge/indexing/operations';
 import { inThreadParser, workerParser, type Parser } from '../../src/knowledge/indexing/parsePool';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { makeCampaign, removeDir, writeFile } from '../support/campaignDirs';
@@ -488,16 +489,22 @@ describe('knowledge: importing a campaign', () => {
   });
 
   it('enables and disables through front matter, keeping the passages stored', async () => {
+    // As the editor's Enable/Disable commands do: the front matter changes, then the file is indexed.
+    const setSourceEnabled = async (relPath: string, enabled: boolean) => {
+      const file = path.join(root, relPath);
+      fs.writeFileSync(file, withFrontMatterField(fs.readFileSync(file, 'utf8'), 'enabled', enabled));
+      await indexFile(campaign, store, relPath);
+    };
     const original = `---\ntitle: Mara   # the healer\n---\n# Mara\n\n${prose('mara')}\n`;
     open({ 'mara.md': original });
     await importCampaign(campaign, store);
     const passages = store.listPassages(source('mara.md')!.id).length;
-    await setSourceEnabled(campaign, store, 'mara.md', false);
+    await setSourceEnabled('mara.md', false);
     assert.equal(fs.readFileSync(path.join(root, 'mara.md'), 'utf8'), original.replace('---\n#', 'enabled: false\n---\n#'));
     assert.equal(source('mara.md')?.enabled, false);
     assert.equal(store.listPassages(source('mara.md')!.id).length, passages);
     assert.equal(campaignStatus(store).passages, 0, 'a disabled source leaves retrieval');
-    await setSourceEnabled(campaign, store, 'mara.md', true);
+    await setSourceEnabled('mara.md', true);
     assert.equal(source('mara.md')?.enabled, true);
     assert.equal(campaignStatus(store).passages, passages);
   });

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CampaignError, ELIGIBLE_SQL, findCampaignRoot, loadCampaign, pathInside, sourceExclusion, type Campaign } from '../campaign';
-import { withFrontMatterField } from '../campaign';
 import { importCampaignUnlocked, indexFile, type ImportOptions, type ImportReport } from './importer';
 import { withIndexLock } from './indexLock';
 import { KnowledgeStore } from './store';
@@ -12,25 +11,6 @@ export function locateCampaign(start: string): Campaign {
   const root = findCampaignRoot(start);
   if (!root) throw new CampaignError(path.resolve(start), 'no campaign.yaml here or in any folder above it');
   return loadCampaign(root);
-}
-
-/**
- * Enables or disables a source by editing its front matter (the file stays the truth), then reindexes it.
- * A disabled source keeps its passages and leaves retrieval; enabling it brings it straight back.
- * Surfaces that edit through their own editor API call `withFrontMatterField` and then `indexFile`.
- */
-export async function setSourceEnabled(
-  campaign: Campaign,
-  store: KnowledgeStore,
-  relPath: string,
-  enabled: boolean,
-  options: ImportOptions = {},
-): Promise<ImportReport> {
-  const file = path.join(campaign.root, ...relPath.split('/'));
-  const before = await fs.promises.readFile(file, 'utf8');
-  const after = withFrontMatterField(before, 'enabled', enabled);
-  if (after !== before) await fs.promises.writeFile(file, after, 'utf8');
-  return indexFile(campaign, store, relPath, options);
 }
 
 /**
