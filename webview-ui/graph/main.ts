@@ -1,7 +1,8 @@
 // The Campaign Graph: entities as nodes (size by mentions, colour by kind), mentions and [[links]] between
-// their files as edges. Drawn in SVG from the host's data; every label goes in as text, never as markup.
+// their files as edges, canon conflicts as red dashed edges, Reference and Inspiration files that name
+// entities as square nodes. Drawn in SVG from the host's data; every label goes in as text, never as markup.
 // Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
-import { GRAPH_KINDS, GraphHostMessage, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
+import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
 import { layoutGraph, type Placed } from './layout';
 
 interface VsCodeApi {
@@ -27,8 +28,10 @@ const radius = (n: GraphNode): number => 5 + Math.min(14, Math.sqrt(n.mentions) 
 
 let nodes: GraphNode[] = [];
 let edges: GraphEdge[] = [];
+let conflicts: GraphConflict[] = [];
 let positions = new Map<string, Placed>();
 const shownKinds = new Set<string>(GRAPH_KINDS);
+const shownClasses = new Set<string>(GRAPH_CLASSES);
 let text = '';
 let focus: string | undefined;
 let steps = 1;
@@ -49,22 +52,29 @@ search.addEventListener('input', () => {
   text = search.value.trim().toLowerCase();
   render();
 });
-const kinds = el('fieldset', 'kinds');
-kinds.append(el('legend', undefined, 'Kinds'));
-for (const kind of GRAPH_KINDS) {
-  const label = el('label', `kind ${kind}`);
-  const box = el('input');
-  box.type = 'checkbox';
-  box.checked = true;
-  box.dataset.kind = kind;
-  box.addEventListener('change', () => {
-    if (box.checked) shownKinds.add(kind);
-    else shownKinds.delete(kind);
-    render();
-  });
-  label.append(box, el('span', 'swatch'), document.createTextNode(kind));
-  kinds.append(label);
+/** A row of ticked boxes, one per value, each showing or hiding the nodes that have it. */
+function filterGroup(legend: string, values: readonly string[], shown: Set<string>, key: 'kind' | 'class'): HTMLFieldSetElement {
+  const group = el('fieldset', 'filters');
+  group.append(el('legend', undefined, legend));
+  for (const value of values) {
+    const label = el('label', `filter ${key === 'kind' ? value : `class-${value}`}`);
+    const box = el('input');
+    box.type = 'checkbox';
+    box.checked = true;
+    box.dataset[key] = value;
+    box.addEventListener('change', () => {
+      if (box.checked) shown.add(value);
+      else shown.delete(value);
+      render();
+    });
+    label.append(box, el('span', 'swatch'), document.createTextNode(value));
+    group.append(label);
+  }
+  return group;
 }
+const kinds = filterGroup('Kinds', GRAPH_KINDS, shownKinds, 'kind');
+// Canon is the entities; Reference and Inspiration are the files that name them (the entity model is canon only).
+const classes = filterGroup('Classes', GRAPH_CLASSES, shownClasses, 'class');
 const focusLine = el('div', 'focus-line');
 const stepsInput = el('input');
 stepsInput.id = 'focus-steps';
@@ -84,13 +94,18 @@ clearFocus.addEventListener('click', () => {
   focus = undefined;
   render();
 });
-header.append(title, status, search, kinds, focusLine);
+/** The conflict under the pointer or the keyboard focus, told in full (a tooltip never shows for the keyboard). */
+const detail = el('p', 'conflict-detail');
+detail.id = 'detail';
+detail.setAttribute('aria-live', 'polite');
+header.append(title, status, search, kinds, classes, focusLine, detail);
 
 const picture = svg('svg', { id: 'graph', role: 'img' });
 const world = svg('g');
 const edgeLayer = svg('g', { class: 'edges' });
+const conflictLayer = svg('g', { class: 'conflicts' });
 const nodeLayer = svg('g', { class: 'nodes' });
-world.append(edgeLayer, nodeLayer);
+world.append(edgeLayer, conflictLayer, nodeLayer);
 picture.append(world);
 const list = el('ul', 'entity-list');
 list.id = 'entity-list';
@@ -165,19 +180,55 @@ function neighbourhood(): Set<string> | undefined {
 function visible(): GraphNode[] {
   const near = neighbourhood();
   return nodes.filter(
-    (n) => shownKinds.has(n.kind) && (!near || near.has(n.id)) && (!text || n.label.toLowerCase().includes(text) || n.path.toLowerCase().includes(text) || near?.has(n.id)),
+    (n) => shownKinds.has(n.kind) && shownClasses.has(n.class) && (!near || near.has(n.id)) && (!text || n.label.toLowerCase().includes(text) || n.path.toLowerCase().includes(text) || near?.has(n.id)),
   );
 }
 
 const open = (id: string): void => vscode.postMessage({ type: 'open', id });
+const openAt = (side: GraphConflict['a']): void => vscode.postMessage({ type: 'openAt', path: side.path, line: side.line });
 function focusOn(id: string): void {
   focus = id;
   render();
 }
 
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 function describe(n: GraphNode): string {
-  const marks = [n.neverMentioned ? 'never mentioned elsewhere' : `${n.mentions} mention${n.mentions === 1 ? '' : 's'}`, n.neverRetrieved ? 'never retrieved in play' : ''];
-  return `${n.label} (${n.kind}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
+  const what = n.class === 'canon' ? n.kind : `${n.class} file`;
+  const marks =
+    n.class === 'canon'
+      ? [n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention'), n.neverRetrieved ? 'never retrieved in play' : '']
+      : [`names canon entities ${plural(n.mentions, 'time')}`];
+  if (n.supersededBy.length > 0) marks.push(`defined only in superseded ${n.path}, superseded by ${n.supersededBy.join(', ')}`);
+  return `${n.label} (${what}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
+}
+
+/** `Sister Mara — Age: "34" in characters/mara.md:8 vs "41" in canon.md:30`: both sides, each with its file. */
+function describeConflict(c: GraphConflict): string {
+  return `Canon conflict: ${c.entity} — ${c.attribute}: "${c.a.value}" in ${c.a.path}:${c.a.line} vs "${c.b.value}" in ${c.b.path}:${c.b.line}`;
+}
+
+/** A conflict drawn: a red dashed edge between the two files' entities, or a ring when one entity's files disagree. */
+function conflictMark(c: GraphConflict): SVGElement {
+  const [a, b] = [positions.get(c.from)!, positions.get(c.to)!];
+  const text = describeConflict(c);
+  const shape =
+    c.from === c.to
+      ? svg('circle', { cx: a.x, cy: a.y, r: radius(nodes.find((n) => n.id === c.from)!) + 5, class: 'conflict' })
+      : svg('line', { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: 'conflict' });
+  shape.setAttribute('tabindex', '0');
+  shape.setAttribute('role', 'img');
+  shape.setAttribute('aria-label', text);
+  const tip = svg('title');
+  tip.textContent = text;
+  shape.append(tip);
+  const show = (): void => void (detail.textContent = text);
+  const hide = (): void => void (detail.textContent = '');
+  shape.addEventListener('pointerenter', show);
+  shape.addEventListener('focus', show);
+  shape.addEventListener('pointerleave', hide);
+  shape.addEventListener('blur', hide);
+  return shape;
 }
 
 function render(): void {
@@ -195,15 +246,20 @@ function render(): void {
       return line;
     }),
   );
+  const shownConflicts = conflicts.filter((c) => ids.has(c.from) && ids.has(c.to));
+  conflictLayer.replaceChildren(...shownConflicts.map(conflictMark));
+  if (!shownConflicts.some((c) => detail.textContent === describeConflict(c))) detail.textContent = '';
   const labelAll = shown.length <= 150;
   nodeLayer.replaceChildren(
     ...shown.map((n) => {
       const at = positions.get(n.id)!;
-      const classes = ['node', n.kind, n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.id === focus ? 'focused' : ''];
-      const g = svg('g', { class: classes.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
+      const marks = ['node', n.kind, `class-${n.class}`, n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.supersededBy.length > 0 ? 'superseded' : '', n.id === focus ? 'focused' : ''];
+      const g = svg('g', { class: marks.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
       const tip = svg('title');
       tip.textContent = `${describe(n)}${n.summary ? `\n${n.summary}` : ''}`;
-      g.append(tip, svg('circle', { r: radius(n) }));
+      const r = radius(n);
+      // A file beside canon is a square: it names entities, it is not one.
+      g.append(tip, n.class === 'canon' ? svg('circle', { r }) : svg('rect', { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 2 }));
       if (labelAll || n.mentions >= 10 || n.id === focus) {
         const label = svg('text', { y: radius(n) + 11 });
         label.textContent = n.label;
@@ -221,7 +277,7 @@ function render(): void {
   );
   list.replaceChildren(
     ...[...shown].sort((a, b) => b.mentions - a.mentions || a.label.localeCompare(b.label)).map((n) => {
-      const item = el('li', `entry ${n.kind}`);
+      const item = el('li', `entry ${n.kind} class-${n.class}${n.supersededBy.length > 0 ? ' superseded' : ''}`);
       const name = el('button', 'link-button entity', n.label);
       name.type = 'button';
       name.dataset.id = n.id;
@@ -232,13 +288,44 @@ function render(): void {
       focusButton.setAttribute('aria-label', `Focus ${n.label} with its neighbours`);
       focusButton.addEventListener('click', () => focusOn(n.id));
       const neighbours = shownEdges.filter((e) => e.from === n.id || e.to === n.id).map((e) => byId.get(e.from === n.id ? e.to : e.from)!.label);
-      item.append(name, el('span', 'detail', ` ${n.kind} · ${n.neverMentioned ? 'never mentioned elsewhere' : `${n.mentions} mentions`}${n.neverRetrieved ? ' · never retrieved' : ''}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
+      const what =
+        n.class === 'canon'
+          ? `${n.kind} · ${n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention')}${n.neverRetrieved ? ' · never retrieved' : ''}`
+          : `${n.class} file · names canon ${plural(n.mentions, 'time')}`;
+      const faded = n.supersededBy.length > 0 ? ` · only in superseded ${n.path} (by ${n.supersededBy.join(', ')})` : '';
+      item.append(name, el('span', 'detail', ` ${what}${faded}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
+      // Each conflict is listed once, under the entity holding its first side, with both sides to open.
+      for (const c of shownConflicts.filter((x) => x.from === n.id)) {
+        const line = el('div', 'conflict-line');
+        const side = (s: GraphConflict['a']): HTMLButtonElement => {
+          const button = el('button', 'link-button side', `${s.path}:${s.line}`);
+          button.type = 'button';
+          button.setAttribute('aria-label', `Open ${s.path} at line ${s.line}`);
+          button.addEventListener('click', () => openAt(s));
+          return button;
+        };
+        line.append(
+          document.createTextNode(`⚠ conflicts${c.to === c.from ? '' : ` with ${byId.get(c.to)!.label}`}: ${c.entity} — ${c.attribute}: "${c.a.value}" in `),
+          side(c.a),
+          document.createTextNode(` vs "${c.b.value}" in `),
+          side(c.b),
+        );
+        item.append(line);
+      }
       return item;
     }),
   );
   const focused = focus && nodes.find((n) => n.id === focus);
   focusLine.replaceChildren(...(focused ? [document.createTextNode(`Focused on ${focused.label}, steps out: `), stepsInput, clearFocus] : []));
-  status.textContent = `${shown.length} of ${nodes.length} entities, ${shownEdges.length} links`;
+  const entities = nodes.filter((n) => n.class === 'canon');
+  const files = nodes.length - entities.length;
+  const shownFiles = shown.filter((n) => n.class !== 'canon').length;
+  status.textContent = [
+    `${shown.length - shownFiles} of ${entities.length} entities`,
+    ...(files > 0 ? [`${shownFiles} of ${files} reference and inspiration files`] : []),
+    plural(shownEdges.length, 'link'),
+    ...(conflicts.length > 0 ? [plural(shownConflicts.length, 'canon conflict')] : []),
+  ].join(', ');
   picture.setAttribute('aria-label', `Campaign graph: ${status.textContent}. The list beside it holds the same entities.`);
   if (focus) {
     moved = false;
@@ -254,6 +341,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   title.textContent = `Campaign graph: ${message.campaignTitle}`;
   nodes = message.nodes;
   edges = message.edges;
+  conflicts = message.conflicts;
   positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) })), edges, positions);
   render();
   if (first) fit(nodes.map((n) => n.id));
