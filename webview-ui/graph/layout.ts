@@ -22,6 +22,9 @@ const SPREAD_TICKS = Math.ceil(Math.log(0.3) / Math.log(1 - ALPHA_DECAY));
 /** Then overlaps alone, with nothing else pulling, until no two nodes sit on each other. */
 const SETTLE_TICKS = 10;
 
+/** A node's radius by how often the campaign mentions it: the picture and the bench size nodes alike. */
+export const nodeRadius = (mentions: number): number => 5 + Math.min(14, Math.sqrt(mentions) * 2);
+
 interface SimNode extends SimulationNodeDatum {
   id: string;
   r: number;

@@ -3,7 +3,7 @@
 // entities as square nodes. Drawn in SVG from the host's data; every label goes in as text, never as markup.
 // Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
 import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
-import { layoutGraph, type Placed } from './layout';
+import { layoutGraph, nodeRadius, type Placed } from './layout';
 
 interface VsCodeApi {
   postMessage(message: GraphWebviewMessage): void;
@@ -24,7 +24,11 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
   return node;
 }
 
-const radius = (n: GraphNode): number => 5 + Math.min(14, Math.sqrt(n.mentions) * 2);
+const radius = (n: GraphNode): number => nodeRadius(n.mentions);
+/** Up to this many nodes shown, every node has its label; past it only the much-mentioned ones do. */
+const LABEL_ALL = 150;
+/** Room a label takes under its node: a graph whose every node is labelled is laid out with it, so labels do not pile up. */
+const LABEL_ROOM = 14;
 
 let nodes: GraphNode[] = [];
 let edges: GraphEdge[] = [];
@@ -105,7 +109,8 @@ const world = svg('g');
 const edgeLayer = svg('g', { class: 'edges' });
 const conflictLayer = svg('g', { class: 'conflicts' });
 const nodeLayer = svg('g', { class: 'nodes' });
-world.append(edgeLayer, conflictLayer, nodeLayer);
+// Conflicts over the nodes: a short red edge in a crowded cluster must still be seen.
+world.append(edgeLayer, nodeLayer, conflictLayer);
 picture.append(world);
 const list = el('ul', 'entity-list');
 list.id = 'entity-list';
@@ -211,11 +216,15 @@ function describeConflict(c: GraphConflict): string {
 /** A conflict drawn: a red dashed edge between the two files' entities, or a ring when one entity's files disagree. */
 function conflictMark(c: GraphConflict): SVGElement {
   const [a, b] = [positions.get(c.from)!, positions.get(c.to)!];
+  const [ra, rb] = [c.from, c.to].map((id) => radius(nodes.find((n) => n.id === id)!) + 2) as [number, number];
   const text = describeConflict(c);
+  // From rim to rim: drawn over the nodes, the edge must leave their middles free to click.
+  const [dx, dy] = [b.x - a.x, b.y - a.y];
+  const length = Math.hypot(dx, dy) || 1;
   const shape =
     c.from === c.to
-      ? svg('circle', { cx: a.x, cy: a.y, r: radius(nodes.find((n) => n.id === c.from)!) + 5, class: 'conflict' })
-      : svg('line', { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: 'conflict' });
+      ? svg('circle', { cx: a.x, cy: a.y, r: ra + 3, class: 'conflict' })
+      : svg('line', { x1: a.x + (dx * ra) / length, y1: a.y + (dy * ra) / length, x2: b.x - (dx * rb) / length, y2: b.y - (dy * rb) / length, class: 'conflict' });
   shape.setAttribute('tabindex', '0');
   shape.setAttribute('role', 'img');
   shape.setAttribute('aria-label', text);
@@ -248,12 +257,13 @@ function render(): void {
   );
   const shownConflicts = conflicts.filter((c) => ids.has(c.from) && ids.has(c.to));
   conflictLayer.replaceChildren(...shownConflicts.map(conflictMark));
+  const conflicted = new Set(shownConflicts.flatMap((c) => [c.from, c.to]));
   if (!shownConflicts.some((c) => detail.textContent === describeConflict(c))) detail.textContent = '';
-  const labelAll = shown.length <= 150;
+  const labelAll = shown.length <= LABEL_ALL;
   nodeLayer.replaceChildren(
     ...shown.map((n) => {
       const at = positions.get(n.id)!;
-      const marks = ['node', n.kind, `class-${n.class}`, n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.supersededBy.length > 0 ? 'superseded' : '', n.id === focus ? 'focused' : ''];
+      const marks = ['node', n.kind, `class-${n.class}`, conflicted.has(n.id) ? 'in-conflict' : '', n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.supersededBy.length > 0 ? 'superseded' : '', n.id === focus ? 'focused' : ''];
       const g = svg('g', { class: marks.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
       const tip = svg('title');
       tip.textContent = `${describe(n)}${n.summary ? `\n${n.summary}` : ''}`;
@@ -342,7 +352,8 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   nodes = message.nodes;
   edges = message.edges;
   conflicts = message.conflicts;
-  positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) })), edges, positions);
+  const room = nodes.length <= LABEL_ALL ? LABEL_ROOM : 0;
+  positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) + room })), edges, positions);
   render();
   if (first) fit(nodes.map((n) => n.id));
 });
