@@ -124,8 +124,8 @@ let view = { x: 0, y: 0, k: 1 };
 /** The writer has panned or zoomed: a resize no longer refits the picture over their choice. */
 let moved = false;
 const applyView = (): void => world.setAttribute('transform', `translate(${view.x} ${view.y}) scale(${view.k})`);
-/** Room around the outermost nodes for their labels. */
-const FIT_MARGIN = 60;
+/** Room around the outermost nodes for their labels (a 20-letter label is ~110 units wide, centred on its node). */
+const FIT_MARGIN = 80;
 function fit(ids: readonly string[]): void {
   const placed = ids.map((id) => positions.get(id)).filter((p): p is Placed => p !== undefined);
   if (placed.length === 0) return;
@@ -221,10 +221,13 @@ function conflictMark(c: GraphConflict): SVGElement {
   // From rim to rim: drawn over the nodes, the edge must leave their middles free to click.
   const [dx, dy] = [b.x - a.x, b.y - a.y];
   const length = Math.hypot(dx, dy) || 1;
-  const shape =
+  const [tag, at] =
     c.from === c.to
-      ? svg('circle', { cx: a.x, cy: a.y, r: ra + 3, class: 'conflict' })
-      : svg('line', { x1: a.x + (dx * ra) / length, y1: a.y + (dy * ra) / length, x2: b.x - (dx * rb) / length, y2: b.y - (dy * rb) / length, class: 'conflict' });
+      ? (['circle', { cx: a.x, cy: a.y, r: ra + 3 }] as const)
+      : (['line', { x1: a.x + (dx * ra) / length, y1: a.y + (dy * ra) / length, x2: b.x - (dx * rb) / length, y2: b.y - (dy * rb) / length }] as const);
+  // A casing in the background colour under the red: the dashes stay legible across a thicket of links, in every theme.
+  const casing = svg(tag, { ...at, class: 'conflict-casing' });
+  const shape = svg(tag, { ...at, class: 'conflict' });
   shape.setAttribute('tabindex', '0');
   shape.setAttribute('role', 'img');
   shape.setAttribute('aria-label', text);
@@ -237,7 +240,9 @@ function conflictMark(c: GraphConflict): SVGElement {
   shape.addEventListener('focus', show);
   shape.addEventListener('pointerleave', hide);
   shape.addEventListener('blur', hide);
-  return shape;
+  const mark = svg('g');
+  mark.append(casing, shape);
+  return mark;
 }
 
 function render(): void {
