@@ -39,6 +39,8 @@ export class GraphPanel extends Disposable {
     private readonly language: EntityLanguage,
     private readonly codex: CodexTree,
     private readonly conflicts: ConflictFeatures,
+    /** The campaign's last layout, shared by its panels: a reopened or re-shown graph starts from it. */
+    private readonly layout: { placed: [string, number, number][] },
   ) {
     super();
     this._register(panel);
@@ -68,7 +70,7 @@ export class GraphPanel extends Disposable {
       class: 'canon',
       supersededBy: supersededOnly(entity, supersededBy),
     }));
-    if (!model) return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [] };
+    if (!model) return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [], placed: [] };
     const files = mentioningSources(model);
     for (const file of files) {
       nodes.push({
@@ -97,11 +99,13 @@ export class GraphPanel extends Disposable {
       const side = ({ value, path, line }: { value: string; path: string; line: number }) => ({ value, path, line });
       return [{ from, to, entity: c.entity, attribute: c.attribute, a: side(c.a), b: side(c.b) }];
     });
-    return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges, conflicts };
+    return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges, conflicts, placed: [] };
   }
 
-  private postGraph(): void {
-    void this.panel.webview.postMessage(GraphHostMessage.parse(this.graph()));
+  /** `fresh`: the webview has just loaded and has no layout of its own yet. */
+  private postGraph(fresh = false): void {
+    const message = { ...this.graph(), placed: fresh ? this.layout.placed : [] };
+    void this.panel.webview.postMessage(GraphHostMessage.parse(message));
   }
 
   /** Opens a node's file beside the graph: an entity's defining file at its heading, a Reference or Inspiration file at its top. */
@@ -123,7 +127,8 @@ export class GraphPanel extends Disposable {
     const parsed = GraphWebviewMessage.safeParse(raw);
     if (!parsed.success) return;
     const message = parsed.data;
-    if (message.type === 'ready') this.postGraph();
+    if (message.type === 'ready') this.postGraph(true);
+    else if (message.type === 'placed') this.layout.placed = message.placed;
     else if (message.type === 'open') await this.openNode(message.id);
     else await this.openAt(message.path, message.line);
   }
@@ -153,6 +158,8 @@ export class GraphPanel extends Disposable {
 /** The Campaign Graph command: one panel per campaign, brought forward when opened again. */
 export class GraphPanels extends Disposable {
   private readonly panels = new Map<string, GraphPanel>();
+  /** Each campaign's last layout, kept while the extension runs (a closed graph reopens on the same picture). */
+  private readonly layouts = new Map<string, { placed: [string, number, number][] }>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -184,7 +191,8 @@ export class GraphPanels extends Disposable {
       return open;
     }
     const webview = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, `Graph: ${index.campaign.title}`, vscode.ViewColumn.Active, { enableScripts: true });
-    const panel = new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts);
+    if (!this.layouts.has(root)) this.layouts.set(root, { placed: [] });
+    const panel = new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts, this.layouts.get(root)!);
     this.panels.set(root, panel);
     panel.panel.onDidDispose(() => this.panels.delete(root));
     return panel;

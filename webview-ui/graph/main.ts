@@ -357,8 +357,11 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   nodes = message.nodes;
   edges = message.edges;
   conflicts = message.conflicts;
+  if (first) positions = new Map(message.placed.map(([id, x, y]) => [id, { x, y }]));
+  const before = positions;
   const room = nodes.length <= LABEL_ALL ? LABEL_ROOM : 0;
   positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) + room })), edges, positions);
+  if ([...positions.keys()].some((id) => !before.has(id))) vscode.postMessage({ type: 'placed', placed: [...positions].map(([id, p]) => [id, p.x, p.y]) });
   render();
   if (first) fit(nodes.map((n) => n.id));
 });

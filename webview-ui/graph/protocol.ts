@@ -28,6 +28,9 @@ export type GraphNode = z.infer<typeof GraphNode>;
 const GraphEdge = z.object({ from: z.string(), to: z.string(), count: z.number().check(z.positive()), linked: z.boolean() });
 export type GraphEdge = z.infer<typeof GraphEdge>;
 
+/** A node's position: id, x, y. */
+const Placed = z.tuple([z.string(), z.number(), z.number()]);
+
 const ConflictSide = z.object({ value: z.string(), path: z.string(), line: z.int().check(z.positive()) });
 /**
  * Canon contradicting itself: `from` is the entity defined in side a's file, `to` the one in side b's (the
@@ -37,7 +40,15 @@ const GraphConflict = z.object({ from: z.string(), to: z.string(), entity: z.str
 export type GraphConflict = z.infer<typeof GraphConflict>;
 
 export const GraphHostMessage = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('graph'), campaignTitle: z.string(), nodes: z.array(GraphNode), edges: z.array(GraphEdge), conflicts: z.array(GraphConflict) }),
+  z.object({
+    type: z.literal('graph'),
+    campaignTitle: z.string(),
+    nodes: z.array(GraphNode),
+    edges: z.array(GraphEdge),
+    conflicts: z.array(GraphConflict),
+    /** Where an earlier webview of this campaign placed its nodes, sent to a new one: it opens on the same picture at once. */
+    placed: z.array(Placed),
+  }),
 ]);
 export type GraphHostMessage = z.infer<typeof GraphHostMessage>;
 
@@ -45,6 +56,8 @@ export const GraphWebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
   /** Open the node's file: an entity's at its heading. */
   z.object({ type: z.literal('open'), id: z.string() }),
+  /** The layout after it placed new nodes, kept by the extension for the campaign's next webview. */
+  z.object({ type: z.literal('placed'), placed: z.array(Placed) }),
   /** Open one side of a conflict: a campaign file at a 1-based line. */
   z.object({ type: z.literal('openAt'), path: z.string(), line: z.int().check(z.positive()) }),
 ]);

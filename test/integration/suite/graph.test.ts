@@ -210,6 +210,23 @@ describe('the campaign graph', () => {
       if (tab) await vscode.window.tabGroups.close(tab);
     });
 
+    it('reopens on the picture it had, with an entity written while it was closed settling beside what it names', async () => {
+      const ahahbu = graphPanel.graph().nodes.find((n) => n.label === 'Ahahbu')!;
+      const where = (reply: Awaited<ReturnType<typeof capture>>) =>
+        reply.frames.find((f) => f.text.includes(MARKER))?.html.match(new RegExp(`transform="(translate\\([^)]*\\))"[^>]*data-id="${ahahbu.id}"`))?.[1];
+      const before = where(await capture('campaign-graph-torys-before-reopen', 300));
+      assert.ok(before, "Ahahbu's node is drawn");
+      graphPanel.panel.dispose();
+      fs.writeFileSync(path.join(torys, 'notes', 'tessel.md'), '---\ntitle: Tessel\n---\n# Tessel\n\nTessel learns which fungi heal from [[Ahahbu]].\n');
+      await waitFor(() => api.language.modelOf(torys)?.resolveName('Tessel'), 60_000, 'Tessel in the entity model');
+      graphPanel = (await vscode.commands.executeCommand<GraphPanel>('storyteller.openCampaignGraph', { campaignRoot: torys }))!;
+      const reply = await waitFor(async () => {
+        const seen = await capture('campaign-graph-torys-reopened', 300);
+        return webviewText(seen, MARKER).includes('Tessel') && seen;
+      }, 30_000, 'the reopened graph to draw Tessel');
+      assert.equal(where(reply), before, 'Ahahbu is where the writer saw her before');
+    });
+
     for (const theme of THEMES) it(`is drawn in the ${theme[0]} theme`, () => inTheme(graphPanel, theme, 'campaign-graph-torys', MARKER));
   });
 });
