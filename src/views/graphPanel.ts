@@ -25,6 +25,9 @@ function supersededOnly(entity: Entity, supersededBy: ReadonlyMap<string, readon
   return [...new Set(canon.flatMap((d) => supersededBy.get(d.path)!))].sort();
 }
 
+/** What the picture says of one side of a conflict. */
+const side = ({ value, path, line }: { value: string; path: string; line: number }) => ({ value, path, line });
+
 /**
  * One campaign's entity model as a picture in a webview: the Codex's entities with the mentions between
  * their files, the Reference and Inspiration files that name them, and where canon contradicts itself. It
@@ -96,7 +99,6 @@ export class GraphPanel extends Disposable {
     const conflicts = (analysis?.conflicts ?? []).filter(isOpenConflict).flatMap((c) => {
       const [from, to] = [holder(c.a.path, c.entityKey), holder(c.b.path, c.entityKey)];
       if (!from || !to) return [];
-      const side = ({ value, path, line }: { value: string; path: string; line: number }) => ({ value, path, line });
       return [{ from, to, entity: c.entity, attribute: c.attribute, a: side(c.a), b: side(c.b) }];
     });
     return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges, conflicts, placed: [] };

@@ -197,6 +197,7 @@ function focusOn(id: string): void {
 }
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+const superseded = (n: GraphNode): string => `only in superseded ${n.path} (by ${n.supersededBy.join(', ')})`;
 
 function describe(n: GraphNode): string {
   const what = n.class === 'canon' ? n.kind : `${n.class} file`;
@@ -204,11 +205,11 @@ function describe(n: GraphNode): string {
     n.class === 'canon'
       ? [n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention'), n.neverRetrieved ? 'never retrieved in play' : '']
       : [`names canon entities ${plural(n.mentions, 'time')}`];
-  if (n.supersededBy.length > 0) marks.push(`defined only in superseded ${n.path}, superseded by ${n.supersededBy.join(', ')}`);
+  if (n.supersededBy.length > 0) marks.push(superseded(n));
   return `${n.label} (${what}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
 }
 
-/** `Sister Mara — Age: "34" in characters/mara.md:8 vs "41" in canon.md:30`: both sides, each with its file. */
+/** `Canon conflict: Sister Mara — Age: "34" in characters/mara.md:8 vs "41" in canon.md:30`: both sides, each with its file. */
 function describeConflict(c: GraphConflict): string {
   return `Canon conflict: ${c.entity} — ${c.attribute}: "${c.a.value}" in ${c.a.path}:${c.a.line} vs "${c.b.value}" in ${c.b.path}:${c.b.line}`;
 }
@@ -307,7 +308,7 @@ function render(): void {
         n.class === 'canon'
           ? `${n.kind} · ${n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention')}${n.neverRetrieved ? ' · never retrieved' : ''}`
           : `${n.class} file · names canon ${plural(n.mentions, 'time')}`;
-      const faded = n.supersededBy.length > 0 ? ` · only in superseded ${n.path} (by ${n.supersededBy.join(', ')})` : '';
+      const faded = n.supersededBy.length > 0 ? ` · ${superseded(n)}` : '';
       item.append(name, el('span', 'detail', ` ${what}${faded}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
       // Each conflict is listed once, under the entity holding its first side, with both sides to open.
       for (const c of shownConflicts.filter((x) => x.from === n.id)) {

@@ -6,6 +6,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { GraphPanel } from '../../../src/views/graphPanel';
 import { corpusPath } from '../../support/corpora';
 import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
+import { closeCampaignFolder, openCampaignFolder } from './workspace';
 
 const GRAPH_MARKER = 'Campaign graph:';
 const THEMES = [
@@ -134,12 +135,7 @@ describe('the campaign graph', () => {
       fs.writeFileSync(path.join(torys, 'notes', 'old-census.md'), '---\ntitle: Old Census of Andal\n---\n# Old Census of Andal\n\nCounted before the walls were rebuilt.\n');
       fs.writeFileSync(path.join(torys, 'notes', 'census.md'), '---\ntitle: Census of Andal\nsupersedes: [notes/old-census.md]\n---\n# Census of Andal\n\nCounted after the walls were rebuilt.\n');
       fs.writeFileSync(path.join(torys, 'notes', 'herbalism.md'), '---\ntitle: Herbalism of the Eclipse Lands\nclass: reference\n---\n# Herbs\n\nAhahbu would know which fungi heal and which kill.\n');
-      assert.ok(vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders!.length, 0, { uri: vscode.Uri.file(torys) }));
-      const index = await waitFor(() => api.knowledge.get(torys), 30_000, 'the Torys campaign to be found');
-      await waitFor(async () => {
-        await settled(index, "Torys' index");
-        return (index.store?.counts().sources ?? 0) > 60;
-      }, 90_000, 'Torys indexed');
+      await openCampaignFolder(api, torys, 60);
       graphPanel = (await vscode.commands.executeCommand<GraphPanel>('storyteller.openCampaignGraph', { campaignRoot: torys }))!;
       await waitFor(() => graphPanel.graph().conflicts.length > 0, 60_000, "the conflict analysis to see Ahahbu's two ages");
     });
@@ -148,10 +144,7 @@ describe('the campaign graph', () => {
       this.timeout(60_000);
       graphPanel?.panel.dispose();
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-      const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === torys);
-      if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
-      await waitFor(() => !api.knowledge.get(torys), 30_000, 'the Torys campaign to close');
-      fs.rmSync(torys, { recursive: true, force: true });
+      await closeCampaignFolder(api, torys);
     });
 
     it("draws a red dashed edge between Ahahbu and Day's End, whose pages give her two ages, told in full on focus", async () => {
