@@ -19,7 +19,7 @@ const TICKS = Math.ceil(Math.log(ALPHA_MIN) / Math.log(1 - ALPHA_DECAY));
  * ticks every node overlaps dozens, and resolving them there cost as much as all the other forces together.
  */
 const SPREAD_TICKS = Math.ceil(Math.log(0.3) / Math.log(1 - ALPHA_DECAY));
-/** Then overlaps alone, with nothing else pulling, until no two nodes sit on each other. */
+/** Then overlaps alone, with nothing else pulling, six passes a tick: no two nodes sit on each other. */
 const SETTLE_TICKS = 10;
 
 /** A node's radius by how often the campaign mentions it: the picture and the bench size nodes alike. */
@@ -68,6 +68,6 @@ export function layoutGraph(
     .stop();
   simulation.tick(SPREAD_TICKS);
   simulation.force('collide', collide).tick(TICKS - SPREAD_TICKS);
-  simulation.force('link', null).force('charge', null).force('x', null).force('y', null).force('collide', collide.iterations(3)).tick(SETTLE_TICKS);
+  simulation.force('link', null).force('charge', null).force('x', null).force('y', null).force('collide', collide.iterations(6)).tick(SETTLE_TICKS);
   return new Map(sim.map((n) => [n.id, { x: n.x ?? 0, y: n.y ?? 0 }]));
 }

@@ -343,10 +343,9 @@ function render(): void {
     ...(conflicts.length > 0 ? [plural(shownConflicts.length, 'canon conflict')] : []),
   ].join(', ');
   picture.setAttribute('aria-label', `Campaign graph: ${status.textContent}. The list beside it holds the same entities.`);
-  if (focus) {
-    moved = false;
-    fit([...ids]);
-  }
+  // What a filter or focus leaves is fitted to the panel, unless the writer has panned or zoomed (a focus always is).
+  if (focus) moved = false;
+  if (!moved) fit([...ids]);
 }
 
 window.addEventListener('message', (event: MessageEvent<unknown>) => {
@@ -364,7 +363,6 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) + room })), edges, positions);
   if ([...positions.keys()].some((id) => !before.has(id))) vscode.postMessage({ type: 'placed', placed: [...positions].map(([id, p]) => [id, p.x, p.y]) });
   render();
-  if (first) fit(nodes.map((n) => n.id));
 });
 
 vscode.postMessage({ type: 'ready' });
