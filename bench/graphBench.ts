@@ -2,7 +2,7 @@ import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import * as esbuild from 'esbuild';
 import { EntityModel, entityLinks, entitySourcesFromStore } from '../src/knowledge/entities';
-import { layoutGraph } from '../webview-ui/graph/layout';
+import { layoutGraph, nodeRadius } from '../webview-ui/graph/layout';
 import { corpusPath } from '../test/support/corpora';
 import { importCorpora } from '../test/support/knowledgeFixtures';
 import { percentile, round } from './retrievalBench';
@@ -11,7 +11,7 @@ import { percentile, round } from './retrievalBench';
  * The Campaign Graph on the D&D SRD as canon (every page an entity): how long its layout takes after the
  * entity model is ready, against building that model (the anchor, what every index change already pays),
  * a refresh's layout from the previous positions, and the bytes the graph's webview script adds (minified
- * as the VSIX ships it, d3-force's share of it) beside the play panel's script.
+ * as the VSIX ships it, d3-force's and zod's shares of it) beside the play panel's script.
  */
 
 const RUNS = 5;
@@ -23,15 +23,15 @@ export interface GraphBenchResult {
   layoutMs: { p50: number; p95: number };
   refreshLayoutMs: number;
   layoutVsModel: number;
-  bundle: { graphBytes: number; graphGzipBytes: number; d3ForceBytes: number; playPanelBytes: number };
+  bundle: { graphBytes: number; graphGzipBytes: number; d3ForceBytes: number; zodBytes: number; playPanelBytes: number };
 }
 
-async function bundleBytes(entry: string): Promise<{ bytes: number; gzip: number; d3Force: number }> {
+async function bundleBytes(entry: string): Promise<{ bytes: number; gzip: number; d3Force: number; zod: number }> {
   const result = await esbuild.build({ entryPoints: [entry], bundle: true, minify: true, format: 'iife', platform: 'browser', target: 'es2022', write: false, metafile: true, logLevel: 'silent' });
   const output = result.outputFiles[0]!.contents;
   const [meta] = Object.values(result.metafile.outputs);
-  const d3Force = Object.entries(meta!.inputs).filter(([file]) => /node_modules[\\/]d3-/.test(file)).reduce((n, [, input]) => n + input.bytesInOutput, 0);
-  return { bytes: output.byteLength, gzip: zlib.gzipSync(output, { level: 9 }).byteLength, d3Force };
+  const share = (library: RegExp) => Object.entries(meta!.inputs).filter(([file]) => library.test(file)).reduce((n, [, input]) => n + input.bytesInOutput, 0);
+  return { bytes: output.byteLength, gzip: zlib.gzipSync(output, { level: 9 }).byteLength, d3Force: share(/node_modules[\\/]d3-/), zod: share(/node_modules[\\/]zod[\\/]/) };
 }
 
 export async function runGraphBench(log: (line: string) => void = () => undefined): Promise<GraphBenchResult> {
@@ -42,7 +42,7 @@ export async function runGraphBench(log: (line: string) => void = () => undefine
     const entities = model.canonEntities();
     const links = entityLinks(model);
     const modelMs = round(performance.now() - start);
-    const nodes = entities.map((e) => ({ id: e.key, radius: 5 + Math.min(14, Math.sqrt(model.mentionsOf(e.key).length) * 2) }));
+    const nodes = entities.map((e) => ({ id: e.key, radius: nodeRadius(model.usage(e.key).mentions) }));
     const samples: number[] = [];
     let placed = new Map<string, { x: number; y: number }>();
     for (let i = 0; i < RUNS; i++) {
@@ -64,11 +64,11 @@ export async function runGraphBench(log: (line: string) => void = () => undefine
       layoutMs,
       refreshLayoutMs,
       layoutVsModel: round(layoutMs.p50 / modelMs),
-      bundle: { graphBytes: graph.bytes, graphGzipBytes: graph.gzip, d3ForceBytes: graph.d3Force, playPanelBytes: play.bytes },
+      bundle: { graphBytes: graph.bytes, graphGzipBytes: graph.gzip, d3ForceBytes: graph.d3Force, zodBytes: graph.zod, playPanelBytes: play.bytes },
     };
     log(`SRD as canon: ${result.entities} entities, ${result.links} links; entity model and links (anchor) ${modelMs} ms`);
     log(`layout p50 ${layoutMs.p50} ms, p95 ${layoutMs.p95} ms (×${result.layoutVsModel} the model); a refresh from the previous layout ${refreshLayoutMs} ms`);
-    log(`graph webview script ${graph.bytes} bytes minified (${graph.gzip} gzipped), of which d3-force ${graph.d3Force}; the play panel's ${play.bytes}`);
+    log(`graph webview script (what the graph adds to the VSIX) ${graph.bytes} bytes minified (${graph.gzip} gzipped), of which d3-force ${graph.d3Force} and zod/mini ${graph.zod}; the play panel's ${play.bytes}`);
     return result;
   } finally {
     library.dispose();

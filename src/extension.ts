@@ -123,7 +123,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       new EntityLanguage({ campaigns: () => this.knowledge.list(), onDidChangeIndex: this.knowledge.onDidChange, conflicts: this.conflicts, transcripts: this.transcripts }),
     );
     this.codex = this._register(new CodexTree(() => this.knowledge.list(), this.language, readers, this.play.onDidPlay));
-    this.graphs = this._register(new GraphPanels(extensionUri, this.campaigns, this.knowledge, this.language, this.codex));
+    this.graphs = this._register(new GraphPanels(extensionUri, this.campaigns, this.knowledge, this.language, this.codex, this.conflicts));
     this._register(new Commands(this.campaigns, this.knowledge, this.passages, this.settings, this.log));
     this._register(new AdventureCommands(this.knowledge, this.play, this.adventures));
     this.proposals = this._register(

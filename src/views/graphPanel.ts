@@ -1,11 +1,13 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { entityLinks } from '../knowledge/entities';
-import { GraphHostMessage, GraphWebviewMessage } from '../../webview-ui/graph/protocol';
+import { isOpenConflict } from '../knowledge/conflicts';
+import { entitiesByFile, entityKindOf, entityLinks, mentioningSources, type Entity } from '../knowledge/entities';
+import { GraphHostMessage, GraphWebviewMessage, type GraphNode } from '../../webview-ui/graph/protocol';
 import type { CampaignRegistry } from './campaigns';
 import type { CodexTree } from './codexTree';
 import { campaignTarget } from './commands';
+import type { ConflictFeatures } from './conflicts';
 import { Disposable } from './disposable';
 import type { EntityLanguage } from './entityLanguage';
 import type { KnowledgeService } from './knowledgeService';
@@ -13,9 +15,23 @@ import type { SourcesNode } from './sourcesTree';
 
 export const GRAPH_VIEW_TYPE = 'storyteller.graph';
 
+/** Reference and Inspiration files are nodes beside the entities, told apart by this prefix on their path. */
+const FILE_NODE = 'file:';
+
+/** The sources superseding every canon file that defines `entity`; none when one of those files still stands. */
+function supersededOnly(entity: Entity, supersededBy: ReadonlyMap<string, readonly string[]>): string[] {
+  const canon = entity.definitions.filter((d) => d.class === 'canon');
+  if (canon.length === 0 || !canon.every((d) => supersededBy.has(d.path))) return [];
+  return [...new Set(canon.flatMap((d) => supersededBy.get(d.path)!))].sort();
+}
+
+/** What the picture says of one side of a conflict. */
+const side = ({ value, path, line }: { value: string; path: string; line: number }) => ({ value, path, line });
+
 /**
  * One campaign's entity model as a picture in a webview: the Codex's entities with the mentions between
- * their files. It follows the model as it is rebuilt; the webview keeps its layout across refreshes.
+ * their files, the Reference and Inspiration files that name them, and where canon contradicts itself. It
+ * follows the model and the conflict analysis as they are rebuilt; the webview keeps its layout across refreshes.
  */
 export class GraphPanel extends Disposable {
   constructor(
@@ -25,6 +41,9 @@ export class GraphPanel extends Disposable {
     private readonly campaignTitle: string,
     private readonly language: EntityLanguage,
     private readonly codex: CodexTree,
+    private readonly conflicts: ConflictFeatures,
+    /** The campaign's last layout, shared by its panels: a reopened or re-shown graph starts from it. */
+    private readonly layout: { placed: [string, number, number][] },
   ) {
     super();
     this._register(panel);
@@ -33,14 +52,16 @@ export class GraphPanel extends Disposable {
     panel.webview.html = this.html(panel.webview);
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
     this._register(language.onDidChangeModels(() => this.postGraph()));
+    this._register(conflicts.onDidRefresh(() => this.postGraph()));
     this._register(panel.onDidDispose(() => this.dispose()));
   }
 
-  /** What the picture shows: every canon entity with its marks, and who mentions whom. */
+  /** What the picture shows: every canon entity with its marks, the files beside canon naming them, who mentions whom, and canon's conflicts. */
   graph(): Extract<GraphHostMessage, { type: 'graph' }> {
     const model = this.language.modelOf(this.root);
-    const entries = this.codex.entries(this.root);
-    const nodes = entries.map(({ entity, mentions, mentioningFiles, retrieved }) => ({
+    const analysis = this.conflicts.analysisOf(this.root);
+    const supersededBy = analysis?.supersededBy ?? new Map<string, readonly string[]>();
+    const nodes: GraphNode[] = this.codex.entries(this.root).map(({ entity, mentions, mentioningFiles, retrieved }) => ({
       id: entity.key,
       label: entity.display,
       kind: entity.kind,
@@ -49,29 +70,69 @@ export class GraphPanel extends Disposable {
       summary: entity.summary,
       neverMentioned: mentioningFiles.length === 0,
       neverRetrieved: retrieved === false,
+      class: 'canon',
+      supersededBy: supersededOnly(entity, supersededBy),
     }));
-    const edges = model ? entityLinks(model).map(({ from, to, count, linked }) => ({ from, to, count, linked })) : [];
-    return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges };
+    if (!model) return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [], placed: [] };
+    const files = mentioningSources(model);
+    for (const file of files) {
+      nodes.push({
+        id: `${FILE_NODE}${file.path}`,
+        label: file.title || file.path,
+        kind: entityKindOf(file.tags, file.path),
+        mentions: file.links.reduce((n, l) => n + l.count, 0),
+        path: file.path,
+        summary: '',
+        neverMentioned: false,
+        neverRetrieved: false,
+        class: file.class,
+        supersededBy: [],
+      });
+    }
+    const edges = [...entityLinks(model), ...files.flatMap((f) => f.links.map((l) => ({ ...l, from: `${FILE_NODE}${f.path}` })))].map(({ from, to, count, linked }) => ({ from, to, count, linked }));
+    // A conflict joins the entities its two files define: the disputed entity where a file defines it.
+    const definedIn = entitiesByFile(model);
+    const holder = (path: string, entityKey: string) => {
+      const defined = definedIn.get(path) ?? [];
+      return defined.includes(entityKey) ? entityKey : defined[0];
+    };
+    const conflicts = (analysis?.conflicts ?? []).filter(isOpenConflict).flatMap((c) => {
+      const [from, to] = [holder(c.a.path, c.entityKey), holder(c.b.path, c.entityKey)];
+      if (!from || !to) return [];
+      return [{ from, to, entity: c.entity, attribute: c.attribute, a: side(c.a), b: side(c.b) }];
+    });
+    return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges, conflicts, placed: [] };
   }
 
-  private postGraph(): void {
-    void this.panel.webview.postMessage(GraphHostMessage.parse(this.graph()));
+  /** `fresh`: the webview has just loaded and has no layout of its own yet. */
+  private postGraph(fresh = false): void {
+    const message = { ...this.graph(), placed: fresh ? this.layout.placed : [] };
+    void this.panel.webview.postMessage(GraphHostMessage.parse(message));
   }
 
-  /** Opens the entity's defining file at its heading, beside the graph. */
-  async openEntity(key: string): Promise<vscode.TextEditor | undefined> {
-    const definition = this.language.modelOf(this.root)?.entity(key)?.definitions[0];
-    if (!definition) return undefined;
-    const uri = vscode.Uri.file(path.join(this.root, ...definition.path.split('/')));
-    const at = new vscode.Range(definition.line, 0, definition.line, 0);
+  /** Opens a node's file beside the graph: an entity's defining file at its heading, a Reference or Inspiration file at its top. */
+  async openNode(id: string): Promise<vscode.TextEditor | undefined> {
+    if (id.startsWith(FILE_NODE)) return this.openAt(id.slice(FILE_NODE.length), 1);
+    const definition = this.language.modelOf(this.root)?.entity(id)?.definitions[0];
+    return definition ? this.openAt(definition.path, definition.line + 1) : undefined;
+  }
+
+  /** Opens a campaign file the model knows (never a path the webview made up) at a 1-based line. */
+  private async openAt(relPath: string, line: number): Promise<vscode.TextEditor | undefined> {
+    if (!this.language.modelOf(this.root)?.source(relPath)) return undefined;
+    const uri = vscode.Uri.file(path.join(this.root, ...relPath.split('/')));
+    const at = new vscode.Range(line - 1, 0, line - 1, 0);
     return vscode.window.showTextDocument(uri, { selection: at, viewColumn: vscode.ViewColumn.Beside, preview: true });
   }
 
   private async receive(raw: unknown): Promise<void> {
     const parsed = GraphWebviewMessage.safeParse(raw);
     if (!parsed.success) return;
-    if (parsed.data.type === 'ready') this.postGraph();
-    else await this.openEntity(parsed.data.id);
+    const message = parsed.data;
+    if (message.type === 'ready') this.postGraph(true);
+    else if (message.type === 'placed') this.layout.placed = message.placed;
+    else if (message.type === 'open') await this.openNode(message.id);
+    else await this.openAt(message.path, message.line);
   }
 
   private html(webview: vscode.Webview): string {
@@ -99,6 +160,8 @@ export class GraphPanel extends Disposable {
 /** The Campaign Graph command: one panel per campaign, brought forward when opened again. */
 export class GraphPanels extends Disposable {
   private readonly panels = new Map<string, GraphPanel>();
+  /** Each campaign's last layout, kept while the extension runs (a closed graph reopens on the same picture). */
+  private readonly layouts = new Map<string, { placed: [string, number, number][] }>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -106,6 +169,7 @@ export class GraphPanels extends Disposable {
     private readonly knowledge: KnowledgeService,
     private readonly language: EntityLanguage,
     private readonly codex: CodexTree,
+    private readonly conflicts: ConflictFeatures,
   ) {
     super();
     this._register(vscode.commands.registerCommand('storyteller.openCampaignGraph', (arg?: { campaignRoot: string } | SourcesNode | { root: string }) => this.open(arg)));
@@ -129,7 +193,8 @@ export class GraphPanels extends Disposable {
       return open;
     }
     const webview = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, `Graph: ${index.campaign.title}`, vscode.ViewColumn.Active, { enableScripts: true });
-    const panel = new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex);
+    if (!this.layouts.has(root)) this.layouts.set(root, { placed: [] });
+    const panel = new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts, this.layouts.get(root)!);
     this.panels.set(root, panel);
     panel.panel.onDidDispose(() => this.panels.delete(root));
     return panel;

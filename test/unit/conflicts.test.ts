@@ -144,6 +144,11 @@ describe('canon conflicts: deterministic detection', () => {
       ['characters/mara.md/mid.md won by characters/mara.md', 'characters/mara.md/old.md won by characters/mara.md', 'mid.md/old.md won by mid.md'],
     );
     assert.ok(analysis.conflicts.every((c) => !isOpenConflict(c)));
+    assert.deepEqual(
+      [...analysis.supersededBy].map(([loser, winners]) => `${loser} by ${[...winners].sort().join(', ')}`).sort(),
+      ['mid.md by characters/mara.md', 'old.md by characters/mara.md, mid.md'],
+      'the superseded sources, each with every source that supersedes it (the graph fades what only they define)',
+    );
   });
 });
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadCampaign } from '../../src/knowledge/campaign/campaign';
 import { analyzeStoreConflicts } from '../../src/knowledge/conflicts';
-import { EntityModel, entityLinks, entitySourcesFromStore, findWikiLinks, openLinkPrefix, renamedFile, renameEdits, type FileEdit } from '../../src/knowledge/entities';
+import { EntityModel, entityLinks, entitySourcesFromStore, mentioningSources, findWikiLinks, openLinkPrefix, renamedFile, renameEdits, type FileEdit } from '../../src/knowledge/entities';
 import { importCampaign } from '../../src/knowledge/indexing/importer';
 import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { PlayStore } from '../../src/story/playStore';
@@ -218,6 +218,23 @@ describe('entities: the example campaign', () => {
     assert.ok(links.every((l) => l.from !== l.to), 'no entity is joined to itself by its own page');
     const canon = new Set(model.canonEntities().map((e) => e.key));
     assert.ok(links.every((l) => canon.has(l.from) && canon.has(l.to)), 'only canon entities are joined (a reference page names no story entity)');
+  });
+
+  it('joins a Reference or Inspiration file to the canon entities it names, as a file, never as an entity', () => {
+    const sources = entitySourcesFromStore(store);
+    const mood = { path: 'mood/bells.md', title: 'Bells at night', class: 'inspiration' as const, entities: [], tags: [], text: '# Bells\n\nSister Mara hears them; so does [[Brother Aldric]], twice: Brother Aldric.\n' };
+    const withMood = new EntityModel([...sources, mood]);
+    const found = mentioningSources(withMood).find((s) => s.path === 'mood/bells.md');
+    assert.ok(found, 'the mood piece names two canon entities');
+    assert.equal(found.class, 'inspiration');
+    const mara = withMood.resolveName('Mara')!;
+    const aldric = withMood.resolveName('Brother Aldric')!;
+    assert.deepEqual(
+      found.links.map((l) => [l.from, l.to, l.count, l.linked]).sort(),
+      [['mood/bells.md', aldric.key, 2, true], ['mood/bells.md', mara.key, 1, false]].sort(),
+    );
+    assert.ok(!withMood.canonEntities().some((e) => e.definitions.some((d) => d.path === 'mood/bells.md')), 'it defines no entity');
+    assert.ok(mentioningSources(model).every((s) => s.class !== ('canon' as string) && s.links.length > 0), 'only non-canon files that name something');
   });
 
   it('reads a sentence-initial article as the same name, and renames it keeping the capital', () => {

@@ -22,4 +22,19 @@ describe('campaign graph layout', () => {
     assert.ok(distance(after.get('new')!, after.get('n5')!) < spread, 'the new entity lands near what it links to');
     assert.ok([...before.values()].every((p) => distance(p, after.get('new')!) > 6), 'and on no other node');
   });
+
+  it('keeps a large, crowded campaign readable in its few ticks: no node is drawn over another', () => {
+    // 780 entities round 13 hubs, each page naming its hub and the next one, sized by mentions up to the largest: crowded, as the SRD is.
+    const big = Array.from({ length: 780 }, (_, i) => ({ id: `e${i}`, radius: i % 60 === 0 ? 19 : 5 + ((i * 7) % 15) }));
+    const links = big.flatMap((n, i) => {
+      const hub = i - (i % 60);
+      return i === hub ? [] : [{ from: n.id, to: `e${hub}` }, { from: n.id, to: `e${(hub + 60) % 780}` }];
+    });
+    const placed = layoutGraph(big, links);
+    for (const [i, a] of big.entries()) {
+      for (const b of big.slice(i + 1)) {
+        assert.ok(distance(placed.get(a.id)!, placed.get(b.id)!) >= a.radius + b.radius, `${a.id} and ${b.id} do not overlap`);
+      }
+    }
+  });
 });

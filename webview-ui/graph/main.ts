@@ -1,8 +1,9 @@
 // The Campaign Graph: entities as nodes (size by mentions, colour by kind), mentions and [[links]] between
-// their files as edges. Drawn in SVG from the host's data; every label goes in as text, never as markup.
+// their files as edges, canon conflicts as red dashed edges, Reference and Inspiration files that name
+// entities as square nodes. Drawn in SVG from the host's data; every label goes in as text, never as markup.
 // Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
-import { GRAPH_KINDS, GraphHostMessage, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
-import { layoutGraph, type Placed } from './layout';
+import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
+import { layoutGraph, nodeRadius, type Placed } from './layout';
 
 interface VsCodeApi {
   postMessage(message: GraphWebviewMessage): void;
@@ -23,12 +24,18 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
   return node;
 }
 
-const radius = (n: GraphNode): number => 5 + Math.min(14, Math.sqrt(n.mentions) * 2);
+const radius = (n: GraphNode): number => nodeRadius(n.mentions);
+/** Up to this many nodes shown, every node has its label; past it only the much-mentioned ones do. */
+const LABEL_ALL = 150;
+/** Room a label takes under its node: a graph whose every node is labelled is laid out with it, so labels do not pile up. */
+const LABEL_ROOM = 14;
 
 let nodes: GraphNode[] = [];
 let edges: GraphEdge[] = [];
+let conflicts: GraphConflict[] = [];
 let positions = new Map<string, Placed>();
 const shownKinds = new Set<string>(GRAPH_KINDS);
+const shownClasses = new Set<string>(GRAPH_CLASSES);
 let text = '';
 let focus: string | undefined;
 let steps = 1;
@@ -49,22 +56,29 @@ search.addEventListener('input', () => {
   text = search.value.trim().toLowerCase();
   render();
 });
-const kinds = el('fieldset', 'kinds');
-kinds.append(el('legend', undefined, 'Kinds'));
-for (const kind of GRAPH_KINDS) {
-  const label = el('label', `kind ${kind}`);
-  const box = el('input');
-  box.type = 'checkbox';
-  box.checked = true;
-  box.dataset.kind = kind;
-  box.addEventListener('change', () => {
-    if (box.checked) shownKinds.add(kind);
-    else shownKinds.delete(kind);
-    render();
-  });
-  label.append(box, el('span', 'swatch'), document.createTextNode(kind));
-  kinds.append(label);
+/** A row of ticked boxes, one per value, each showing or hiding the nodes that have it. */
+function filterGroup(legend: string, values: readonly string[], shown: Set<string>, key: 'kind' | 'class'): HTMLFieldSetElement {
+  const group = el('fieldset', 'filters');
+  group.append(el('legend', undefined, legend));
+  for (const value of values) {
+    const label = el('label', `filter ${key === 'kind' ? value : `class-${value}`}`);
+    const box = el('input');
+    box.type = 'checkbox';
+    box.checked = true;
+    box.dataset[key] = value;
+    box.addEventListener('change', () => {
+      if (box.checked) shown.add(value);
+      else shown.delete(value);
+      render();
+    });
+    label.append(box, el('span', 'swatch'), document.createTextNode(value));
+    group.append(label);
+  }
+  return group;
 }
+const kinds = filterGroup('Kinds', GRAPH_KINDS, shownKinds, 'kind');
+// Canon is the entities; Reference and Inspiration are the files that name them (the entity model is canon only).
+const classes = filterGroup('Classes', GRAPH_CLASSES, shownClasses, 'class');
 const focusLine = el('div', 'focus-line');
 const stepsInput = el('input');
 stepsInput.id = 'focus-steps';
@@ -84,13 +98,19 @@ clearFocus.addEventListener('click', () => {
   focus = undefined;
   render();
 });
-header.append(title, status, search, kinds, focusLine);
+/** The conflict under the pointer or the keyboard focus, told in full (a tooltip never shows for the keyboard). */
+const detail = el('p', 'conflict-detail');
+detail.id = 'detail';
+detail.setAttribute('aria-live', 'polite');
+header.append(title, status, search, kinds, classes, focusLine, detail);
 
 const picture = svg('svg', { id: 'graph', role: 'img' });
 const world = svg('g');
 const edgeLayer = svg('g', { class: 'edges' });
+const conflictLayer = svg('g', { class: 'conflicts' });
 const nodeLayer = svg('g', { class: 'nodes' });
-world.append(edgeLayer, nodeLayer);
+// Conflicts over the nodes: a short red edge in a crowded cluster must still be seen.
+world.append(edgeLayer, nodeLayer, conflictLayer);
 picture.append(world);
 const list = el('ul', 'entity-list');
 list.id = 'entity-list';
@@ -104,8 +124,8 @@ let view = { x: 0, y: 0, k: 1 };
 /** The writer has panned or zoomed: a resize no longer refits the picture over their choice. */
 let moved = false;
 const applyView = (): void => world.setAttribute('transform', `translate(${view.x} ${view.y}) scale(${view.k})`);
-/** Room around the outermost nodes for their labels. */
-const FIT_MARGIN = 60;
+/** Room around the outermost nodes for their labels (a 20-letter label is ~110 units wide, centred on its node). */
+const FIT_MARGIN = 80;
 function fit(ids: readonly string[]): void {
   const placed = ids.map((id) => positions.get(id)).filter((p): p is Placed => p !== undefined);
   if (placed.length === 0) return;
@@ -165,19 +185,65 @@ function neighbourhood(): Set<string> | undefined {
 function visible(): GraphNode[] {
   const near = neighbourhood();
   return nodes.filter(
-    (n) => shownKinds.has(n.kind) && (!near || near.has(n.id)) && (!text || n.label.toLowerCase().includes(text) || n.path.toLowerCase().includes(text) || near?.has(n.id)),
+    (n) => shownKinds.has(n.kind) && shownClasses.has(n.class) && (!near || near.has(n.id)) && (!text || n.label.toLowerCase().includes(text) || n.path.toLowerCase().includes(text) || near?.has(n.id)),
   );
 }
 
 const open = (id: string): void => vscode.postMessage({ type: 'open', id });
+const openAt = (side: GraphConflict['a']): void => vscode.postMessage({ type: 'openAt', path: side.path, line: side.line });
 function focusOn(id: string): void {
   focus = id;
   render();
 }
 
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+const superseded = (n: GraphNode): string => `only in superseded ${n.path} (by ${n.supersededBy.join(', ')})`;
+
 function describe(n: GraphNode): string {
-  const marks = [n.neverMentioned ? 'never mentioned elsewhere' : `${n.mentions} mention${n.mentions === 1 ? '' : 's'}`, n.neverRetrieved ? 'never retrieved in play' : ''];
-  return `${n.label} (${n.kind}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
+  const what = n.class === 'canon' ? n.kind : `${n.class} file`;
+  const marks =
+    n.class === 'canon'
+      ? [n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention'), n.neverRetrieved ? 'never retrieved in play' : '']
+      : [`names canon entities ${plural(n.mentions, 'time')}`];
+  if (n.supersededBy.length > 0) marks.push(superseded(n));
+  return `${n.label} (${what}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
+}
+
+/** `Canon conflict: Sister Mara — Age: "34" in characters/mara.md:8 vs "41" in canon.md:30`: both sides, each with its file. */
+function describeConflict(c: GraphConflict): string {
+  return `Canon conflict: ${c.entity} — ${c.attribute}: "${c.a.value}" in ${c.a.path}:${c.a.line} vs "${c.b.value}" in ${c.b.path}:${c.b.line}`;
+}
+
+/** A conflict drawn: a red dashed edge between the two files' entities, or a ring when one entity's files disagree. */
+function conflictMark(c: GraphConflict): SVGElement {
+  const [a, b] = [positions.get(c.from)!, positions.get(c.to)!];
+  const [ra, rb] = [c.from, c.to].map((id) => radius(nodes.find((n) => n.id === id)!) + 2) as [number, number];
+  const text = describeConflict(c);
+  // From rim to rim: drawn over the nodes, the edge must leave their middles free to click.
+  const [dx, dy] = [b.x - a.x, b.y - a.y];
+  const length = Math.hypot(dx, dy) || 1;
+  const [tag, at] =
+    c.from === c.to
+      ? (['circle', { cx: a.x, cy: a.y, r: ra + 3 }] as const)
+      : (['line', { x1: a.x + (dx * ra) / length, y1: a.y + (dy * ra) / length, x2: b.x - (dx * rb) / length, y2: b.y - (dy * rb) / length }] as const);
+  // A casing in the background colour under the red: the dashes stay legible across a thicket of links, in every theme.
+  const casing = svg(tag, { ...at, class: 'conflict-casing' });
+  const shape = svg(tag, { ...at, class: 'conflict' });
+  shape.setAttribute('tabindex', '0');
+  shape.setAttribute('role', 'img');
+  shape.setAttribute('aria-label', text);
+  const tip = svg('title');
+  tip.textContent = text;
+  shape.append(tip);
+  const show = (): void => void (detail.textContent = text);
+  const hide = (): void => void (detail.textContent = '');
+  shape.addEventListener('pointerenter', show);
+  shape.addEventListener('focus', show);
+  shape.addEventListener('pointerleave', hide);
+  shape.addEventListener('blur', hide);
+  const mark = svg('g');
+  mark.append(casing, shape);
+  return mark;
 }
 
 function render(): void {
@@ -195,15 +261,21 @@ function render(): void {
       return line;
     }),
   );
-  const labelAll = shown.length <= 150;
+  const shownConflicts = conflicts.filter((c) => ids.has(c.from) && ids.has(c.to));
+  conflictLayer.replaceChildren(...shownConflicts.map(conflictMark));
+  const conflicted = new Set(shownConflicts.flatMap((c) => [c.from, c.to]));
+  if (!shownConflicts.some((c) => detail.textContent === describeConflict(c))) detail.textContent = '';
+  const labelAll = shown.length <= LABEL_ALL;
   nodeLayer.replaceChildren(
     ...shown.map((n) => {
       const at = positions.get(n.id)!;
-      const classes = ['node', n.kind, n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.id === focus ? 'focused' : ''];
-      const g = svg('g', { class: classes.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
+      const marks = ['node', n.kind, `class-${n.class}`, conflicted.has(n.id) ? 'in-conflict' : '', n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.supersededBy.length > 0 ? 'superseded' : '', n.id === focus ? 'focused' : ''];
+      const g = svg('g', { class: marks.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
       const tip = svg('title');
       tip.textContent = `${describe(n)}${n.summary ? `\n${n.summary}` : ''}`;
-      g.append(tip, svg('circle', { r: radius(n) }));
+      const r = radius(n);
+      // A file beside canon is a square: it names entities, it is not one.
+      g.append(tip, n.class === 'canon' ? svg('circle', { r }) : svg('rect', { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 2 }));
       if (labelAll || n.mentions >= 10 || n.id === focus) {
         const label = svg('text', { y: radius(n) + 11 });
         label.textContent = n.label;
@@ -221,7 +293,7 @@ function render(): void {
   );
   list.replaceChildren(
     ...[...shown].sort((a, b) => b.mentions - a.mentions || a.label.localeCompare(b.label)).map((n) => {
-      const item = el('li', `entry ${n.kind}`);
+      const item = el('li', `entry ${n.kind} class-${n.class}${n.supersededBy.length > 0 ? ' superseded' : ''}`);
       const name = el('button', 'link-button entity', n.label);
       name.type = 'button';
       name.dataset.id = n.id;
@@ -232,18 +304,48 @@ function render(): void {
       focusButton.setAttribute('aria-label', `Focus ${n.label} with its neighbours`);
       focusButton.addEventListener('click', () => focusOn(n.id));
       const neighbours = shownEdges.filter((e) => e.from === n.id || e.to === n.id).map((e) => byId.get(e.from === n.id ? e.to : e.from)!.label);
-      item.append(name, el('span', 'detail', ` ${n.kind} · ${n.neverMentioned ? 'never mentioned elsewhere' : `${n.mentions} mentions`}${n.neverRetrieved ? ' · never retrieved' : ''}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
+      const what =
+        n.class === 'canon'
+          ? `${n.kind} · ${n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention')}${n.neverRetrieved ? ' · never retrieved' : ''}`
+          : `${n.class} file · names canon ${plural(n.mentions, 'time')}`;
+      const faded = n.supersededBy.length > 0 ? ` · ${superseded(n)}` : '';
+      item.append(name, el('span', 'detail', ` ${what}${faded}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
+      // Each conflict is listed once, under the entity holding its first side, with both sides to open.
+      for (const c of shownConflicts.filter((x) => x.from === n.id)) {
+        const line = el('div', 'conflict-line');
+        const side = (s: GraphConflict['a']): HTMLButtonElement => {
+          const button = el('button', 'link-button side', `${s.path}:${s.line}`);
+          button.type = 'button';
+          button.setAttribute('aria-label', `Open ${s.path} at line ${s.line}`);
+          button.addEventListener('click', () => openAt(s));
+          return button;
+        };
+        line.append(
+          document.createTextNode(`⚠ conflicts${c.to === c.from ? '' : ` with ${byId.get(c.to)!.label}`}: ${c.entity} — ${c.attribute}: "${c.a.value}" in `),
+          side(c.a),
+          document.createTextNode(` vs "${c.b.value}" in `),
+          side(c.b),
+        );
+        item.append(line);
+      }
       return item;
     }),
   );
   const focused = focus && nodes.find((n) => n.id === focus);
   focusLine.replaceChildren(...(focused ? [document.createTextNode(`Focused on ${focused.label}, steps out: `), stepsInput, clearFocus] : []));
-  status.textContent = `${shown.length} of ${nodes.length} entities, ${shownEdges.length} links`;
+  const entities = nodes.filter((n) => n.class === 'canon');
+  const files = nodes.length - entities.length;
+  const shownFiles = shown.filter((n) => n.class !== 'canon').length;
+  status.textContent = [
+    `${shown.length - shownFiles} of ${entities.length} entities`,
+    ...(files > 0 ? [`${shownFiles} of ${files} reference and inspiration files`] : []),
+    plural(shownEdges.length, 'link'),
+    ...(conflicts.length > 0 ? [plural(shownConflicts.length, 'canon conflict')] : []),
+  ].join(', ');
   picture.setAttribute('aria-label', `Campaign graph: ${status.textContent}. The list beside it holds the same entities.`);
-  if (focus) {
-    moved = false;
-    fit([...ids]);
-  }
+  // What a filter or focus leaves is fitted to the panel, unless the writer has panned or zoomed (a focus always is).
+  if (focus) moved = false;
+  if (!moved) fit([...ids]);
 }
 
 window.addEventListener('message', (event: MessageEvent<unknown>) => {
@@ -254,9 +356,13 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   title.textContent = `Campaign graph: ${message.campaignTitle}`;
   nodes = message.nodes;
   edges = message.edges;
-  positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) })), edges, positions);
+  conflicts = message.conflicts;
+  if (first) positions = new Map(message.placed.map(([id, x, y]) => [id, { x, y }]));
+  const before = positions;
+  const room = nodes.length <= LABEL_ALL ? LABEL_ROOM : 0;
+  positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) + room })), edges, positions);
+  if ([...positions.keys()].some((id) => !before.has(id))) vscode.postMessage({ type: 'placed', placed: [...positions].map(([id, p]) => [id, p.x, p.y]) });
   render();
-  if (first) fit(nodes.map((n) => n.id));
 });
 
 vscode.postMessage({ type: 'ready' });

@@ -1,7 +1,10 @@
-// The Campaign Graph's message protocol, validated on both sides like the play panel's.
-import { z } from 'zod';
+// The Campaign Graph's message protocol, validated on both sides like the play panel's. Zod's mini build:
+// the full one was 454 KB of the graph's 476 KB script; this one is tree-shaken to what the schemas use.
+import * as z from 'zod/mini';
 
 export const GRAPH_KINDS = ['character', 'place', 'faction', 'item', 'other'] as const;
+/** Canon nodes are entities; Reference and Inspiration nodes are files that name canon entities. */
+export const GRAPH_CLASSES = ['canon', 'reference', 'inspiration'] as const;
 
 const GraphNode = z.object({
   /** The entity's key. */
@@ -9,27 +12,53 @@ const GraphNode = z.object({
   label: z.string(),
   kind: z.enum(GRAPH_KINDS),
   /** Mentions elsewhere in the campaign: sets the node's size. */
-  mentions: z.number().nonnegative(),
+  mentions: z.number().check(z.nonnegative()),
   /** Where it is defined (campaign-relative), the folder filter's key. */
   path: z.string(),
   summary: z.string(),
   neverMentioned: z.boolean(),
   /** No played turn retrieved its files (false while nothing was played). */
   neverRetrieved: z.boolean(),
+  class: z.enum(GRAPH_CLASSES),
+  /** Defined only in superseded sources: the sources that supersede them (empty for the rest). Drawn faded. */
+  supersededBy: z.array(z.string()),
 });
 export type GraphNode = z.infer<typeof GraphNode>;
 
-const GraphEdge = z.object({ from: z.string(), to: z.string(), count: z.number().positive(), linked: z.boolean() });
+const GraphEdge = z.object({ from: z.string(), to: z.string(), count: z.number().check(z.positive()), linked: z.boolean() });
 export type GraphEdge = z.infer<typeof GraphEdge>;
 
+/** A node's position: id, x, y. */
+const Placed = z.tuple([z.string(), z.number(), z.number()]);
+
+const ConflictSide = z.object({ value: z.string(), path: z.string(), line: z.int().check(z.positive()) });
+/**
+ * Canon contradicting itself: `from` is the entity defined in side a's file, `to` the one in side b's (the
+ * same node when both files define it).
+ */
+const GraphConflict = z.object({ from: z.string(), to: z.string(), entity: z.string(), attribute: z.string(), a: ConflictSide, b: ConflictSide });
+export type GraphConflict = z.infer<typeof GraphConflict>;
+
 export const GraphHostMessage = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('graph'), campaignTitle: z.string(), nodes: z.array(GraphNode), edges: z.array(GraphEdge) }),
+  z.object({
+    type: z.literal('graph'),
+    campaignTitle: z.string(),
+    nodes: z.array(GraphNode),
+    edges: z.array(GraphEdge),
+    conflicts: z.array(GraphConflict),
+    /** Where an earlier webview of this campaign placed its nodes, sent to a new one: it opens on the same picture at once. */
+    placed: z.array(Placed),
+  }),
 ]);
 export type GraphHostMessage = z.infer<typeof GraphHostMessage>;
 
 export const GraphWebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
-  /** Open the entity's file at its heading. */
+  /** Open the node's file: an entity's at its heading. */
   z.object({ type: z.literal('open'), id: z.string() }),
+  /** The layout after it placed new nodes, kept by the extension for the campaign's next webview. */
+  z.object({ type: z.literal('placed'), placed: z.array(Placed) }),
+  /** Open one side of a conflict: a campaign file at a 1-based line. */
+  z.object({ type: z.literal('openAt'), path: z.string(), line: z.int().check(z.positive()) }),
 ]);
 export type GraphWebviewMessage = z.infer<typeof GraphWebviewMessage>;

@@ -116,6 +116,8 @@ export class ConflictAnalysis {
     readonly facts: readonly FactStatement[],
     readonly conflicts: readonly CanonConflict[],
     readonly names: EntityNames,
+    /** A superseded source's path → the enabled canon sources that supersede it, directly or through a chain. */
+    readonly supersededBy: ReadonlyMap<string, readonly string[]> = new Map(),
   ) {
     for (const fact of facts) {
       const key = `${fact.path}\u0000${fact.line}`;
@@ -201,7 +203,9 @@ export function analyzeConflicts(
     }
   }
   conflicts.sort((x, y) => x.a.path.localeCompare(y.a.path) || x.a.line - y.a.line || x.b.path.localeCompare(y.b.path) || x.b.line - y.b.line);
-  return new ConflictAnalysis(facts, conflicts, names);
+  const supersededBy = new Map<string, string[]>();
+  for (const [winner, losers] of supersedes) for (const loser of losers) supersededBy.set(loser, [...(supersededBy.get(loser) ?? []), winner]);
+  return new ConflictAnalysis(facts, conflicts, names, supersededBy);
 }
 
 /** The decision that keeps `statement`, one side of the conflict, as the true one. */

@@ -186,6 +186,8 @@ export class EntityModel {
   /** First word, lowercased → names starting with it, longest first. */
   private readonly candidates = new Map<string, Candidate[]>();
   private campaignMentions: Mention[] | undefined;
+  /** allMentions() by entity, built on first use: the Codex and the graph ask for every entity's usage at once. */
+  private mentionsByEntity: Map<string, Mention[]> | undefined;
   /**
    * Each file's mentions, computed on first use. Taken over from the previous model when the names and what
    * they resolve to are the same, for the files that did not change (the same EntitySource).
@@ -348,7 +350,15 @@ export class EntityModel {
   }
 
   mentionsOf(entityKey: string): Mention[] {
-    return this.allMentions().filter((m) => m.entityKey === entityKey);
+    if (!this.mentionsByEntity) {
+      this.mentionsByEntity = new Map();
+      for (const mention of this.allMentions()) {
+        const list = this.mentionsByEntity.get(mention.entityKey);
+        if (list) list.push(mention);
+        else this.mentionsByEntity.set(mention.entityKey, [mention]);
+      }
+    }
+    return [...(this.mentionsByEntity.get(entityKey) ?? [])];
   }
 
   /**

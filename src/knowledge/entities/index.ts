@@ -6,5 +6,5 @@ export type { WikiLink } from './links';
 export { fileNameFor, RenameError, renamedFile, renameEdits, validateNewName } from './rename';
 export type { FileEdit } from './rename';
 export { entitySourcesFromStore } from './storeSources';
-export { entityLinks } from './graph';
-export type { EntityLink } from './graph';
+export { entitiesByFile, entityLinks, mentioningSources } from './graph';
+export type { EntityLink, MentioningSource } from './graph';

@@ -1,11 +1,28 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { GraphPanel } from '../../../src/views/graphPanel';
+import { corpusPath } from '../../support/corpora';
 import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
+import { closeCampaignFolder, openCampaignFolder } from './workspace';
 
 const GRAPH_MARKER = 'Campaign graph:';
+const THEMES = [
+  ['Default Light Modern', vscode.ColorThemeKind.Light],
+  ['Default Dark Modern', vscode.ColorThemeKind.Dark],
+  ['Default High Contrast', vscode.ColorThemeKind.HighContrast],
+] as const;
+
+/** Switches the workbench to `theme`, brings `panel` forward and screenshots it as `name-<theme>`. */
+async function inTheme(panel: GraphPanel, theme: (typeof THEMES)[number], name: string, marker: string): Promise<void> {
+  await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme[0], vscode.ConfigurationTarget.Global);
+  await waitFor(() => vscode.window.activeColorTheme.kind === theme[1], 10_000, `the ${theme[0]} theme`);
+  panel.panel.reveal();
+  const reply = await capture(`${name}-${theme[0].toLowerCase().replace(/\s+/g, '-')}`, 800);
+  assert.match(webviewText(reply, marker), /entities/);
+}
 
 describe('the campaign graph', () => {
   let api: StorytellerApi;
@@ -19,6 +36,7 @@ describe('the campaign graph', () => {
   });
 
   after(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await vscode.workspace.getConfiguration('workbench').update('colorTheme', undefined, vscode.ConfigurationTarget.Global);
   });
 
@@ -39,7 +57,8 @@ describe('the campaign graph', () => {
       return webviewText(seen, GRAPH_MARKER).includes(mara.label) && seen.located[`.node[data-id="${mara.id}"]`] ? seen : undefined;
     }, 30_000, 'the graph to draw Mara');
     const text = webviewText(reply, GRAPH_MARKER);
-    assert.match(text, new RegExp(`${graph.nodes.length} of ${graph.nodes.length} entities, ${graph.edges.length} links`));
+    const entities = graph.nodes.filter((n) => n.class === 'canon').length;
+    assert.match(text, new RegExp(`${entities} of ${entities} entities, .*${graph.edges.length} links`));
   });
 
   it('opens the file at the entity\'s heading when its node is clicked', async () => {
@@ -54,9 +73,9 @@ describe('the campaign graph', () => {
     assert.equal(editor.selection.active.line, definition.line, 'at the entity\'s heading');
   });
 
-  it('filters by text and kind, and focuses an entity with its neighbours', async () => {
+  it('filters by text, kind and class, and focuses an entity with its neighbours', async () => {
     const graph = panel.graph();
-    const total = graph.nodes.length;
+    const total = graph.nodes.filter((n) => n.class === 'canon').length;
     const mara = graph.nodes.find((n) => n.path === 'characters/mara.md')!;
     const abbey = graph.nodes.filter((n) => n.label.toLowerCase().includes('abbey') || n.path.toLowerCase().includes('abbey'));
     let text = webviewText(await capture('campaign-graph-filter', 300, [{ action: 'fill', selector: '#filter-text', text: 'abbey' }]), GRAPH_MARKER);
@@ -72,10 +91,18 @@ describe('the campaign graph', () => {
       GRAPH_MARKER,
     );
     assert.match(text, new RegExp(`${total - characters} of ${total} entities`), 'unticking a kind hides its entities');
+    text = webviewText(
+      await capture('campaign-graph-classes', 300, [
+        { action: 'click', selector: 'input[data-kind="character"]' },
+        { action: 'click', selector: 'input[data-class="canon"]' },
+      ]),
+      GRAPH_MARKER,
+    );
+    assert.match(text, new RegExp(`0 of ${total} entities`), 'unticking Canon hides every entity');
 
     text = webviewText(
       await capture('campaign-graph-focus', 300, [
-        { action: 'click', selector: 'input[data-kind="character"]' },
+        { action: 'click', selector: 'input[data-class="canon"]' },
         { action: 'click', selector: `#entity-list button.focus[aria-label="Focus ${mara.label} with its neighbours"]` },
       ]),
       GRAPH_MARKER,
@@ -87,18 +114,112 @@ describe('the campaign graph', () => {
     assert.match(text, new RegExp(`${total} of ${total} entities`), 'Show all ends the focus');
   });
 
-  for (const [theme, kind] of [
-    ['Default Light Modern', vscode.ColorThemeKind.Light],
-    ['Default Dark Modern', vscode.ColorThemeKind.Dark],
-    ['Default High Contrast', vscode.ColorThemeKind.HighContrast],
-  ] as const) {
-    it(`is drawn in the ${theme} theme`, async () => {
-      await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme, vscode.ConfigurationTarget.Global);
-      await waitFor(() => vscode.window.activeColorTheme.kind === kind, 10_000, `the ${theme} theme`);
-      panel.panel.reveal();
-      const slug = theme.toLowerCase().replace(/\s+/g, '-');
-      const reply = await capture(`campaign-graph-${slug}`, 800);
-      assert.match(webviewText(reply, GRAPH_MARKER), /entities/);
+  for (const theme of THEMES) it(`is drawn in the ${theme[0]} theme`, () => inTheme(panel, theme, 'campaign-graph', GRAPH_MARKER));
+
+  describe('on the Torys setting bible, in a campaign of its own', () => {
+    const DAYS_END = 'world/tumulted-sea/andal/days-end';
+    const MARKER = 'Campaign graph: Torys';
+    let torys: string;
+    let graphPanel: GraphPanel;
+
+    before(async function () {
+      this.timeout(180_000);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      torys = path.join(path.dirname(root), 'torys-graph');
+      fs.cpSync(corpusPath('torys'), torys, { recursive: true });
+      fs.writeFileSync(path.join(torys, 'campaign.yaml'), 'id: torys-graph\ntitle: Torys\ndefault_class: canon\n');
+      // A writer's edits: two pages giving Ahahbu two ages, an old census a new one supersedes, and a reference note naming her.
+      fs.appendFileSync(path.join(torys, DAYS_END, 'ahahbu.md'), '\n## Quick facts\n\n- **Age:** 52\n');
+      fs.appendFileSync(path.join(torys, DAYS_END, 'index.md'), '\n## Notable residents\n\n| Name | Role | Age |\n|---|---|---|\n| Ahahbu | healer | 61 |\n');
+      fs.mkdirSync(path.join(torys, 'notes'));
+      fs.writeFileSync(path.join(torys, 'notes', 'old-census.md'), '---\ntitle: Old Census of Andal\n---\n# Old Census of Andal\n\nCounted before the walls were rebuilt.\n');
+      fs.writeFileSync(path.join(torys, 'notes', 'census.md'), '---\ntitle: Census of Andal\nsupersedes: [notes/old-census.md]\n---\n# Census of Andal\n\nCounted after the walls were rebuilt.\n');
+      fs.writeFileSync(path.join(torys, 'notes', 'herbalism.md'), '---\ntitle: Herbalism of the Eclipse Lands\nclass: reference\n---\n# Herbs\n\nAhahbu would know which fungi heal and which kill.\n');
+      await openCampaignFolder(api, torys, 60);
+      graphPanel = (await vscode.commands.executeCommand<GraphPanel>('storyteller.openCampaignGraph', { campaignRoot: torys }))!;
+      await waitFor(() => graphPanel.graph().conflicts.length > 0, 60_000, "the conflict analysis to see Ahahbu's two ages");
     });
-  }
+
+    after(async function () {
+      this.timeout(60_000);
+      graphPanel?.panel.dispose();
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await closeCampaignFolder(api, torys);
+    });
+
+    it("draws a red dashed edge between Ahahbu and Day's End, whose pages give her two ages, told in full on focus", async () => {
+      const graph = graphPanel.graph();
+      const ahahbu = graph.nodes.find((n) => n.label === 'Ahahbu')!;
+      const daysEnd = graph.nodes.find((n) => n.path === `${DAYS_END}/index.md`)!;
+      const conflict = graph.conflicts.find((c) => c.entity === 'Ahahbu');
+      assert.ok(conflict, `a conflict about Ahahbu: ${JSON.stringify(graph.conflicts)}`);
+      assert.deepEqual([conflict.from, conflict.to].sort(), [ahahbu.id, daysEnd.id].sort(), "between Ahahbu and the page of Day's End");
+      const reply = await waitFor(async () => {
+        const seen = await capture('campaign-graph-torys-conflict', 500, [{ action: 'press', selector: 'line.conflict', key: 'Shift' }]);
+        return /Canon conflict: Ahahbu — Age/.test(webviewText(seen, MARKER)) && seen;
+      }, 30_000, 'the conflict told beside the graph when its edge has the focus');
+      const text = webviewText(reply, MARKER);
+      assert.match(text, new RegExp(`"52" in ${DAYS_END}/ahahbu\\.md:\\d+ vs "61" in ${DAYS_END}/index\\.md:\\d+`), 'both sides, each with its file');
+      assert.match(text, /1 canon conflict/);
+      assert.match(text, /⚠ conflicts with Day.s End: Ahahbu — Age/, 'and the list says it too');
+    });
+
+    it('fades the entity only a superseded page defines, and says so in the list', async () => {
+      const old = graphPanel.graph().nodes.find((n) => n.label === 'Old Census of Andal')!;
+      assert.deepEqual(old.supersededBy, ['notes/census.md']);
+      assert.deepEqual(graphPanel.graph().nodes.find((n) => n.label === 'Census of Andal')!.supersededBy, [], 'what supersedes it stands');
+      const reply = await capture('campaign-graph-torys-superseded', 300, [{ action: 'fill', selector: '#filter-text', text: 'census' }], [`.node.superseded[data-id="${old.id}"]`]);
+      assert.ok(reply.located[`.node.superseded[data-id="${old.id}"]`], 'drawn faded');
+      assert.match(webviewText(reply, MARKER), /only in superseded notes\/old-census\.md \(by notes\/census\.md\)/);
+    });
+
+    it('draws the reference note naming Ahahbu as a file beside canon, and the class filter hides it', async () => {
+      const graph = graphPanel.graph();
+      const note = graph.nodes.find((n) => n.path === 'notes/herbalism.md')!;
+      assert.equal(note.class, 'reference');
+      const ahahbu = graph.nodes.find((n) => n.label === 'Ahahbu')!;
+      assert.ok(graph.edges.some((e) => e.from === note.id && e.to === ahahbu.id), 'joined to Ahahbu');
+      const files = graph.nodes.filter((n) => n.class !== 'canon').length;
+      let reply = await capture('campaign-graph-torys-reference', 300, [{ action: 'fill', selector: '#filter-text', text: '' }], [`.node.class-reference[data-id="${note.id}"] rect`]);
+      assert.ok(reply.located[`.node.class-reference[data-id="${note.id}"] rect`], 'a square, not a circle');
+      assert.match(webviewText(reply, MARKER), new RegExp(`${files} of ${files} reference and inspiration files`));
+      reply = await capture('campaign-graph-torys-no-reference', 300, [{ action: 'click', selector: 'input[data-class="reference"]' }]);
+      assert.doesNotMatch(webviewText(reply, MARKER), /Herbalism of the Eclipse Lands/, 'unticking Reference hides it');
+      await capture('campaign-graph-torys-reference-back', 300, [{ action: 'click', selector: 'input[data-class="reference"]' }]);
+    });
+
+    it("opens Ahahbu's page at its title when her node is clicked", async () => {
+      const ahahbu = graphPanel.graph().nodes.find((n) => n.label === 'Ahahbu')!;
+      const definition = api.language.modelOf(torys)!.entity(ahahbu.id)!.definitions[0]!;
+      await capture('campaign-graph-torys-click', 300, [{ action: 'click', selector: `.node[data-id="${ahahbu.id}"] circle` }]);
+      const editor = await waitFor(
+        () => vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === path.join(torys, ...ahahbu.path.split('/'))),
+        15_000,
+        'ahahbu.md to open beside the graph',
+      );
+      assert.equal(editor.selection.active.line, definition.line, 'at the line that names her');
+      // Her page closes; the graph stays for the theme screenshots.
+      const tab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputText && t.input.uri.fsPath === editor.document.uri.fsPath);
+      if (tab) await vscode.window.tabGroups.close(tab);
+    });
+
+    it('reopens on the picture it had, with an entity written while it was closed settling beside what it names', async () => {
+      const ahahbu = graphPanel.graph().nodes.find((n) => n.label === 'Ahahbu')!;
+      const where = (reply: Awaited<ReturnType<typeof capture>>) =>
+        reply.frames.find((f) => f.text.includes(MARKER))?.html.match(new RegExp(`transform="(translate\\([^)]*\\))"[^>]*data-id="${ahahbu.id}"`))?.[1];
+      const before = where(await capture('campaign-graph-torys-before-reopen', 300));
+      assert.ok(before, "Ahahbu's node is drawn");
+      graphPanel.panel.dispose();
+      fs.writeFileSync(path.join(torys, 'notes', 'tessel.md'), '---\ntitle: Tessel\n---\n# Tessel\n\nTessel learns which fungi heal from [[Ahahbu]].\n');
+      await waitFor(() => api.language.modelOf(torys)?.resolveName('Tessel'), 60_000, 'Tessel in the entity model');
+      graphPanel = (await vscode.commands.executeCommand<GraphPanel>('storyteller.openCampaignGraph', { campaignRoot: torys }))!;
+      const reply = await waitFor(async () => {
+        const seen = await capture('campaign-graph-torys-reopened', 300);
+        return webviewText(seen, MARKER).includes('Tessel') && seen;
+      }, 30_000, 'the reopened graph to draw Tessel');
+      assert.equal(where(reply), before, 'Ahahbu is where the writer saw her before');
+    });
+
+    for (const theme of THEMES) it(`is drawn in the ${theme[0]} theme`, () => inTheme(graphPanel, theme, 'campaign-graph-torys', MARKER));
+  });
 });

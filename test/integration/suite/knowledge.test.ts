@@ -9,7 +9,7 @@ import { FILE_DEBOUNCE_MS, type CampaignIndex } from '../../../src/views/campaig
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { corpusPath } from '../../support/corpora';
 import { capture, harnessConfig, settled, sleep, waitFor } from './harness';
-import { campaignWorkspace } from './workspace';
+import { campaignWorkspace, closeCampaignFolder, openCampaignFolder } from './workspace';
 
 let api: StorytellerApi;
 let index: CampaignIndex;
@@ -217,13 +217,8 @@ describe('campaign knowledge in the workbench', () => {
     fs.cpSync(corpusPath('torys'), torys, { recursive: true });
     fs.writeFileSync(path.join(torys, 'campaign.yaml'), 'id: torys\ntitle: Torys\ndefault_class: canon\n');
     assert.equal(vscode.workspace.workspaceFile?.fsPath, harnessConfig().workspaceFile, 'a workspace, so adding a folder reloads nothing');
-    assert.ok(vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders!.length, 0, { uri: vscode.Uri.file(torys) }));
     try {
-      const second = await waitFor(() => api.knowledge.get(torys), 30_000, 'the second campaign to be found');
-      await waitFor(async () => {
-        await settled(second, "the second campaign's index");
-        return (second.store?.counts().sources ?? 0) > 0;
-      }, 60_000, 'the second campaign indexed');
+      await openCampaignFolder(api, torys);
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       await vscode.commands.executeCommand('storyteller.search', 'night watch');
       const reply = await waitFor(async () => {
@@ -249,10 +244,7 @@ describe('campaign knowledge in the workbench', () => {
       }, 15_000, 'the example campaign saying why it has nothing');
       await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
     } finally {
-      const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === torys);
-      if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
-      await waitFor(() => !api.knowledge.get(torys), 30_000, 'the second campaign to close');
-      fs.rmSync(torys, { recursive: true, force: true });
+      await closeCampaignFolder(api, torys);
     }
   });
 

@@ -1,6 +1,9 @@
 // The example campaign the integration workspace opens, as suites that use its index start from it.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
+import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import { activatedExtension, harnessConfig, settled, waitFor } from './harness';
@@ -20,6 +23,28 @@ export async function campaignWorkspace(): Promise<CampaignWorkspace> {
   const index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
   await settled(index);
   return { api, root, index };
+}
+
+/**
+ * Adds `dir`, a campaign folder the test made, to the workspace as a writer would, and waits until its
+ * index holds more than `sources` files.
+ */
+export async function openCampaignFolder(api: StorytellerApi, dir: string, sources = 0): Promise<CampaignIndex> {
+  assert.ok(vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders!.length, 0, { uri: vscode.Uri.file(dir) }));
+  const index = await waitFor(() => api.knowledge.get(dir), 30_000, `${path.basename(dir)} to be found`);
+  await waitFor(async () => {
+    await settled(index, `${path.basename(dir)}'s index`);
+    return (index.store?.counts().sources ?? 0) > sources && index;
+  }, 90_000, `${path.basename(dir)} indexed`);
+  return index;
+}
+
+/** Takes the test's campaign folder out of the workspace and deletes it: nothing is left for the next suite. */
+export async function closeCampaignFolder(api: StorytellerApi, dir: string): Promise<void> {
+  const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === dir);
+  if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
+  await waitFor(() => !api.knowledge.get(dir), 30_000, `${path.basename(dir)} to close`);
+  fs.rmSync(dir, { recursive: true, force: true });
 }
 
 /**
