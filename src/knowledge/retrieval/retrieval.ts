@@ -297,7 +297,9 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
-    const heading = stemText([...(JSON.parse(row.heading_path) as string[]), ...(trigger ? [trigger.mention] : [])].join(' '));
+    // A heading trail is shared by many passages and asked of every turn: stemmed once, unless a mention joins it.
+    const trail = JSON.parse(row.heading_path) as string[];
+    const heading = trigger ? stemText([...trail, trigger.mention].join(' ')) : stemmedPassage(row.heading_path, trail.join(' '));
     const body = stemmedPassage(row.content_hash, row.text);
     return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
   };
