@@ -38,9 +38,10 @@ const STOP_WORDS = new Set(
  * runs as the overlapping character pairs the index holds (see `ftsText`).
  */
 export function tokenize(text: string): string[] {
-  // Plain ASCII (nearly every passage of an English campaign) is unchanged by NFC, NFKD and the CJK pairs,
-  // and its letters and digits are [a-z0-9] once lower-cased: the same words without three Unicode passes.
-  if (!NON_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
+  // Printable ASCII and line breaks (nearly every passage of an English campaign) are unchanged by NFC, NFKD
+  // and the CJK pairs, and their letters and digits are [a-z0-9] once lower-cased: the same words, without
+  // three Unicode passes.
+  if (!NOT_PLAIN_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
   return (
     ftsText(text)
       .replace(NOT_CJK, withoutDiacritics)
@@ -49,7 +50,7 @@ export function tokenize(text: string): string[] {
   );
 }
 
-const NON_ASCII = /[^\x00-\x7f]/;
+const NOT_PLAIN_ASCII = /[^ -~\t\n\r]/;
 
 /**
  * Diacritics go from everything but CJK, as the index's tokenizer does: decomposing would strip the voicing
