@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
-import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, type Db } from '../knowledge/indexing';
+import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, statementCache, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from '../knowledge/indexing';
 import type { ResearchRecord } from './types';
@@ -207,21 +207,17 @@ function mustExist<T>(found: T | undefined, what: string): T {
 export class PlayStore {
   readonly db: Db;
 
+  /** Compiled once per store: the reads every turn's assembly makes would each compile theirs again. */
+  private readonly statement: ReturnType<typeof statementCache>;
+
   /** Opens (and migrates) play.db. Crash recovery is the campaign session's to run, once, when it opens the store. */
   constructor(file: string) {
     this.db = openDatabase(file, PLAY_MIGRATIONS);
+    this.statement = statementCache(this.db);
   }
 
   close(): void {
     this.db.close();
-  }
-
-  private readonly statements = new Map<string, ReturnType<Db['prepare']>>();
-  /** A statement compiled once per store: the reads every turn's assembly makes would each compile it again. */
-  private statement(sql: string): ReturnType<Db['prepare']> {
-    let compiled = this.statements.get(sql);
-    if (!compiled) this.statements.set(sql, (compiled = this.db.prepare(sql)));
-    return compiled;
   }
 
   /**
