@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import MarkdownIt from 'markdown-it';
 
@@ -62,24 +63,40 @@ function index(root, dbPath) {
   return { files: files.length, passages };
 }
 
+/**
+ * The floor's search on an open database: a line's words OR-ed, FTS5 bm25 top 20; the rowids found, or null
+ * for a line with no words. The bench also calls it in its own process, beside the product's turn context.
+ */
+export function floorSearcher(db) {
+  const query = db.prepare('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY bm25(passages_fts) LIMIT 20');
+  return (line) => {
+    const words = [...new Set(line.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
+    return words.length === 0 ? null : query.all(words.map((w) => `"${w}"`).join(' OR ')).map((r) => r.rowid);
+  };
+}
+
 async function search(dbPath) {
   const db = new Database(dbPath, { readonly: true });
-  const query = db.prepare('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY bm25(passages_fts) LIMIT 20');
+  const searcher = floorSearcher(db);
   let queries = 0;
   for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
-    const words = [...new Set(line.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
-    if (words.length === 0) continue;
-    const rows = query.all(words.map((w) => `"${w}"`).join(' OR '));
-    process.stdout.write(`${JSON.stringify({ query: line, hits: rows.map((r) => r.rowid) })}\n`);
+    const hits = searcher(line);
+    if (hits === null) continue;
+    process.stdout.write(`${JSON.stringify({ query: line, hits })}\n`);
     queries++;
   }
   db.close();
   return { queries };
 }
 
-const [mode, ...args] = process.argv.slice(2);
-const result = mode === 'index' ? index(args[0], args[1]) : mode === 'search' ? await search(args[0]) : undefined;
-if (!result) {
-  console.error('usage: node bench/floor.mjs index <campaign> <db> | search <db>');
-  process.exitCode = 2;
-} else process.stdout.write(`${JSON.stringify({ ...result, peakRssMb: peakRssMb() })}\n`);
+// Run as a process, not when the bench imports floorSearcher (no top-level await: the bench requires this file).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [mode, ...args] = process.argv.slice(2);
+  const running = mode === 'index' ? Promise.resolve(index(args[0], args[1])) : mode === 'search' ? search(args[0]) : Promise.resolve(undefined);
+  void running.then((result) => {
+    if (!result) {
+      console.error('usage: node bench/floor.mjs index <campaign> <db> | search <db>');
+      process.exitCode = 2;
+    } else process.stdout.write(`${JSON.stringify({ ...result, peakRssMb: peakRssMb() })}\n`);
+  });
+}

@@ -1,10 +1,13 @@
 import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { openCliSession } from '../src/cli/knowledgeAccess';
 import { corpusPath, REPO_ROOT } from '../test/support/corpora';
+import { floorSearcher } from './floor.mjs';
 import { EVAL_QUESTIONS } from './retrievalBench';
 import { rulesQuestions } from './fairytaleBench';
 
@@ -89,6 +92,57 @@ function runNode(args: string[], input = '', ok: readonly number[] = [0]): Promi
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 const round = (n: number, digits = 2): number => Number(n.toFixed(digits));
 
+/** A turn's context against the floor's search, in this process: cold (the first pass) and warm (the passes after). */
+export interface TurnFigures {
+  queries: number;
+  cold: { productMs: number; floorMs: number; ratio: number };
+  warm: { productMs: number; floorMs: number; ratio: number };
+}
+
+/**
+ * A turn's context as play assembles it (retrieval, World Info, budgets and packing: the engine's preview of
+ * the action, the same assembly a turn sends, without the model) against the floor's FTS5 bm25 top 20, on
+ * the product's index, in this process, query by query in alternating order. The first pass finds every
+ * cache empty, as a session's first turns do; the passes after are a session in play.
+ */
+async function measureTurns(root: string, repeats: number, queries: readonly string[]): Promise<TurnFigures> {
+  const session = openCliSession(root);
+  const floorDb = new Database(path.join(root, '.storyteller', 'index.db'), { readonly: true });
+  try {
+    const floor = floorSearcher(floorDb);
+    const adventure = session.play.createAdventure({ campaignId: session.campaign.id, title: 'Bench' });
+    const passes: { productMs: number; floorMs: number }[] = [];
+    for (let r = 0; r < Math.max(2, repeats); r++) {
+      let productMs = 0;
+      let floorMs = 0;
+      for (const [i, q] of queries.entries()) {
+        const product = async () => {
+          const started = performance.now();
+          await session.engine.previewContext(adventure.id, { kind: 'do', text: q });
+          productMs += performance.now() - started;
+        };
+        const raw = () => {
+          const started = performance.now();
+          floor(q);
+          floorMs += performance.now() - started;
+          return Promise.resolve();
+        };
+        for (const step of (r + i) % 2 === 0 ? [raw, product] : [product, raw]) await step();
+      }
+      passes.push({ productMs: productMs / queries.length, floorMs: floorMs / queries.length });
+    }
+    const figures = (ps: readonly { productMs: number; floorMs: number }[]) => ({
+      productMs: round(median(ps.map((p) => p.productMs))),
+      floorMs: round(median(ps.map((p) => p.floorMs))),
+      ratio: round(median(ps.map((p) => p.productMs / p.floorMs))),
+    });
+    return { queries: queries.length, cold: figures(passes.slice(0, 1)), warm: figures(passes.slice(1)) };
+  } finally {
+    floorDb.close();
+    await session.close();
+  }
+}
+
 export interface FloorFigures {
   copies: number;
   files: number;
@@ -97,6 +151,7 @@ export interface FloorFigures {
   /** The product's batch output against PINNED_RESULTS (null: none pinned for this size). */
   sameResults: boolean | null;
   search: { queries: number; productMs: number; floorMs: number; productCpuMs: number; floorCpuMs: number; wall: number; cpu: number; peakRssMb: { product: number; floor: number } };
+  turn: TurnFigures;
 }
 
 /** Index and search, product and floor, `repeats` times each in alternating order, on one campaign. */
@@ -139,6 +194,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
         perQuery[who === 'product' ? 'productRss' : 'floorRss'].push(busy.peakRssMb);
       }
     }
+    const turn = await measureTurns(root, repeats, queries);
     const ratio = (a: readonly number[], b: readonly number[]) => round(median(a.map((x, i) => x / b[i]!)));
     const figures: FloorFigures = {
       copies,
@@ -164,6 +220,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
         cpu: ratio(perQuery.productCpuMs, perQuery.floorCpuMs),
         peakRssMb: { product: round(median(perQuery.productRss), 0), floor: round(median(perQuery.floorRss), 0) },
       },
+      turn,
     };
     const i = figures.index;
     const s = figures.search;
@@ -172,6 +229,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
     log(`                   product / floor: wall ${i.wall}x, CPU ${i.cpu}x   goal <= 1.5x`);
     log(`    search, per query (${s.queries}, start-up subtracted)   product ${s.productMs} ms (CPU ${s.productCpuMs}, peak RSS ${s.peakRssMb.product} MB)   floor ${s.floorMs} ms (CPU ${s.floorCpuMs}, peak RSS ${s.peakRssMb.floor} MB)`);
     log(`                   product / floor: wall ${s.wall}x, CPU ${s.cpu}x   goal <= 2x`);
+    log(`    a turn's context (${turn.queries} actions, in one process, per action)   cold: product ${turn.cold.productMs} ms, floor ${turn.cold.floorMs} ms, ${turn.cold.ratio}x   warm: product ${turn.warm.productMs} ms, floor ${turn.warm.floorMs} ms, ${turn.warm.ratio}x   goal <= 3x`);
     const results = [...hashes].map((h) => h.slice(0, 16)).join(', ');
     log(
       figures.sameResults === null

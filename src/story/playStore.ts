@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
-import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, type Db } from '../knowledge/indexing';
+import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, statementCache, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from '../knowledge/indexing';
 import type { ResearchRecord } from './types';
@@ -207,9 +207,13 @@ function mustExist<T>(found: T | undefined, what: string): T {
 export class PlayStore {
   readonly db: Db;
 
+  /** Compiled once per store: the reads every turn's assembly makes would each compile theirs again. */
+  private readonly statement: ReturnType<typeof statementCache>;
+
   /** Opens (and migrates) play.db. Crash recovery is the campaign session's to run, once, when it opens the store. */
   constructor(file: string) {
     this.db = openDatabase(file, PLAY_MIGRATIONS);
+    this.statement = statementCache(this.db);
   }
 
   close(): void {
@@ -357,7 +361,7 @@ export class PlayStore {
   }
 
   private byId<Row, T>(table: 'adventures' | 'turns', id: string, map: (row: Row) => T): T | undefined {
-    const row = this.db.prepare(`SELECT * FROM ${table} WHERE id = ?`).get(id) as Row | undefined;
+    const row = this.statement(`SELECT * FROM ${table} WHERE id = ?`).get(id) as Row | undefined;
     return row && map(row);
   }
 
@@ -379,14 +383,12 @@ export class PlayStore {
   /** Root first, ending at the turn: the one story this branch has lived. */
   lineage(turnId: string | null): Turn[] {
     if (turnId === null) return [];
-    const rows = this.db
-      .prepare(
-        `WITH RECURSIVE up(id, parent_id) AS (
-           SELECT id, parent_id FROM turns WHERE id = ?
-           UNION ALL SELECT t.id, t.parent_id FROM turns t JOIN up ON t.id = up.parent_id)
-         SELECT turns.* FROM turns JOIN up ON turns.id = up.id ORDER BY turns.depth`,
-      )
-      .all(turnId) as TurnRow[];
+    const rows = this.statement(
+      `WITH RECURSIVE up(id, parent_id) AS (
+         SELECT id, parent_id FROM turns WHERE id = ?
+         UNION ALL SELECT t.id, t.parent_id FROM turns t JOIN up ON t.id = up.parent_id)
+       SELECT turns.* FROM turns JOIN up ON turns.id = up.id ORDER BY turns.depth`,
+    ).all(turnId) as TurnRow[];
     return rows.map(toTurn);
   }
 
@@ -448,9 +450,8 @@ export class PlayStore {
    */
   worldInfoAfter(lineage: readonly Turn[]): TurnWorldInfo | null {
     if (lineage.length === 0) return null;
-    const row = this.db
-      .prepare('SELECT world_info FROM turns WHERE id IN (SELECT value FROM json_each(?)) AND world_info IS NOT NULL ORDER BY depth DESC LIMIT 1')
-      .get(JSON.stringify(lineage.map((t) => t.id))) as { world_info: string } | undefined;
+    const newest = 'SELECT world_info FROM turns WHERE id IN (SELECT value FROM json_each(?)) AND world_info IS NOT NULL ORDER BY depth DESC LIMIT 1';
+    const row = this.statement(newest).get(JSON.stringify(lineage.map((t) => t.id))) as { world_info: string } | undefined;
     return row ? (JSON.parse(row.world_info) as TurnWorldInfo) : null;
   }
 
@@ -501,7 +502,7 @@ export class PlayStore {
   }
 
   listMemories(adventureId: string): Memory[] {
-    return (this.db.prepare('SELECT * FROM memories WHERE adventure_id = ? ORDER BY created_at, rowid').all(adventureId) as MemoryRow[]).map(toMemory);
+    return (this.statement('SELECT * FROM memories WHERE adventure_id = ? ORDER BY created_at, rowid').all(adventureId) as MemoryRow[]).map(toMemory);
   }
 
   /**
@@ -544,7 +545,7 @@ export class PlayStore {
   /** The newest summary written on this lineage. */
   summaryForLineage(adventureId: string, lineage: readonly Turn[]): StorySummary | undefined {
     const depthOf = new Map(lineage.map((t) => [t.id, t.depth]));
-    const rows = this.db.prepare('SELECT * FROM story_summaries WHERE adventure_id = ?').all(adventureId) as {
+    const rows = this.statement('SELECT * FROM story_summaries WHERE adventure_id = ?').all(adventureId) as {
       adventure_id: string;
       anchor_turn_id: string;
       text: string;
@@ -557,7 +558,7 @@ export class PlayStore {
   // ── token calibration ───────────────────────────────────────────────────────────────────────────
 
   getCalibration(model: string): { factor: number; samples: number } | undefined {
-    return this.db.prepare('SELECT factor, samples FROM token_calibration WHERE model = ?').get(model) as { factor: number; samples: number } | undefined;
+    return this.statement('SELECT factor, samples FROM token_calibration WHERE model = ?').get(model) as { factor: number; samples: number } | undefined;
   }
 
   saveCalibration(model: string, factor: number, samples: number): void {

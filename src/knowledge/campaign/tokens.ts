@@ -9,8 +9,22 @@ export function estimateTokens(text: string): number {
 
 /** Words as the estimate counts them: runs of non-whitespace. Texts joined by whitespace add their words up. */
 export function countWords(text: string): number {
-  return text.split(/\s+/).filter(Boolean).length;
+  // Counted in place (every passage priced every turn, every file at import): splitting made a string per word.
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // JavaScript's \s: ASCII space, tab to carriage return, and a few Unicode spaces past ASCII.
+    if (c === 32 || (c >= 9 && c <= 13) || (c >= 128 && WHITESPACE.test(text[i]!))) inWord = false;
+    else if (!inWord) {
+      inWord = true;
+      words++;
+    }
+  }
+  return words;
 }
+
+const WHITESPACE = /\s/;
 
 /** The estimate for a text of `words` words and `chars` characters, for callers that keep both as text grows. */
 export function tokensFor(words: number, chars: number): number {

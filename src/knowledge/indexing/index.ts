@@ -9,7 +9,7 @@ export { inThreadParser, workerParser } from './parsePool';
 export { inProcessWriter, workerWriter } from './indexWriter';
 export type { IndexWriter } from './indexWriter';
 export type { Parser } from './parsePool';
-export { assertFts5, migrate, openDatabase } from './sqlite';
+export { assertFts5, migrate, openDatabase, statementCache } from './sqlite';
 export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
 export type { ProcessOwner } from './processOwner';
 export type { Db, Migration } from './sqlite';

@@ -4,6 +4,16 @@ import path from 'node:path';
 
 export type Db = Database.Database;
 
+/** A database's statements compiled once each, by their SQL: a store runs the same few again and again. */
+export function statementCache(db: Db): (sql: string) => Database.Statement {
+  const compiled = new Map<string, Database.Statement>();
+  return (sql) => {
+    let statement = compiled.get(sql);
+    if (!statement) compiled.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  };
+}
+
 export interface Migration {
   version: number;
   description: string;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Campaign } from '../campaign';
 import { INDEX_MIGRATIONS } from './indexSchema';
 import type { Statement } from 'better-sqlite3';
-import { assertFts5, isDamagedDatabase, openDatabase, type Db } from './sqlite';
+import { assertFts5, isDamagedDatabase, openDatabase, statementCache, type Db } from './sqlite';
 import { ftsHeading, ftsText } from './indexText';
 import type { ClassOrigin, PassageRecord, SourceIssue, SourceRecord, SourceTriggers } from '../campaign';
 
@@ -119,22 +119,14 @@ export class KnowledgeStore {
   readonly db: Db;
 
   /** Compiled once per store: importing a large library runs the same few statements per file. */
-  private readonly statements = new Map<string, Statement>();
+  readonly statement: (sql: string) => Statement;
 
   private constructor(
     readonly campaignId: string,
     db: Db,
   ) {
     this.db = db;
-  }
-
-  statement(sql: string): Statement {
-    let compiled = this.statements.get(sql);
-    if (!compiled) {
-      compiled = this.db.prepare(sql);
-      this.statements.set(sql, compiled);
-    }
-    return compiled;
+    this.statement = statementCache(db);
   }
 
   /** Where a damaged index file was moved when this store replaced it with a new, empty one. */

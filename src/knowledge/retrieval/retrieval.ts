@@ -116,26 +116,49 @@ const SHINGLE_BASE = 1 << 17;
 /** A text's runs of three words (its words, when fewer), by word id (see wordId): a number, or text past SHINGLE_BASE. */
 type Shingle = number | string;
 
-function shingles(words: Int32Array): Set<Shingle> {
+/** 32-bit words of a shingle set's sketch: 1,024 bits. */
+const SKETCH_WORDS = 32;
+
+interface ShingleSet {
+  set: Set<Shingle>;
+  /**
+   * A bit per shingle, by its words' hash: a bit one sketch holds and the other lacks stands for a shingle
+   * only the first set holds, so two sketches bound what two sets can share before they are compared.
+   */
+  sketch: Uint32Array;
+}
+
+function shingles(words: Int32Array): ShingleSet {
   const set = new Set<Shingle>();
+  const sketch = new Uint32Array(SKETCH_WORDS);
+  const mark = (a: number, b: number, c: number) => {
+    let h = Math.imul(a, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b) ^ Math.imul(c + 2, 0xc2b2ae35);
+    h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
+    h ^= h >>> 13;
+    sketch[(h >>> 5) & (SKETCH_WORDS - 1)]! |= 1 << (h & 31);
+  };
   if (words.length < 3) {
-    if (words.length > 0) set.add(words.join(','));
-    return set;
+    if (words.length > 0) {
+      set.add(words.join(','));
+      mark(words[0]!, words[1] ?? -1, -1);
+    }
+    return { set, sketch };
   }
   for (let i = 0; i + 3 <= words.length; i++) {
     const [a, b, c] = [words[i]!, words[i + 1]!, words[i + 2]!];
     set.add(a < SHINGLE_BASE && b < SHINGLE_BASE && c < SHINGLE_BASE ? (a * SHINGLE_BASE + b) * SHINGLE_BASE + c : `${a},${b},${c}`);
+    mark(a, b, c);
   }
-  return set;
+  return { set, sketch };
 }
 
 /** A passage's shingles, built when redundancy is judged and kept while its stemmed text is (by content, across turns). */
-const passageShingles = new WeakMap<StemmedText, Set<Shingle>>();
-function shinglesOf(w: Working): Set<Shingle> {
+const passageShingles = new WeakMap<StemmedText, ShingleSet>();
+function shinglesOf(w: Working): ShingleSet {
   const stemmed = stemmedPassage(w.row.content_hash, w.row.text);
-  let set = passageShingles.get(stemmed);
-  if (!set) passageShingles.set(stemmed, (set = shingles(stemmed.words)));
-  return set;
+  let built = passageShingles.get(stemmed);
+  if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words)));
+  return built;
 }
 
 function overlap(a: Set<Shingle>, b: Set<Shingle>): number {
@@ -145,14 +168,29 @@ function overlap(a: Set<Shingle>, b: Set<Shingle>): number {
   return shared;
 }
 
+function bitCount(v: number): number {
+  v -= (v >>> 1) & 0x55555555;
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return Math.imul((v + (v >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+}
+
 /**
  * Whether two shingle sets' Jaccard similarity reaches `threshold`. It is at most the smaller size over the
- * larger, so sets that far apart in size are answered without being compared; and the comparison stops as
- * soon as the shingles left could no longer reach it.
+ * larger, and at most what their sketches leave them to share, so sets that far apart are answered without
+ * being compared; and the comparison stops as soon as the shingles left could no longer reach it.
  */
-function jaccardAtLeast(a: Set<Shingle>, b: Set<Shingle>, threshold: number): boolean {
+function jaccardAtLeast(x: ShingleSet, y: ShingleSet, threshold: number): boolean {
+  const [a, b] = [x.set, y.set];
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];
   if (large.size === 0 || small.size / large.size < threshold) return false;
+  let onlyX = 0;
+  let onlyY = 0;
+  for (let i = 0; i < SKETCH_WORDS; i++) {
+    onlyX += bitCount(x.sketch[i]! & ~y.sketch[i]!);
+    onlyY += bitCount(y.sketch[i]! & ~x.sketch[i]!);
+  }
+  const sharedAtMost = Math.min(a.size - onlyX, b.size - onlyY);
+  if (sharedAtMost / (a.size + b.size - sharedAtMost) < threshold) return false;
   let shared = 0;
   let left = small.size;
   for (const s of small) {
@@ -297,7 +335,9 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
-    const heading = stemText([...(JSON.parse(row.heading_path) as string[]), ...(trigger ? [trigger.mention] : [])].join(' '));
+    // A heading trail is shared by many passages and asked of every turn: stemmed once, unless a mention joins it.
+    const trail = JSON.parse(row.heading_path) as string[];
+    const heading = trigger ? stemText([...trail, trigger.mention].join(' ')) : stemmedPassage(row.heading_path, trail.join(' '));
     const body = stemmedPassage(row.content_hash, row.text);
     return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
   };
@@ -624,12 +664,12 @@ function scoreSurvivors(
 
 /** Marks near-duplicates of better-ranked passages, and passages that only repeat current state. */
 function suppressRedundancy(admitted: Working[], pinned: readonly Working[], stateFacts: readonly string[]): void {
-  const facts = shingles(stemText(stateFacts.join('\n')).words);
+  const facts = shingles(stemText(stateFacts.join('\n')).words).set;
   const kept: Working[] = [...pinned];
   for (const w of admitted) {
     const d = w.decision;
     const own = shinglesOf(w);
-    if (facts.size > 0 && own.size > 0 && overlap(own, facts) / own.size >= IN_STATE_CONTAINMENT) {
+    if (facts.size > 0 && own.set.size > 0 && overlap(own.set, facts) / own.set.size >= IN_STATE_CONTAINMENT) {
       d.outcome = 'in-state';
       d.section = competesFor(w);
       d.reason = `${d.reason}; repeats facts already in the current state`;

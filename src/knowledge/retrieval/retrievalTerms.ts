@@ -38,6 +38,10 @@ const STOP_WORDS = new Set(
  * runs as the overlapping character pairs the index holds (see `ftsText`).
  */
 export function tokenize(text: string): string[] {
+  // Printable ASCII and line breaks (nearly every passage of an English campaign) are unchanged by NFC, NFKD
+  // and the CJK pairs, and their letters and digits are [a-z0-9] once lower-cased: the same words, without
+  // three Unicode passes.
+  if (!NOT_PLAIN_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
   return (
     ftsText(text)
       .replace(NOT_CJK, withoutDiacritics)
@@ -45,6 +49,8 @@ export function tokenize(text: string): string[] {
       .match(/[\p{L}\p{N}]+/gu) ?? []
   );
 }
+
+const NOT_PLAIN_ASCII = /[^ -~\t\n\r]/;
 
 /**
  * Diacritics go from everything but CJK, as the index's tokenizer does: decomposing would strip the voicing
@@ -257,9 +263,17 @@ function quote(tokens: string[]): string {
   return `"${tokens.join(' ').replace(/"/g, '""')}"`;
 }
 
+/** A term's variants, quoted and OR-ed: built once per term, since a capitalised name is asked of every candidate's file. */
+const termExpressions = new WeakMap<SearchTerm, string>();
+function termExpression(t: SearchTerm): string {
+  let expression = termExpressions.get(t);
+  if (expression === undefined) termExpressions.set(t, (expression = variantPhrases(t.words).map(quote).join(' OR ')));
+  return expression;
+}
+
 /** An FTS5 MATCH expression that finds any of the terms, or null when there is nothing to search. */
 export function buildMatchExpression(terms: readonly SearchTerm[]): string | null {
-  return terms.length > 0 ? terms.flatMap((t) => variantPhrases(t.words).map(quote)).join(' OR ') : null;
+  return terms.length > 0 ? terms.map(termExpression).join(' OR ') : null;
 }
 
 /**
@@ -309,13 +323,16 @@ export function stemText(text: string): StemmedText {
   return { words, stems };
 }
 
-/** Stemmed passage text by content, reused across turns (a passage's text only changes with its hash), up to TOKENS_HELD words in all. */
+/**
+ * Stemmed text by a key that names its content (a passage's content hash, a heading trail's JSON: neither
+ * can be taken for the other), reused across turns, up to TOKENS_HELD words in all.
+ */
 const stemmedCache = new Map<string, StemmedText>();
 const TOKENS_HELD = 4_000_000;
 let tokensHeld = 0;
 
-export function stemmedPassage(contentHash: string, text: string): StemmedText {
-  let stemmed = stemmedCache.get(contentHash);
+export function stemmedPassage(key: string, text: string): StemmedText {
+  let stemmed = stemmedCache.get(key);
   if (!stemmed) {
     stemmed = stemText(text);
     for (const [hash, old] of stemmedCache) {
@@ -323,7 +340,7 @@ export function stemmedPassage(contentHash: string, text: string): StemmedText {
       stemmedCache.delete(hash);
       tokensHeld -= old.words.length;
     }
-    stemmedCache.set(contentHash, stemmed);
+    stemmedCache.set(key, stemmed);
     tokensHeld += stemmed.words.length;
   }
   return stemmed;
