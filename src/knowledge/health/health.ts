@@ -5,10 +5,10 @@ import { type ConflictAnalysis, type ConflictDecision } from '../conflicts';
 import { loadConflictDecisions } from '../conflicts';
 import { analyzeStoreConflicts } from '../conflicts';
 import { KNOWLEDGE_FINDING_PRODUCERS, lintCampaign, summarizeFindings, type Finding, type FindingProducer, type LintContext, type LintOptions, type LintReport } from './lint';
-import { DEFAULT_KNOWLEDGE_BUDGETS, type SelectedPassage, type TokenMeasure } from '../retrieval';
+import { DEFAULT_KNOWLEDGE_BUDGETS, rowSelected, type TokenMeasure } from '../retrieval';
 import type { Db } from '../indexing';
 import type { KnowledgeStore } from '../indexing';
-import { ALWAYS_INCLUDED_SQL, CHUNKING_VERSION, ELIGIBLE_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, CHUNKING_VERSION, ELIGIBLE_SQL, isAlwaysIncluded, sourceExclusion } from '../campaign';
 
 /**
  * Campaign health = lint plus the checks that need more than one file: canon conflicts, the always-include
@@ -56,11 +56,11 @@ export function alwaysIncludeProducer(budgetTokens: number, measure?: TokenMeasu
            FROM sources s JOIN passages p ON p.source_id = s.id
           WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE_SQL})`,
       )
-      .all({ campaign: store.campaignId, stage: 'narrator' }) as AlwaysIncludedRow[];
+      .all({ campaign: store.campaignId, stage: 'narrator' }) as (Parameters<typeof rowSelected>[0] & { heading_path: string; token_count: number })[];
     const perSource = new Map<string, { id: string; path: string; tokens: number }>();
     for (const row of passages) {
       const entry = perSource.get(row.source_id) ?? { id: row.source_id, path: row.path, tokens: 0 };
-      entry.tokens += measure ? measure.passage(asSent(row)) : row.token_count;
+      entry.tokens += measure ? measure.passage(rowSelected(row, JSON.parse(row.heading_path) as string[], row.token_count, null, 'always included')) : row.token_count;
       perSource.set(row.source_id, entry);
     }
     const canon = [...perSource.values()].sort((a, b) => b.tokens - a.tokens || a.path.localeCompare(b.path));
@@ -80,39 +80,6 @@ export function alwaysIncludeProducer(budgetTokens: number, measure?: TokenMeasu
       }
     }
     return findings;
-  };
-}
-
-interface AlwaysIncludedRow {
-  id: string;
-  source_id: string;
-  path: string;
-  title: string;
-  class: KnowledgeClass;
-  heading_path: string;
-  token_count: number;
-  text: string;
-  visibility: string;
-  start_line: number;
-  end_line: number;
-}
-
-/** The passage as retrieval hands it to the prompt (a narrator's turn: hidden canon is sent as secret). */
-function asSent(row: AlwaysIncludedRow): SelectedPassage {
-  return {
-    passageId: row.id,
-    sourceId: row.source_id,
-    sourcePath: row.path,
-    sourceTitle: row.title,
-    class: row.class,
-    headingPath: JSON.parse(row.heading_path) as string[],
-    tokenCount: row.token_count,
-    text: row.text,
-    hidden: row.visibility === 'hidden',
-    score: null,
-    reason: 'always included',
-    startLine: row.start_line,
-    endLine: row.end_line,
   };
 }
 

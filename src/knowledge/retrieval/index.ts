@@ -5,6 +5,7 @@ export { calibratedModels } from './embeddings';
 export type { SemanticSearchOptions } from './embeddings';
 export { DEFAULT_KNOWLEDGE_BUDGETS, eligiblePassages, retrieveKnowledge, searchKnowledge, whyNot } from './retrieval';
 export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate, worldInfoItems, worldInfoLines, worldInfoPlace, worldInfoRole } from './retrievalFormat';
+export { rowSelected } from './retrievalRows';
 export { isMeaningfulWord, tokenize } from './retrievalTerms';
 export { indexVersion } from './retrievalScore';
 export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldFact, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';

@@ -19,7 +19,7 @@ import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
-import { CANDIDATE_COLUMNS, ELIGIBLE, rowSource, type CandidateRow } from './retrievalRows';
+import { CANDIDATE_COLUMNS, ELIGIBLE, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
 import type { KnowledgeStore } from '../indexing';
 import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
 
@@ -693,24 +693,6 @@ function sectionOf(cls: KnowledgeClass): Exclude<KnowledgeSection, 'alwaysInclud
 
 function toSelected(w: Working, reason: string): SelectedPassage {
   return rowSelected(w.row, w.headingPath, w.decision.tokenCount, w.decision.score, reason);
-}
-
-function rowSelected(row: CandidateRow, headingPath: string[], tokenCount: number, score: number | null, reason: string): SelectedPassage {
-  return {
-    passageId: row.id,
-    sourceId: row.source_id,
-    sourcePath: row.path,
-    sourceTitle: row.title,
-    class: row.class,
-    headingPath,
-    text: row.text,
-    tokenCount,
-    hidden: row.visibility === 'hidden',
-    score,
-    reason,
-    startLine: row.start_line,
-    endLine: row.end_line,
-  };
 }
 
 function emptySections(): Record<KnowledgeSection, SelectedPassage[]> {

@@ -1,5 +1,6 @@
 import type { PassageRow } from '../indexing';
 import type { LexicalState, Priority, SourceRecord } from '../campaign';
+import type { SelectedPassage } from './retrievalTypes';
 
 /** A passage with the source fields retrieval decides on, as both candidate paths read it. */
 export interface CandidateRow extends Omit<PassageRow, 'campaign_id'> {
@@ -27,3 +28,28 @@ export function rowSource(row: CandidateRow): Pick<SourceRecord, 'enabled' | 'le
   return { enabled: row.enabled === 1, lexicalState: row.lexical_state as LexicalState, visibility: row.visibility, class: row.class, alwaysInclude: row.always_include === 1 };
 }
 
+
+/** A passage row as a prompt receives it (a narrator's turn: hidden canon is sent as secret). */
+export function rowSelected(
+  row: Pick<CandidateRow, 'id' | 'source_id' | 'path' | 'title' | 'class' | 'text' | 'visibility' | 'start_line' | 'end_line'>,
+  headingPath: string[],
+  tokenCount: number,
+  score: number | null,
+  reason: string,
+): SelectedPassage {
+  return {
+    passageId: row.id,
+    sourceId: row.source_id,
+    sourcePath: row.path,
+    sourceTitle: row.title,
+    class: row.class,
+    headingPath,
+    text: row.text,
+    tokenCount,
+    hidden: row.visibility === 'hidden',
+    score,
+    reason,
+    startLine: row.start_line,
+    endLine: row.end_line,
+  };
+}
