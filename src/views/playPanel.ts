@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import { worldInfoLines } from '../knowledge/retrieval';
 import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
-import { branchesOf, siblingPosition } from '../story/branches';
+import { branchesOf, firstWords, siblingPosition } from '../story/branches';
 import { budgetBar, describeContext, playItemName, researchLines, sectionLabel } from '../story/contextReport';
 import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
@@ -27,12 +27,6 @@ function turnView(turn: Turn, allTurns: readonly Turn[]): TurnView {
     number: turn.depth + 1,
     siblings: siblingPosition(allTurns, turn),
   };
-}
-
-/** The first words of a text, on one line, to name a turn or a branch in a sentence. */
-export function firstWords(text: string, max = 48): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max).replace(/\s+\S*$/, '')}…` : flat;
 }
 
 /** Where a fork leaves the turns played after it, in words. */
