@@ -488,6 +488,17 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       );
       break;
     }
+    case 'reveal': {
+      const turn = transcript.querySelector<HTMLElement>(`article[data-turn-id="${CSS.escape(message.turnId)}"]`);
+      if (!turn) break;
+      // The writer is reading this turn now: new text must not pull the story away from it.
+      followNewest = false;
+      for (const marked of transcript.querySelectorAll('article.revealed')) marked.classList.remove('revealed');
+      turn.classList.add('revealed');
+      turn.scrollIntoView({ block: 'center' });
+      placedAt = transcript.scrollTop;
+      break;
+    }
     case 'error':
       errorLine.textContent = message.message;
       break;
