@@ -124,7 +124,8 @@ export class AdventureMaps extends Disposable {
 
   async open(arg?: MapTarget | AdventureNode): Promise<AdventureMapPanel | undefined> {
     const target = await this.targetOf(arg);
-    if (!target || !this.knowledge.get(target.campaignRoot)?.session.playIfAny?.getAdventure(target.adventureId)) {
+    const adventure = target && this.knowledge.get(target.campaignRoot)?.session.playIfAny?.getAdventure(target.adventureId);
+    if (!target || !adventure) {
       void vscode.window.showInformationMessage('No adventure to map: start one in the Adventures view (New Adventure) or open the play panel.');
       return undefined;
     }
@@ -134,7 +135,7 @@ export class AdventureMaps extends Disposable {
       open.panel.reveal();
       return open;
     }
-    const webview = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, 'Map', vscode.ViewColumn.Active, { enableScripts: true });
+    const webview = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true });
     const map = new AdventureMapPanel(webview, this.extensionUri, target, this.knowledge, this.adventures.onDidChangeTreeData);
     this.maps.set(key, map);
     webview.onDidDispose(() => this.maps.delete(key));

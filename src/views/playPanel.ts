@@ -99,6 +99,9 @@ export class PlayPanel extends Disposable {
   private readonly _onDidPlay = this._register(new vscode.EventEmitter<{ playPath: string; turnId: string | null }>());
   /** Fires whenever the adventure's turns or head changed. */
   readonly onDidPlay = this._onDidPlay.event;
+  /** The page has loaded and asked for the story: messages posted from now on reach it. */
+  private pageReady = false;
+  private revealWhenReady: string | undefined;
 
   constructor(
     readonly panel: vscode.WebviewPanel,
@@ -259,7 +262,9 @@ export class PlayPanel extends Disposable {
   openTurn(turnId: string): Promise<void> {
     return this.guarded(() => {
       if (!this.store.lineage(this.store.adventure(this.adventure.id).headTurnId).some((t) => t.id === turnId)) this.switchTo(turnId);
-      this.post({ type: 'reveal', turnId });
+      // A panel opened just now has no page to tell yet: it is told once the page says it is ready.
+      if (this.pageReady) this.post({ type: 'reveal', turnId });
+      else this.revealWhenReady = turnId;
     });
   }
 
@@ -272,9 +277,12 @@ export class PlayPanel extends Disposable {
   private async handle(message: WebviewMessage): Promise<void> {
     switch (message.type) {
       case 'ready':
+        this.pageReady = true;
         this.postState();
         this.postServer();
         this.postHeadContext();
+        if (this.revealWhenReady) this.post({ type: 'reveal', turnId: this.revealWhenReady });
+        this.revealWhenReady = undefined;
         return;
       case 'fixServer':
         await vscode.commands.executeCommand('storyteller.fixModelServer');

@@ -28,7 +28,7 @@ function linkButton(className: string, label: string, onClick: () => void): HTML
   return node;
 }
 
-const COLUMN = 26;
+const COLUMN = 32;
 const ROW = 34;
 const MARGIN = 18;
 const RADIUS = 7;
@@ -68,7 +68,7 @@ undo.title = 'Step the current story back one turn; the turn stays on the map';
 undo.addEventListener('click', () => vscode.postMessage({ type: 'undo' }));
 const legend = el('div', 'legend');
 legend.setAttribute('aria-hidden', 'true');
-for (const [cls, words] of [['key-current', 'current story'], ['key-other', 'other branches'], ['key-swipe', 'swipe: another reply'], ['key-fork', 'fork: another action']]) {
+for (const [cls, words] of [['key-current', 'current story'], ['key-other', 'fork: another action'], ['key-swipe', 'swipe: another reply']]) {
   legend.append(el('span', `key ${cls}`, words));
 }
 header.append(title, status, undo, legend);
@@ -138,8 +138,9 @@ function turnNode(n: MapNode): SVGGElement {
   const tip = svg('title');
   tip.textContent = describe(n);
   g.append(tip, svg('circle', { r: n.head ? RADIUS + 2 : RADIUS }));
-  if (n.siblings.count > 1) {
-    const mark = svg('text', { class: 'sibling-mark', x: RADIUS + 2, y: -RADIUS });
+  // Only the later replies are marked: the first child of every turn would otherwise carry a "1/2" too.
+  if (n.alternative) {
+    const mark = svg('text', { class: 'sibling-mark', x: RADIUS + 1, y: -RADIUS - 1 });
     mark.textContent = `${n.siblings.index}/${n.siblings.count}`;
     g.append(mark);
   }
