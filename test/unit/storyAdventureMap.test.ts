@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { adventureMap, type AdventureMap } from '../../src/story/adventureMap';
 import type { Memory, Turn } from '../../src/story/types';
+import { storedTurn } from './storySupport';
 
 /** An adventure built in memory, each turn a tick of a clock after the last, as play stores them. */
 function adventure() {
@@ -8,24 +9,15 @@ function adventure() {
   let clock = 0;
   const play = (parent: Turn | null, action: string, narration = `The reply to ${action}.`): Turn => {
     const stamp = new Date(Date.UTC(2026, 0, 1) + ++clock * 1000).toISOString();
-    const turn: Turn = {
+    const turn = storedTurn({
       id: `t${clock}`,
-      adventureId: 'a',
       parentId: parent?.id ?? null,
       depth: parent ? parent.depth + 1 : 0,
       action: { kind: 'do', text: action },
       narration,
-      status: 'complete',
-      error: null,
-      model: null,
-      stateDelta: null,
-      stateAfter: {},
-      refusals: [],
-      promptEvalCount: null,
-      evalCount: null,
       createdAt: stamp,
       updatedAt: stamp,
-    };
+    });
     turns.push(turn);
     return turn;
   };
