@@ -137,7 +137,9 @@ function turnNode(n: MapNode): SVGGElement {
   });
   const tip = svg('title');
   tip.textContent = describe(n);
-  g.append(tip, svg('circle', { r: n.head ? RADIUS + 2 : RADIUS }));
+  g.append(tip, svg('circle', { r: RADIUS }));
+  // The latest turn of the current story wears a ring, apart from its fill in every theme.
+  if (n.head) g.append(svg('circle', { class: 'head-ring', r: RADIUS + 4 }));
   // Only the later replies are marked: the first child of every turn would otherwise carry a "1/2" too.
   if (n.alternative) {
     const mark = svg('text', { class: 'sibling-mark', x: RADIUS + 1, y: -RADIUS - 1 });
@@ -161,15 +163,21 @@ function focusTurn(id: string | undefined): void {
   if (id) picture.querySelector<SVGGElement>(`.turn[data-id="${CSS.escape(id)}"]`)?.focus();
 }
 
-/** The current story's turn on each row, read down the right of the picture. */
+/**
+ * A turn's action on each row, read down the right of the picture: the current story's, and where it has
+ * none (past its end, or undone to the start) the leftmost branch's, muted.
+ */
 function storyLabels(columns: number): SVGTextElement[] {
-  return nodes
-    .filter((n) => n.current)
-    .map((n) => {
-      const label = svg('text', { class: 'story-label', x: x(columns) + 4, y: y(n.row) + 4 });
-      label.textContent = `${n.number}. ${cut(n.action, LABEL_CHARS)}`;
-      return label;
-    });
+  const byRow = new Map<number, MapNode>();
+  for (const n of nodes) {
+    const held = byRow.get(n.row);
+    if (!held || (n.current && !held.current) || (n.current === held.current && n.column < held.column)) byRow.set(n.row, n);
+  }
+  return [...byRow.values()].map((n) => {
+    const label = svg('text', { class: `story-label${n.current ? '' : ' other'}`, x: x(columns) + 4, y: y(n.row) + 4 });
+    label.textContent = `${n.number}. ${cut(n.action, LABEL_CHARS)}`;
+    return label;
+  });
 }
 
 /** The text alternative: a run of turns is one list; a branch is a list nested under the turn it leaves. */
