@@ -1,6 +1,7 @@
 // The Adventure Map: an adventure's turns as a tree, turn N of every branch on row N, each run of turns in
 // its own column, the current story's text down the right. Beside it the same tree as a nested list (the
 // text alternative). Every action and reply goes in as text, never as markup.
+import { el, linkButton, svg } from '../dom';
 import { MapHostMessage, type MapEdge, type MapNode, type MapWebviewMessage } from './protocol';
 
 interface VsCodeApi {
@@ -8,25 +9,6 @@ interface VsCodeApi {
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
-
-const SVG = 'http://www.w3.org/2000/svg';
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  return node;
-}
-function linkButton(className: string, label: string, onClick: () => void): HTMLButtonElement {
-  const node = el('button', `link-button ${className}`, label);
-  node.type = 'button';
-  node.addEventListener('click', onClick);
-  return node;
-}
 
 const COLUMN = 32;
 const ROW = 34;

@@ -8,7 +8,7 @@ import type { AdventureMapPanel } from '../../../src/views/adventureMapPanel';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import type { AdventuresNode } from '../../../src/views/playTrees';
 import { EXAMPLE_CAMPAIGN } from '../../support/corpora';
-import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
+import { activatedExtension, capture, harnessConfig, settled, THEMES, useTheme, waitFor, webviewText } from './harness';
 
 const MAP_MARKER = 'Adventure map:';
 const PANEL_MARKER = 'Preview Context';
@@ -72,7 +72,7 @@ describe('the adventure map', function () {
   });
 
   after(async () => {
-    await vscode.workspace.getConfiguration('workbench').update('colorTheme', undefined, vscode.ConfigurationTarget.Global);
+    await useTheme(undefined);
     map?.dispose();
     playPanel()?.dispose();
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -153,14 +153,9 @@ describe('the adventure map', function () {
     await playPanel()!.openTurn(turns.bells.id);
   });
 
-  for (const [theme, kind] of [
-    ['Default Light Modern', vscode.ColorThemeKind.Light],
-    ['Default Dark Modern', vscode.ColorThemeKind.Dark],
-    ['Default High Contrast', vscode.ColorThemeKind.HighContrast],
-  ] as const) {
+  for (const [theme, kind] of THEMES) {
     it(`is drawn in the ${theme} theme`, async () => {
-      await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme, vscode.ConfigurationTarget.Global);
-      await waitFor(() => vscode.window.activeColorTheme.kind === kind, 10_000, `the ${theme} theme`);
+      await useTheme(theme, kind);
       map.panel.reveal();
       const slug = theme.toLowerCase().replace(/\s+/g, '-');
       await mapShows(`adventure-map-${slug}`, (t) => t.includes('current story at turn 3'), [{ action: 'press', selector: `.turn[data-id="${turns.bellsAgain.id}"]`, key: 'Shift' }]);
