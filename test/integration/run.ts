@@ -24,11 +24,7 @@ import { PROBE_TIMEOUT_MS, locate, runSteps, settleFrames } from './driver';
 import { AFTER_STEPS_BUDGET_MS, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest, type SuiteResults } from './protocol';
 import { within } from './within';
 
-/**
- * The whole suite's deadline: 10 minutes, or STORYTELLER_SUITE_MINUTES where a machine shared with other runs
- * takes longer (at a load average of 14 the suite ran past 10 minutes).
- */
-const SUITE_TIMEOUT_MS = (Number(process.env.STORYTELLER_SUITE_MINUTES) || 10) * 60_000;
+const SUITE_TIMEOUT_MS = 10 * 60_000;
 /** Reading the whole workbench's text, or taking its picture. */
 const WORKBENCH_TIMEOUT_MS = 10_000;
 const RUN_DIR = path.join(PROJECT_ROOT, '.e2e');
