@@ -77,8 +77,8 @@ const builds = [
     target: 'es2022',
     sourcemap: !production,
     minify: production,
-    // The play panel and the Campaign Graph (with its layout library, d3-force) each load only their own script.
-    entryPoints: { webview: 'webview-ui/main.ts', graph: 'webview-ui/graph/main.ts' },
+    // The play panel, the Campaign Graph (with its layout library, d3-force) and the Adventure Map each load only their own script.
+    entryPoints: { webview: 'webview-ui/main.ts', graph: 'webview-ui/graph/main.ts', map: 'webview-ui/map/main.ts' },
     outdir: 'dist',
     logLevel: 'info',
   },

@@ -4,6 +4,7 @@ import { assertFts5 } from './knowledge/indexing';
 import { toolChatFor } from './models';
 import { CampaignRegistry } from './views/campaigns';
 import { AdventureCommands } from './views/adventureCommands';
+import { AdventureMaps } from './views/adventureMapPanel';
 import { Commands } from './views/commands';
 import { CodexTree } from './views/codexTree';
 import { GraphPanels } from './views/graphPanel';
@@ -38,6 +39,8 @@ export interface StorytellerApi {
   readonly passages: PassagesTree;
   readonly play: PlayPanels;
   readonly adventures: AdventuresTree;
+  /** The Adventure Map panels, one per adventure. */
+  readonly maps: AdventureMaps;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
   readonly language: EntityLanguage;
@@ -81,6 +84,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly sources: SourcesTree;
   readonly play: PlayPanels;
   readonly adventures: AdventuresTree;
+  readonly maps: AdventureMaps;
   readonly provenance: ProvenanceTree;
   readonly conflicts: ConflictFeatures;
   readonly language: EntityLanguage;
@@ -97,6 +101,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.servers));
     const readers = new PlayReaders(this.knowledge);
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
+    this.maps = this._register(new AdventureMaps(extensionUri, this.knowledge, this.play, this.adventures));
     this.provenance = this._register(new ProvenanceTree(readers, this.knowledge));
     this._register(this.play.onDidPlay(({ playPath, turnId }) => turnId && this.provenance.show(playPath, turnId)));
     this._register(vscode.commands.registerCommand('storyteller.showProvenance', (playPath: string, turnId: string) => this.provenance.show(playPath, turnId)));

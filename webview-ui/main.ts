@@ -7,6 +7,7 @@ import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import '@vscode-elements/elements/dist/vscode-label/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
+import { el, linkButton } from './dom';
 import { HostMessage, WebviewState, type AdventureSetup, type ContextSectionView, type PanelState, type TurnView, type WebviewMessage, type WorldStateView } from './protocol';
 
 interface VsCodeApi {
@@ -19,28 +20,11 @@ declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
 const app = document.getElementById('app')!;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K];
-function el(tag: string, className?: string, text?: string): HTMLElement;
-function el(tag: string, className?: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 function button(id: string, label: string, onClick: () => void, secondary = false): HTMLElement {
   const node = el('vscode-button');
   if (id) node.id = id;
   node.textContent = label;
   if (secondary) node.setAttribute('secondary', '');
-  node.addEventListener('click', onClick);
-  return node;
-}
-
-/** A small action inside a turn: a real button (keyboard and screen readers), drawn as a link. */
-function linkButton(className: string, label: string, onClick: () => void): HTMLButtonElement {
-  const node = el('button', `link-button ${className}`, label);
-  node.type = 'button';
   node.addEventListener('click', onClick);
   return node;
 }
@@ -486,6 +470,17 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
         renderBudget(message.sections),
         ...message.sections.map(renderSection),
       );
+      break;
+    }
+    case 'reveal': {
+      const turn = transcript.querySelector<HTMLElement>(`article[data-turn-id="${CSS.escape(message.turnId)}"]`);
+      if (!turn) break;
+      // The writer is reading this turn now: new text must not pull the story away from it.
+      followNewest = false;
+      for (const marked of transcript.querySelectorAll('article.revealed')) marked.classList.remove('revealed');
+      turn.classList.add('revealed');
+      turn.scrollIntoView({ block: 'center' });
+      placedAt = transcript.scrollTop;
       break;
     }
     case 'error':

@@ -103,6 +103,8 @@ export const HostMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('setupSaved') }),
   /** A keybinding (Ctrl+Enter and its kin, which the writer can change) plays what the action box holds. */
   z.object({ type: z.literal('send'), kind: z.enum(['do', 'say', 'story']) }),
+  /** A turn opened from the Adventure Map: the story scrolls to it and marks it. */
+  z.object({ type: z.literal('reveal'), turnId: z.string() }),
   /** The narrator model and its server as the preflight last found them; `problem` says what is wrong. */
   z.object({ type: z.literal('server'), narrator: z.string(), problem: z.string().nullable() }),
 ]);

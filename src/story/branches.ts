@@ -21,7 +21,7 @@ export interface SiblingPosition {
 }
 
 /** Children of each turn (the roots under null), oldest first. */
-function childrenOf(turns: readonly Turn[]): Map<string | null, Turn[]> {
+export function childrenOf(turns: readonly Turn[]): Map<string | null, Turn[]> {
   const byParent = new Map<string | null, Turn[]>();
   const ordered = [...turns].sort((a, b) => a.depth - b.depth || a.createdAt.localeCompare(b.createdAt));
   for (const turn of ordered) {
@@ -79,4 +79,10 @@ export function siblingPosition(turns: readonly Turn[], turn: Turn): SiblingPosi
   const siblings = childrenOf(turns).get(turn.parentId) ?? [turn];
   const at = siblings.findIndex((t) => t.id === turn.id);
   return { index: at + 1, count: siblings.length, previousId: siblings[at - 1]?.id ?? null, nextId: siblings[at + 1]?.id ?? null };
+}
+
+/** The first words of a text, on one line, to name a turn or a branch in a sentence. */
+export function firstWords(text: string, max = 48): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max).replace(/\s+\S*$/, '')}…` : flat;
 }

@@ -1,9 +1,8 @@
-import crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
 import { worldInfoLines } from '../knowledge/retrieval';
 import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
-import { branchesOf, siblingPosition } from '../story/branches';
+import { branchesOf, firstWords, siblingPosition } from '../story/branches';
 import { budgetBar, describeContext, playItemName, researchLines, sectionLabel } from '../story/contextReport';
 import { campaignAdventure, type PlayStore } from '../story/playStore';
 import type { Adventure, AssembledContext, PromptSnapshot, Turn } from '../story/types';
@@ -13,6 +12,7 @@ import type { CampaignIndex } from './campaignIndex';
 import { Disposable } from './disposable';
 import type { ModelServers } from './modelServers';
 import { walkthroughDone } from './walkthrough';
+import { hostPage } from './webviewShell';
 
 export const PLAY_VIEW_TYPE = 'storyteller.play';
 
@@ -27,12 +27,6 @@ function turnView(turn: Turn, allTurns: readonly Turn[]): TurnView {
     number: turn.depth + 1,
     siblings: siblingPosition(allTurns, turn),
   };
-}
-
-/** The first words of a text, on one line, to name a turn or a branch in a sentence. */
-export function firstWords(text: string, max = 48): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max).replace(/\s+\S*$/, '')}…` : flat;
 }
 
 /** Where a fork leaves the turns played after it, in words. */
@@ -105,10 +99,13 @@ export class PlayPanel extends Disposable {
   private readonly _onDidPlay = this._register(new vscode.EventEmitter<{ playPath: string; turnId: string | null }>());
   /** Fires whenever the adventure's turns or head changed. */
   readonly onDidPlay = this._onDidPlay.event;
+  /** The page has loaded and asked for the story: messages posted from now on reach it. */
+  private pageReady = false;
+  private revealWhenReady: string | undefined;
 
   constructor(
     readonly panel: vscode.WebviewPanel,
-    private readonly extensionUri: vscode.Uri,
+    extensionUri: vscode.Uri,
     readonly campaign: Campaign,
     index: CampaignIndex,
     private readonly servers: ModelServers,
@@ -124,9 +121,7 @@ export class PlayPanel extends Disposable {
       this.store.listAdventures(campaign.id)[0] ??
       this.store.createAdventure(campaignAdventure(campaign, `${campaign.title} — first adventure`));
     panel.title = `Play: ${this.adventure.title}`;
-    panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'storyteller.svg');
-    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
-    panel.webview.html = this.html(panel.webview);
+    hostPage(panel, extensionUri, { title: 'Play', style: 'play.css', script: 'webview.js' });
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
     this._register(panel.onDidDispose(() => this.dispose()));
     this._register({ dispose: () => this.engine.stop(this.adventure.id) });
@@ -147,33 +142,6 @@ export class PlayPanel extends Disposable {
 
   get adventureId(): string {
     return this.adventure.id;
-  }
-
-  private html(webview: vscode.Webview): string {
-    const nonce = crypto.randomBytes(16).toString('base64');
-    const asset = (...segments: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, ...segments)).toString();
-    // Nothing remote, nothing inline without the nonce: imported text can never become markup or a request.
-    const csp = [
-      "default-src 'none'",
-      `script-src 'nonce-${nonce}'`,
-      `style-src ${webview.cspSource}`,
-      `font-src ${webview.cspSource}`,
-      `img-src ${webview.cspSource}`,
-    ].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${asset('media', 'play.css')}">
-<title>Play</title>
-</head>
-<body>
-<main id="app"></main>
-<script nonce="${nonce}" src="${asset('dist', 'webview.js')}"></script>
-</body>
-</html>`;
   }
 
   /** Earlier turns and memories a section carried, by number and first words rather than by id. */
@@ -251,69 +219,108 @@ export class PlayPanel extends Disposable {
       this.post({ type: 'error', message: `ignored a malformed panel message: ${parsed.error.issues[0]?.message ?? 'invalid'}` });
       return;
     }
-    const message = parsed.data;
+    await this.guarded(() => this.handle(parsed.data));
+  }
+
+  /** Runs what the writer asked for; what refuses it (a turn still running, a stale turn) is said in the panel. */
+  private async guarded(run: () => Promise<void> | void): Promise<void> {
     try {
-      switch (message.type) {
-        case 'ready':
-          this.postState();
-          this.postServer();
-          this.postHeadContext();
-          return;
-        case 'fixServer':
-          await vscode.commands.executeCommand('storyteller.fixModelServer');
-          return;
-        case 'stop':
-          this.engine.stop(this.adventure.id);
-          return;
-        case 'undo':
-          this.engine.undo(this.adventure.id);
-          this.postState();
-          this.postHeadContext();
-          return;
-        case 'fork': {
-          const before = this.store.allTurns(this.adventure.id);
-          const headBefore = this.store.adventure(this.adventure.id).headTurnId;
-          const forkedAt = this.engine.fork(this.adventure.id, message.turnId);
-          this.postState();
-          this.postHeadContext();
-          this.post({ type: 'notice', message: forkNotice(before, headBefore, forkedAt) });
-          return;
-        }
-        case 'switch':
-          this.engine.switchTo(this.adventure.id, message.turnId);
-          this.postState();
-          this.postHeadContext();
-          return;
-        case 'preview':
-          walkthroughDone('previewed');
-          this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })), this.nameOf));
-          return;
-        case 'saveSetup':
-          // Read by the engine when it assembles the next turn; the turn being generated keeps what it was sent.
-          this.store.updateAdventure(this.adventure.id, message.setup);
-          this.postState();
-          this.post({ type: 'setupSaved' });
-          return;
-        case 'act':
-        case 'retry':
-        case 'editAction': {
-          const outcome =
-            message.type === 'act'
-              ? await this.engine.takeTurn(this.adventure.id, { kind: message.kind, text: message.text }, this.handlers(message.text))
-              : message.type === 'retry'
-                ? await this.engine.retry(this.adventure.id, undefined, this.handlers())
-                : await this.engine.editAction(this.adventure.id, message.turnId, message.text, this.handlers());
-          // A failed turn shows its own error in the transcript; saying it again below would print it twice.
-          this.postState();
-          this.servers.afterTurn(outcome.error, outcome.context?.research);
-          return;
-        }
-      }
+      await run();
     } catch (error) {
       // State first: it clears the error line, and the writer must still read what went wrong.
       this.postState();
       const refused = error instanceof TurnInProgressError ? ' (Stop ends it; nothing you typed was lost)' : '';
       this.post({ type: 'error', message: `${(error as Error).message}${refused}` });
+    }
+  }
+
+  /** Steps the head back one turn: the panel's Undo, and the Adventure Map's. */
+  undo(): Promise<void> {
+    return this.guarded(() => {
+      this.engine.undo(this.adventure.id);
+      this.postState();
+      this.postHeadContext();
+    });
+  }
+
+  /** Continues from `turnId`, saying where the later turns went: the panel's "Fork from here", and the map's. */
+  fork(turnId: string): Promise<void> {
+    return this.guarded(() => {
+      const before = this.store.allTurns(this.adventure.id);
+      const headBefore = this.store.adventure(this.adventure.id).headTurnId;
+      const forkedAt = this.engine.fork(this.adventure.id, turnId);
+      this.postState();
+      this.postHeadContext();
+      this.post({ type: 'notice', message: forkNotice(before, headBefore, forkedAt) });
+    });
+  }
+
+  /**
+   * Opens a turn picked on the Adventure Map: a turn off the story shown becomes current as a swipe to it
+   * would make it (the newest story told after it); the panel then scrolls to it.
+   */
+  openTurn(turnId: string): Promise<void> {
+    return this.guarded(() => {
+      if (!this.store.lineage(this.store.adventure(this.adventure.id).headTurnId).some((t) => t.id === turnId)) this.switchTo(turnId);
+      // A panel opened just now has no page to tell yet: it is told once the page says it is ready.
+      if (this.pageReady) this.post({ type: 'reveal', turnId });
+      else this.revealWhenReady = turnId;
+    });
+  }
+
+  private switchTo(turnId: string): void {
+    this.engine.switchTo(this.adventure.id, turnId);
+    this.postState();
+    this.postHeadContext();
+  }
+
+  private async handle(message: WebviewMessage): Promise<void> {
+    switch (message.type) {
+      case 'ready':
+        this.pageReady = true;
+        this.postState();
+        this.postServer();
+        this.postHeadContext();
+        if (this.revealWhenReady) this.post({ type: 'reveal', turnId: this.revealWhenReady });
+        this.revealWhenReady = undefined;
+        return;
+      case 'fixServer':
+        await vscode.commands.executeCommand('storyteller.fixModelServer');
+        return;
+      case 'stop':
+        this.engine.stop(this.adventure.id);
+        return;
+      case 'undo':
+        return this.undo();
+      case 'fork':
+        return this.fork(message.turnId);
+      case 'switch':
+        this.switchTo(message.turnId);
+        return;
+      case 'preview':
+        walkthroughDone('previewed');
+        this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })), this.nameOf));
+        return;
+      case 'saveSetup':
+        // Read by the engine when it assembles the next turn; the turn being generated keeps what it was sent.
+        this.store.updateAdventure(this.adventure.id, message.setup);
+        this.postState();
+        this.post({ type: 'setupSaved' });
+        return;
+      case 'act':
+      case 'retry':
+      case 'editAction': {
+        const outcome =
+          message.type === 'act'
+            ? await this.engine.takeTurn(this.adventure.id, { kind: message.kind, text: message.text }, this.handlers(message.text))
+            : message.type === 'retry'
+              ? await this.engine.retry(this.adventure.id, undefined, this.handlers())
+              : await this.engine.editAction(this.adventure.id, message.turnId, message.text, this.handlers());
+        // A failed turn shows its own error in the transcript; saying it again below would print it twice.
+        this.postState();
+        this.servers.afterTurn(outcome.error, outcome.context?.research);
+        return;
+      }
     }
   }
 }

@@ -11,7 +11,7 @@ import { OllamaNarrator } from '../../src/models/narrator';
 import { PlayStore } from '../../src/story/playStore';
 import { EXAMPLE_CAMPAIGN } from '../support/corpora';
 import { FakeOllama } from '../support/fakeOllama';
-import { KAELEN } from './storySupport';
+import { KAELEN, storedTurn } from './storySupport';
 
 describe('story engine over the real campaign index', () => {
   let dir: string;
@@ -138,22 +138,5 @@ describe('story engine over the real campaign index', () => {
 });
 
 function outcomeTurn(narration: string) {
-  return {
-    id: 't',
-    adventureId: 'a',
-    parentId: null,
-    depth: 0,
-    action: { kind: 'do' as const, text: 'greet Aldric' },
-    narration,
-    status: 'complete' as const,
-    error: null,
-    model: null,
-    stateDelta: null,
-    stateAfter: {},
-    refusals: [],
-    promptEvalCount: null,
-    evalCount: null,
-    createdAt: '',
-    updatedAt: '',
-  };
+  return storedTurn({ id: 't', narration });
 }

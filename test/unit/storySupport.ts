@@ -1,3 +1,5 @@
+import type { Turn } from '../../src/story/types';
+
 /** The protagonist and stat schema the story tests play with, over the example campaign (Westhaven). */
 
 export const KAELEN = { name: 'Kaelen', pronouns: 'he/him', description: 'A half-elf ranger, exiled from the northern holds.' };
@@ -9,3 +11,25 @@ export const STAT_SCHEMA = {
   flags: { alarm_raised: { desc: 'the watch is looking for Kaelen' } },
   milestones: { crypt_opened: { desc: 'the bronze crypt door has been opened' } },
 };
+
+/** A finished turn as the play store holds one: a first `do` with its reply, whatever `fields` does not say. */
+export function storedTurn(fields: Partial<Turn> & Pick<Turn, 'id'>): Turn {
+  return {
+    adventureId: 'a',
+    parentId: null,
+    depth: 0,
+    action: { kind: 'do', text: 'greet Aldric' },
+    narration: '',
+    status: 'complete',
+    error: null,
+    model: null,
+    stateDelta: null,
+    stateAfter: {},
+    refusals: [],
+    promptEvalCount: null,
+    evalCount: null,
+    createdAt: '',
+    updatedAt: '',
+    ...fields,
+  };
+}

@@ -77,3 +77,16 @@ export async function activatedExtension(): Promise<vscode.Extension<unknown>> {
 export function webviewText(reply: ScreenshotReply, marker: string): string {
   return reply.frames.filter((f) => f.text.includes(marker)).map((f) => f.text).join('\n');
 }
+
+/** The themes a picture is looked at in: light, dark and high contrast. */
+export const THEMES = [
+  ['Default Light Modern', vscode.ColorThemeKind.Light],
+  ['Default Dark Modern', vscode.ColorThemeKind.Dark],
+  ['Default High Contrast', vscode.ColorThemeKind.HighContrast],
+] as const;
+
+/** Switches the workbench to `theme` and waits until it is on; `undefined` goes back to the default. */
+export async function useTheme(theme: (typeof THEMES)[number][0] | undefined, kind?: vscode.ColorThemeKind): Promise<void> {
+  await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme, vscode.ConfigurationTarget.Global);
+  if (kind !== undefined) await waitFor(() => vscode.window.activeColorTheme.kind === kind, 10_000, `the ${theme} theme`);
+}

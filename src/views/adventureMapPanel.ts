@@ -1,0 +1,144 @@
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { adventureMap } from '../story/adventureMap';
+import { MapHostMessage, MapWebviewMessage } from '../../webview-ui/map/protocol';
+import type { CampaignIndex } from './campaignIndex';
+import { Disposable } from './disposable';
+import type { KnowledgeService } from './knowledgeService';
+import type { PlayPanel } from './playPanel';
+import type { PlayPanels } from './playPanels';
+import type { AdventuresNode, AdventuresTree } from './playTrees';
+import { hostPage } from './webviewShell';
+
+export const MAP_VIEW_TYPE = 'storyteller.adventureMap';
+
+/** Which adventure to draw: a campaign's adventure by id. */
+export interface MapTarget {
+  campaignRoot: string;
+  adventureId: string;
+}
+
+/**
+ * One adventure's turns as a tree picture. It follows the adventure as the Adventures view does (every
+ * play, fork, undo, rename), and acts through the adventure's play panel, so a turn opened, forked or undone
+ * here is what the panel then shows, with its notices.
+ */
+export class AdventureMapPanel extends Disposable {
+  constructor(
+    readonly panel: vscode.WebviewPanel,
+    extensionUri: vscode.Uri,
+    readonly target: MapTarget,
+    private readonly knowledge: KnowledgeService,
+    onDidChangeAdventures: vscode.Event<unknown>,
+  ) {
+    super();
+    this._register(panel);
+    hostPage(panel, extensionUri, { title: 'Adventure map', style: 'map.css', script: 'map.js' });
+    this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
+    this._register(onDidChangeAdventures(() => this.postMap()));
+    this._register(panel.onDidDispose(() => this.dispose()));
+  }
+
+  private index(): CampaignIndex | undefined {
+    return this.knowledge.get(this.target.campaignRoot);
+  }
+
+  /** What the picture shows; undefined once the adventure or its campaign is gone. */
+  map(): Extract<MapHostMessage, { type: 'map' }> | undefined {
+    const index = this.index();
+    const adventure = index?.session.playIfAny?.getAdventure(this.target.adventureId);
+    if (!index || !adventure) return undefined;
+    const play = index.session.play;
+    const shaped = adventureMap(play.allTurns(adventure.id), adventure.headTurnId, play.listMemories(adventure.id));
+    return { type: 'map', campaignTitle: index.campaign.title, adventureTitle: adventure.title, generating: index.session.engine.isGenerating(adventure.id), ...shaped };
+  }
+
+  private postMap(): void {
+    const map = this.map();
+    // The adventure was deleted or its campaign closed: nothing left to draw.
+    if (!map) {
+      this.dispose();
+      return;
+    }
+    this.panel.title = `Map: ${map.adventureTitle}`;
+    void this.panel.webview.postMessage(MapHostMessage.parse(map));
+  }
+
+  /** The adventure's play panel, opened beside the map when it is not open yet. */
+  private playPanel(): Thenable<PlayPanel | undefined> {
+    return vscode.commands.executeCommand<PlayPanel | undefined>('storyteller.openPlayPanel', this.target);
+  }
+
+  private async receive(raw: unknown): Promise<void> {
+    const parsed = MapWebviewMessage.safeParse(raw);
+    if (!parsed.success) return;
+    const message = parsed.data;
+    if (message.type === 'ready') return this.postMap();
+    const panel = await this.playPanel();
+    if (message.type === 'open') await panel?.openTurn(message.turnId);
+    else if (message.type === 'fork') await panel?.fork(message.turnId);
+    else await panel?.undo();
+  }
+}
+
+type AdventureNode = Extract<AdventuresNode, { kind: 'adventure' }>;
+
+/** Open Adventure Map: one map per adventure, brought forward when opened again. */
+export class AdventureMaps extends Disposable {
+  private readonly maps = new Map<string, AdventureMapPanel>();
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly knowledge: KnowledgeService,
+    private readonly play: PlayPanels,
+    private readonly adventures: AdventuresTree,
+  ) {
+    super();
+    this._register(vscode.commands.registerCommand('storyteller.openAdventureMap', (arg?: MapTarget | AdventureNode) => this.open(arg)));
+    this._register({ dispose: () => [...this.maps.values()].forEach((m) => m.dispose()) });
+  }
+
+  list(): AdventureMapPanel[] {
+    return [...this.maps.values()];
+  }
+
+  /** From a tree node, a target, the play panel in front, or else the writer's pick. */
+  private async targetOf(arg?: MapTarget | AdventureNode): Promise<MapTarget | undefined> {
+    if (arg && 'campaignRoot' in arg) return { campaignRoot: path.resolve(arg.campaignRoot), adventureId: arg.adventureId };
+    if (arg) {
+      const index = this.knowledge.list().find((i) => i.campaign.playPath === arg.playPath);
+      return index && { campaignRoot: index.campaign.root, adventureId: arg.adventure.id };
+    }
+    const active = this.play.list().find((p) => p.panel.active);
+    if (active) return { campaignRoot: active.campaign.root, adventureId: active.adventureId };
+    const choices = this.knowledge.list().flatMap((index) =>
+      (index.session.playIfAny?.listAdventures(index.campaign.id) ?? []).map((adventure) => ({
+        label: adventure.title,
+        description: index.campaign.title,
+        target: { campaignRoot: index.campaign.root, adventureId: adventure.id },
+      })),
+    );
+    if (choices.length <= 1) return choices[0]?.target;
+    return (await vscode.window.showQuickPick(choices, { placeHolder: 'Map which adventure?' }))?.target;
+  }
+
+  async open(arg?: MapTarget | AdventureNode): Promise<AdventureMapPanel | undefined> {
+    const target = await this.targetOf(arg);
+    const adventure = target && this.knowledge.get(target.campaignRoot)?.session.playIfAny?.getAdventure(target.adventureId);
+    if (!target || !adventure) {
+      void vscode.window.showInformationMessage('No adventure to map: start one in the Adventures view (New Adventure) or open the play panel.');
+      return undefined;
+    }
+    const key = `${target.campaignRoot}\n${target.adventureId}`;
+    const open = this.maps.get(key);
+    if (open) {
+      open.panel.reveal();
+      return open;
+    }
+    const webview = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true });
+    const map = new AdventureMapPanel(webview, this.extensionUri, target, this.knowledge, this.adventures.onDidChangeTreeData);
+    this.maps.set(key, map);
+    webview.onDidDispose(() => this.maps.delete(key));
+    return map;
+  }
+}

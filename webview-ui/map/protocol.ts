@@ -1,0 +1,46 @@
+// The Adventure Map's message protocol, validated on both sides like the play panel's and the graph's.
+import { z } from 'zod';
+
+const MapNode = z.object({
+  id: z.string(),
+  parentId: z.string().nullable(),
+  row: z.number().int().nonnegative(),
+  column: z.number().int().nonnegative(),
+  number: z.number().int().positive(),
+  actionKind: z.string(),
+  action: z.string(),
+  summary: z.string(),
+  status: z.enum(['pending', 'streaming', 'complete', 'incomplete', 'error']),
+  current: z.boolean(),
+  head: z.boolean(),
+  alternative: z.enum(['swipe', 'fork']).nullable(),
+  siblings: z.object({ index: z.number(), count: z.number() }),
+});
+export type MapNode = z.infer<typeof MapNode>;
+
+const MapEdge = z.object({ from: z.string(), to: z.string(), current: z.boolean() });
+export type MapEdge = z.infer<typeof MapEdge>;
+
+export const MapHostMessage = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('map'),
+    campaignTitle: z.string(),
+    adventureTitle: z.string(),
+    /** A turn is being told: fork and undo wait for it. */
+    generating: z.boolean(),
+    nodes: z.array(MapNode),
+    edges: z.array(MapEdge),
+    columns: z.number().int().nonnegative(),
+    rows: z.number().int().nonnegative(),
+  }),
+]);
+export type MapHostMessage = z.infer<typeof MapHostMessage>;
+
+export const MapWebviewMessage = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  /** Open the turn in the play panel, making its branch the story shown. */
+  z.object({ type: z.literal('open'), turnId: z.string() }),
+  z.object({ type: z.literal('fork'), turnId: z.string() }),
+  z.object({ type: z.literal('undo') }),
+]);
+export type MapWebviewMessage = z.infer<typeof MapWebviewMessage>;
