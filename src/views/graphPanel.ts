@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { isOpenConflict } from '../knowledge/conflicts';
@@ -12,6 +11,7 @@ import { Disposable } from './disposable';
 import type { EntityLanguage } from './entityLanguage';
 import type { KnowledgeService } from './knowledgeService';
 import type { SourcesNode } from './sourcesTree';
+import { hostPage } from './webviewShell';
 
 export const GRAPH_VIEW_TYPE = 'storyteller.graph';
 
@@ -36,7 +36,7 @@ const side = ({ value, path, line }: { value: string; path: string; line: number
 export class GraphPanel extends Disposable {
   constructor(
     readonly panel: vscode.WebviewPanel,
-    private readonly extensionUri: vscode.Uri,
+    extensionUri: vscode.Uri,
     readonly root: string,
     private readonly campaignTitle: string,
     private readonly language: EntityLanguage,
@@ -47,9 +47,8 @@ export class GraphPanel extends Disposable {
   ) {
     super();
     this._register(panel);
-    panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'storyteller.svg');
-    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
-    panel.webview.html = this.html(panel.webview);
+    // Entity names and file text reach the page only as text, under the shell's CSP.
+    hostPage(panel, extensionUri, { title: 'Campaign graph', style: 'graph.css', script: 'graph.js' });
     this._register(panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)));
     this._register(language.onDidChangeModels(() => this.postGraph()));
     this._register(conflicts.onDidRefresh(() => this.postGraph()));
@@ -133,27 +132,6 @@ export class GraphPanel extends Disposable {
     else if (message.type === 'placed') this.layout.placed = message.placed;
     else if (message.type === 'open') await this.openNode(message.id);
     else await this.openAt(message.path, message.line);
-  }
-
-  private html(webview: vscode.Webview): string {
-    const nonce = crypto.randomBytes(16).toString('base64');
-    const asset = (...segments: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, ...segments)).toString();
-    // As the play panel: nothing remote, no script without the nonce; entity names reach the page only as text.
-    const csp = ["default-src 'none'", `script-src 'nonce-${nonce}'`, `style-src ${webview.cspSource}`, `font-src ${webview.cspSource}`, `img-src ${webview.cspSource}`].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${asset('media', 'graph.css')}">
-<title>Campaign graph</title>
-</head>
-<body>
-<main id="app"></main>
-<script nonce="${nonce}" src="${asset('dist', 'graph.js')}"></script>
-</body>
-</html>`;
   }
 }
 
