@@ -1,19 +1,20 @@
-// The Adventure Map's message protocol, validated on both sides like the play panel's and the graph's.
-import { z } from 'zod';
+// The Adventure Map's message protocol, validated on both sides like the play panel's and the graph's; on
+// zod's mini build, as the graph's, so the page carries only what the schemas use.
+import * as z from 'zod/mini';
 
 const MapNode = z.object({
   id: z.string(),
-  parentId: z.string().nullable(),
-  row: z.number().int().nonnegative(),
-  column: z.number().int().nonnegative(),
-  number: z.number().int().positive(),
+  parentId: z.nullable(z.string()),
+  row: z.int().check(z.nonnegative()),
+  column: z.int().check(z.nonnegative()),
+  number: z.int().check(z.positive()),
   actionKind: z.string(),
   action: z.string(),
   summary: z.string(),
   status: z.enum(['pending', 'streaming', 'complete', 'incomplete', 'error']),
   current: z.boolean(),
   head: z.boolean(),
-  alternative: z.enum(['swipe', 'fork']).nullable(),
+  alternative: z.nullable(z.enum(['swipe', 'fork'])),
   siblings: z.object({ index: z.number(), count: z.number() }),
 });
 export type MapNode = z.infer<typeof MapNode>;
@@ -30,8 +31,8 @@ export const MapHostMessage = z.discriminatedUnion('type', [
     generating: z.boolean(),
     nodes: z.array(MapNode),
     edges: z.array(MapEdge),
-    columns: z.number().int().nonnegative(),
-    rows: z.number().int().nonnegative(),
+    columns: z.int().check(z.nonnegative()),
+    rows: z.int().check(z.nonnegative()),
   }),
 ]);
 export type MapHostMessage = z.infer<typeof MapHostMessage>;
