@@ -238,6 +238,7 @@ controls.append(
   ...headActions,
   button('preview', 'Preview Context', () => {
     contextRegion.setAttribute('open', '');
+    revealContext();
     vscode.postMessage({ type: 'preview', text: action.value });
   }, true),
 );
@@ -254,6 +255,20 @@ contextRegion.append(contextPane);
 // Setup, state and context above; the story in the middle, scrolling on its own; the action box pinned below.
 const panes = el('div', 'panes');
 panes.append(setup, worldState, contextRegion);
+
+/**
+ * The panes above the story scroll within a third of the panel: an opened context region is scrolled to its
+ * top, else a short panel showed only its first line and none of the budget bars below it.
+ */
+function revealContext(): void {
+  // After the region has laid out its body: before, there is nothing below it to scroll to.
+  requestAnimationFrame(() => {
+    panes.scrollTop = contextRegion.offsetTop - panes.offsetTop;
+  });
+}
+contextRegion.addEventListener('vsc-collapsible-toggle', (event) => {
+  if ((event as CustomEvent<{ open: boolean }>).detail.open) revealContext();
+});
 const composer = el('div', 'composer');
 composer.append(errorLine, noticeLine, action, controls);
 app.append(header, serverLine, panes, transcript, composer);

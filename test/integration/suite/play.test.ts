@@ -103,6 +103,11 @@ describe('the play panel', () => {
     assert.match(bars.html, /data-section="canon" aria-label="Canon sources: \d+ \/ \d+ tokens, \d+ used/);
     assert.match(bars.html, /class="segment item"[^>]*title="The Old Abbey[^"]* — \d+ tokens/, 'hovering a segment names the passage and its cost');
     assert.match(bars.html, /data-section="narrator" aria-label="Narrator: \d+ tokens, required/);
+    // The panes above the story scroll within a third of the panel: the opened region shows its bars, not only its total.
+    const seen = await capture('play-budget-bars-in-view', 300, [], ['.panes', '#context .budget-row']);
+    const [panes, firstBar] = [seen.located['.panes'], seen.located['#context .budget-row']];
+    assert.ok(panes && firstBar, 'the panes and a bar were found');
+    assert.ok(firstBar.top < panes.bottom, `the first bar (top ${firstBar.top}) shows inside the panes (bottom ${panes.bottom})`);
   });
 
   it('opens one panel per adventure: opening it again reveals the same panel', async () => {
