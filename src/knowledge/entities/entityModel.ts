@@ -338,15 +338,18 @@ export class EntityModel {
 
   /** Every mention in the campaign's files, computed once per model (per file, once per text and names). */
   allMentions(): readonly Mention[] {
-    this.campaignMentions ??= this.sources.flatMap((s) => {
-      let mentions = this.mentionsBySource.get(s);
-      if (!mentions) {
-        mentions = this.mentionsIn(s.path, s.text);
-        this.mentionsBySource.set(s, mentions);
-      }
-      return mentions;
-    });
+    this.campaignMentions ??= this.sources.flatMap((s) => this.sourceMentions(s));
     return this.campaignMentions;
+  }
+
+  /** One of the model's sources' mentions, computed once per text and names. */
+  sourceMentions(source: EntitySource): readonly Mention[] {
+    let mentions = this.mentionsBySource.get(source);
+    if (!mentions) {
+      mentions = this.mentionsIn(source.path, source.text);
+      this.mentionsBySource.set(source, mentions);
+    }
+    return mentions;
   }
 
   mentionsOf(entityKey: string): Mention[] {

@@ -63,15 +63,9 @@ export function entityLinks(model: EntityModel): EntityLink[] {
  */
 export function mentioningSources(model: EntityModel): MentioningSource[] {
   const definedIn = entitiesByFile(model);
-  const byPath = new Map<string, Mention[]>();
-  for (const mention of model.allMentions()) {
-    const list = byPath.get(mention.path);
-    if (list) list.push(mention);
-    else byPath.set(mention.path, [mention]);
-  }
   return model.sources.flatMap((source) => {
     if (source.class === 'canon' || definedIn.has(source.path)) return [];
-    const links = countLinks(model, byPath.get(source.path) ?? [], () => [source.path]);
+    const links = countLinks(model, model.sourceMentions(source), () => [source.path]);
     return links.length > 0 ? [{ path: source.path, title: source.title, class: source.class, tags: source.tags, links }] : [];
   });
 }
