@@ -22,3 +22,11 @@ export function linkButton(className: string, label: string, onClick: () => void
   node.addEventListener('click', onClick);
   return node;
 }
+
+/** The page's one-line status (what is shown, what happened), read out by screen readers as it changes. */
+export function liveStatus(): HTMLSpanElement {
+  const node = el('span', 'status');
+  node.id = 'status';
+  node.setAttribute('role', 'status');
+  return node;
+}

@@ -4,25 +4,13 @@
 // Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
 import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
 import { layoutGraph, nodeRadius, type Placed } from './layout';
+import { el, liveStatus, svg } from '../dom';
 
 interface VsCodeApi {
   postMessage(message: GraphWebviewMessage): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
-
-const SVG = 'http://www.w3.org/2000/svg';
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  return node;
-}
 
 const radius = (n: GraphNode): number => nodeRadius(n.mentions);
 /** Up to this many nodes shown, every node has its label; past it only the much-mentioned ones do. */
@@ -44,9 +32,7 @@ let steps = 1;
 const app = document.getElementById('app')!;
 const header = el('header');
 const title = el('h2', 'title', 'Campaign graph');
-const status = el('span', 'status');
-status.id = 'status';
-status.setAttribute('role', 'status');
+const status = liveStatus();
 const search = el('input');
 search.id = 'filter-text';
 search.type = 'search';

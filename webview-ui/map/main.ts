@@ -1,7 +1,7 @@
 // The Adventure Map: an adventure's turns as a tree, turn N of every branch on row N, each run of turns in
 // its own column, the current story's text down the right. Beside it the same tree as a nested list (the
 // text alternative). Every action and reply goes in as text, never as markup.
-import { el, linkButton, svg } from '../dom';
+import { el, linkButton, liveStatus, svg } from '../dom';
 import { MapHostMessage, type MapEdge, type MapNode, type MapWebviewMessage } from './protocol';
 
 interface VsCodeApi {
@@ -40,9 +40,7 @@ const describe = (n: MapNode): string => `${standing(n)}\n${n.action}\n${n.summa
 const app = document.getElementById('app')!;
 const header = el('header');
 const title = el('h2', 'title', 'Adventure map');
-const status = el('span', 'status');
-status.id = 'status';
-status.setAttribute('role', 'status');
+const status = liveStatus();
 const undo = el('button', 'action-button', 'Undo last turn');
 undo.id = 'undo';
 undo.type = 'button';
