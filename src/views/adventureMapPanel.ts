@@ -8,7 +8,7 @@ import type { KnowledgeService } from './knowledgeService';
 import type { PlayPanel } from './playPanel';
 import type { PlayPanels } from './playPanels';
 import type { AdventuresNode, AdventuresTree } from './playTrees';
-import { hostPage } from './webviewShell';
+import { hostPage, KeyedPanels } from './webviewShell';
 
 export const MAP_VIEW_TYPE = 'storyteller.adventureMap';
 
@@ -85,7 +85,7 @@ type AdventureNode = Extract<AdventuresNode, { kind: 'adventure' }>;
 
 /** Open Adventure Map: one map per adventure, brought forward when opened again. */
 export class AdventureMaps extends Disposable {
-  private readonly maps = new Map<string, AdventureMapPanel>();
+  private readonly maps = this._register(new KeyedPanels<AdventureMapPanel>());
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -95,11 +95,10 @@ export class AdventureMaps extends Disposable {
   ) {
     super();
     this._register(vscode.commands.registerCommand('storyteller.openAdventureMap', (arg?: MapTarget | AdventureNode) => this.open(arg)));
-    this._register({ dispose: () => [...this.maps.values()].forEach((m) => m.dispose()) });
   }
 
   list(): AdventureMapPanel[] {
-    return [...this.maps.values()];
+    return this.maps.list();
   }
 
   /** From a tree node, a target, the play panel in front, or else the writer's pick. */
@@ -129,16 +128,9 @@ export class AdventureMaps extends Disposable {
       void vscode.window.showInformationMessage('No adventure to map: start one in the Adventures view (New Adventure) or open the play panel.');
       return undefined;
     }
-    const key = `${target.campaignRoot}\n${target.adventureId}`;
-    const open = this.maps.get(key);
-    if (open) {
-      open.panel.reveal();
-      return open;
-    }
-    const webview = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true });
-    const map = new AdventureMapPanel(webview, this.extensionUri, target, this.knowledge, this.adventures.onDidChangeTreeData);
-    this.maps.set(key, map);
-    webview.onDidDispose(() => this.maps.delete(key));
-    return map;
+    return this.maps.revealOrCreate(`${target.campaignRoot}\n${target.adventureId}`, () => {
+      const webview = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true });
+      return new AdventureMapPanel(webview, this.extensionUri, target, this.knowledge, this.adventures.onDidChangeTreeData);
+    });
   }
 }

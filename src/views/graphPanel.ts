@@ -11,7 +11,7 @@ import { Disposable } from './disposable';
 import type { EntityLanguage } from './entityLanguage';
 import type { KnowledgeService } from './knowledgeService';
 import type { SourcesNode } from './sourcesTree';
-import { hostPage } from './webviewShell';
+import { hostPage, KeyedPanels } from './webviewShell';
 
 export const GRAPH_VIEW_TYPE = 'storyteller.graph';
 
@@ -137,7 +137,7 @@ export class GraphPanel extends Disposable {
 
 /** The Campaign Graph command: one panel per campaign, brought forward when opened again. */
 export class GraphPanels extends Disposable {
-  private readonly panels = new Map<string, GraphPanel>();
+  private readonly panels = this._register(new KeyedPanels<GraphPanel>());
   /** Each campaign's last layout, kept while the extension runs (a closed graph reopens on the same picture). */
   private readonly layouts = new Map<string, { placed: [string, number, number][] }>();
 
@@ -151,7 +151,6 @@ export class GraphPanels extends Disposable {
   ) {
     super();
     this._register(vscode.commands.registerCommand('storyteller.openCampaignGraph', (arg?: { campaignRoot: string } | SourcesNode | { root: string }) => this.open(arg)));
-    this._register({ dispose: () => [...this.panels.values()].forEach((p) => p.dispose()) });
   }
 
   get(root: string): GraphPanel | undefined {
@@ -165,16 +164,10 @@ export class GraphPanels extends Disposable {
       return undefined;
     }
     const root = index.campaign.root;
-    const open = this.panels.get(root);
-    if (open) {
-      open.panel.reveal();
-      return open;
-    }
-    const webview = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, `Graph: ${index.campaign.title}`, vscode.ViewColumn.Active, { enableScripts: true });
-    if (!this.layouts.has(root)) this.layouts.set(root, { placed: [] });
-    const panel = new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts, this.layouts.get(root)!);
-    this.panels.set(root, panel);
-    panel.panel.onDidDispose(() => this.panels.delete(root));
-    return panel;
+    return this.panels.revealOrCreate(root, () => {
+      const webview = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, `Graph: ${index.campaign.title}`, vscode.ViewColumn.Active, { enableScripts: true });
+      if (!this.layouts.has(root)) this.layouts.set(root, { placed: [] });
+      return new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts, this.layouts.get(root)!);
+    });
   }
 }

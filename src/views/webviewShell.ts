@@ -35,3 +35,36 @@ export function hostPage(panel: vscode.WebviewPanel, extensionUri: vscode.Uri, p
 </body>
 </html>`;
 }
+
+/**
+ * A picture's panels, one per key (a campaign, an adventure): opening it again brings the open one forward.
+ * Each is forgotten when closed, and all are closed with the extension.
+ */
+export class KeyedPanels<T extends vscode.Disposable & { readonly panel: vscode.WebviewPanel }> implements vscode.Disposable {
+  private readonly open = new Map<string, T>();
+
+  get(key: string): T | undefined {
+    return this.open.get(key);
+  }
+
+  list(): T[] {
+    return [...this.open.values()];
+  }
+
+  /** The open panel for `key`, revealed; else the one `create` makes. */
+  revealOrCreate(key: string, create: () => T): T {
+    const open = this.open.get(key);
+    if (open) {
+      open.panel.reveal();
+      return open;
+    }
+    const made = create();
+    this.open.set(key, made);
+    made.panel.onDidDispose(() => this.open.delete(key));
+    return made;
+  }
+
+  dispose(): void {
+    for (const panel of this.list()) panel.dispose();
+  }
+}
