@@ -168,6 +168,16 @@ describe('retrieval: eligibility', () => {
     assert.ok(!selectedPaths(result).includes('half.md'));
   });
 
+  it('follows a source changed between two searches of one session: disabled, then rewritten', async () => {
+    const ferrywoman = async () => (await searchKnowledge(store, 'the ferrywoman of Westhaven')).hits.filter((h) => h.sourcePath === 'characters/mara.md');
+    assert.equal((await ferrywoman()).length, 1);
+    writeFixtureSource(store, { ...MARA, enabled: false });
+    assert.deepEqual(await ferrywoman(), []);
+    writeFixtureSource(store, { ...MARA, passages: [[['Mara'], 'Mara was the ferrywoman of Westhaven until the river froze; now she smuggles salt.']] });
+    const [rewritten] = await ferrywoman();
+    assert.match(rewritten!.text, /smuggles salt/);
+  });
+
   it("never returns campaign B's passages to campaign A, even from the same index file", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-retrieval-'));
     const indexPath = path.join(dir, 'index.db');

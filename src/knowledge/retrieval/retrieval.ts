@@ -180,17 +180,23 @@ function bitCount(v: number): number {
  * being compared; and the comparison stops as soon as the shingles left could no longer reach it.
  */
 function jaccardAtLeast(x: ShingleSet, y: ShingleSet, threshold: number): boolean {
-  const [a, b] = [x.set, y.set];
-  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  const a = x.set;
+  const b = y.set;
+  const small = a.size <= b.size ? a : b;
+  const large = small === a ? b : a;
   if (large.size === 0 || small.size / large.size < threshold) return false;
+  // The sketches are read a quarter at a time: bits counted so far already bound what the sets can share,
+  // and most pairs are ruled out by the first quarter.
   let onlyX = 0;
   let onlyY = 0;
-  for (let i = 0; i < SKETCH_WORDS; i++) {
-    onlyX += bitCount(x.sketch[i]! & ~y.sketch[i]!);
-    onlyY += bitCount(y.sketch[i]! & ~x.sketch[i]!);
+  for (let i = 0; i < SKETCH_WORDS; ) {
+    for (const end = i + SKETCH_WORDS / 4; i < end; i++) {
+      onlyX += bitCount(x.sketch[i]! & ~y.sketch[i]!);
+      onlyY += bitCount(y.sketch[i]! & ~x.sketch[i]!);
+    }
+    const sharedAtMost = Math.min(a.size - onlyX, b.size - onlyY);
+    if (sharedAtMost / (a.size + b.size - sharedAtMost) < threshold) return false;
   }
-  const sharedAtMost = Math.min(a.size - onlyX, b.size - onlyY);
-  if (sharedAtMost / (a.size + b.size - sharedAtMost) < threshold) return false;
   let shared = 0;
   let left = small.size;
   for (const s of small) {
@@ -311,6 +317,50 @@ interface RankInput {
 }
 
 /**
+ * Candidate rows read so far, by rowid, while the index stays as it is (see CampaignStatistics.key): a
+ * passage many turns find is joined to its source and read out of the index once, not once a turn.
+ */
+const candidateRows = new WeakMap<KnowledgeStore, { key: string; rows: Map<number, CandidateRow>; chars: number }>();
+/** Characters of passage text held as candidate rows before they are dropped and read afresh. */
+const CANDIDATE_CHARS_HELD = 8_000_000;
+
+/**
+ * The pool: FTS5's bm25 (stems, heading weighted) best CANDIDATE_POOL passages of this campaign, best
+ * first, eligible or not, so what eligibility excludes is still recorded with its reason. In an index file
+ * other campaigns share, their passages must not take the pool's places. Ordered by bm25() itself: the same
+ * order as `rank MATCH 'bm25(…)' ORDER BY rank`, which took half as long again on the SRD ×10.
+ */
+function poolRows(store: KnowledgeStore, stats: CampaignStatistics, match: string): CandidateRow[] {
+  const rowids = store
+    .statement(
+      `SELECT rowid FROM passages_fts WHERE passages_fts MATCH @match
+       ${stats.sharedIndex ? 'AND rowid IN (SELECT rowid FROM passages WHERE campaign_id = @campaign)' : ''}
+       ORDER BY bm25(passages_fts, ${HEADING_WEIGHT}, 1) LIMIT ${CANDIDATE_POOL}`,
+    )
+    .pluck()
+    .all({ match, campaign: store.campaignId }) as number[];
+  let held = candidateRows.get(store);
+  if (!held || held.key !== stats.key || held.chars > CANDIDATE_CHARS_HELD) candidateRows.set(store, (held = { key: stats.key, rows: new Map(), chars: 0 }));
+  const rows = held.rows;
+  const unread = rowids.filter((rowid) => !rows.has(rowid));
+  if (unread.length > 0) {
+    // From the pool's rowids to their rows (CROSS JOIN keeps that order): never a walk over every passage.
+    const read = store
+      .statement(
+        `SELECT ${CANDIDATE_COLUMNS} FROM (SELECT value AS rowid FROM json_each(@rowids)) f
+         CROSS JOIN passages p ON p.rowid = f.rowid CROSS JOIN sources s ON s.id = p.source_id
+         WHERE p.campaign_id = @campaign`,
+      )
+      .all({ rowids: JSON.stringify(unread), campaign: store.campaignId }) as CandidateRow[];
+    for (const row of read) {
+      rows.set(row.rowid, row);
+      held.chars += row.text.length;
+    }
+  }
+  return rowids.flatMap((rowid) => rows.get(rowid) ?? []);
+}
+
+/**
  * Everything up to budget selection: eligibility, candidates from both paths, admission by relevance
  * alone, then hybrid score × class weight × boosts among the survivors, then redundancy suppression.
  */
@@ -341,24 +391,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const body = stemmedPassage(row.content_hash, row.text);
     return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
   };
-  let pool: CandidateRow[] = [];
-  if (match) {
-    // Rank on FTS5 alone, then join only the pool that can matter: eligible or not, in one query, so
-    // what eligibility excludes is still recorded with its reason. In an index file other campaigns share,
-    // their passages must not take the pool's places. Ordered by bm25() itself: the same order as
-    // `rank MATCH 'bm25(…)' ORDER BY rank`, which took half as long again on the SRD ×10. CROSS JOIN keeps
-    // the pool first: left to itself the planner walked every passage of the campaign to meet the 80.
-    pool = store
-      .statement(
-        `SELECT ${CANDIDATE_COLUMNS}
-         FROM (SELECT rowid FROM passages_fts WHERE passages_fts MATCH @match
-               ${stats.sharedIndex ? 'AND rowid IN (SELECT rowid FROM passages WHERE campaign_id = @campaign)' : ''}
-               ORDER BY bm25(passages_fts, ${HEADING_WEIGHT}, 1) LIMIT ${CANDIDATE_POOL}) f
-         CROSS JOIN passages p ON p.rowid = f.rowid CROSS JOIN sources s ON s.id = p.source_id
-         WHERE p.campaign_id = @campaign`,
-      )
-      .all({ match, campaign: store.campaignId }) as CandidateRow[];
-  }
+  const pool = match ? poolRows(store, stats, match) : [];
   // An entry SillyTavern inserts is its whole text, every passage of it.
   if (activation) {
     const pooled = new Set(pool.map((row) => row.id));
