@@ -17,3 +17,13 @@ export function promptField(text: string): string {
 export function neutralizeMarkers(text: string): string {
   return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']')).replace(/^#/gm, '\\#');
 }
+
+/** Where `^` of a multiline pattern matches after: the line terminators of JavaScript's regular expressions. */
+const LINE_START_BEFORE = new Set([10, 13, 0x2028, 0x2029]);
+
+/** `neutralizeMarkers(text).length`, without building it: each line that starts with `#` gains its escape. */
+export function neutralizedLength(text: string): number {
+  let escapes = 0;
+  for (let i = text.indexOf('#'); i >= 0; i = text.indexOf('#', i + 1)) if (i === 0 || LINE_START_BEFORE.has(text.charCodeAt(i - 1))) escapes++;
+  return text.length + escapes;
+}

@@ -12,7 +12,8 @@ import {
   type TokenMeasure,
   type WorldInfoQuery,
 } from '../knowledge/retrieval';
-import { neutralizeMarkers, promptField } from '../models';
+import { neutralizedLength, neutralizeMarkers, promptField } from '../models';
+import { countWords } from '../knowledge/campaign';
 import type { CharacterOf, ResearchOutcome, ResearchRecord, ResearchTask } from './types';
 import type { TokenEstimator } from './tokenEstimator';
 import { hasWorldState, renderRefusals, renderStateGuide, renderStateSection, stateWorldFacts, type WorldState } from './worldState';
@@ -110,14 +111,47 @@ export function renderLorebookMacros(text: string, personaName: string, characte
 }
 
 const CHAR_MACRO = /\{\{\s*char\s*\}\}/i;
+const ANY_MACRO = /\{\{\s*(user|char)\s*\}\}/i;
 
-export function renderPassage(p: SelectedPassage, personaName: string, characterOf: CharacterOf): string {
+/** The lines a passage's text is framed by in the prompt. */
+function passageFrame(p: SelectedPassage): { open: string; end: string } {
   const where = promptField([p.sourcePath, [p.sourceTitle, ...p.headingPath].filter(Boolean).join(' › ')].filter(Boolean).join(' · '));
   const open = p.hidden ? `⟦SECRET passage ${p.passageId} · narrator-only · ${where}⟧` : `⟦passage ${p.passageId} · ${where}⟧`;
+  return { open, end: `⟦end ${p.passageId}⟧` };
+}
+
+export function renderPassage(p: SelectedPassage, personaName: string, characterOf: CharacterOf): string {
+  const { open, end } = passageFrame(p);
   const text = p.text.trim();
   // The name is looked up only for the rare passage that uses the macro; it reaches the prompt as one line of data.
   const character = CHAR_MACRO.test(text) ? promptField(characterOf(p.sourceId) ?? '') : undefined;
-  return `${open}\n${neutralizeMarkers(renderLorebookMacros(text, personaName, character))}\n⟦end ${p.passageId}⟧`;
+  return `${open}\n${neutralizeMarkers(renderLorebookMacros(text, personaName, character))}\n${end}`;
+}
+
+/**
+ * Words and characters of a passage's text as renderPassage sends it, by its text, for a text without
+ * macros (null: one with them is rendered to be measured). Every candidate of every turn is priced, and
+ * most are candidates turn after turn: counting their words again each time cost more than judging them.
+ */
+const textShapes = new Map<string, { words: number; chars: number } | null>();
+let textShapeChars = 0;
+/** Characters of text held as keys before the shapes are dropped and counted afresh. */
+const TEXT_SHAPE_CHARS_HELD = 8_000_000;
+
+function textShape(text: string): { words: number; chars: number } | null {
+  let shape = textShapes.get(text);
+  if (shape === undefined) {
+    const body = text.trim();
+    // neutralizeMarkers changes no word, only adds an escape to a line that starts like a heading.
+    shape = ANY_MACRO.test(body) ? null : { words: countWords(body), chars: neutralizedLength(body) };
+    if (textShapeChars > TEXT_SHAPE_CHARS_HELD) {
+      textShapes.clear();
+      textShapeChars = 0;
+    }
+    textShapes.set(text, shape);
+    textShapeChars += text.length;
+  }
+  return shape;
 }
 
 const KNOWLEDGE_FRAMES = {
@@ -155,7 +189,13 @@ function knowledgeHead(key: KnowledgeSection): string {
  */
 export function knowledgeMeasure(estimator: TokenEstimator, personaName: string, characterOf: CharacterOf = NO_CHARACTERS): TokenMeasure {
   return {
-    passage: (p) => estimator.count(`${renderPassage(p, personaName, characterOf)}\n`),
+    passage: (p) => {
+      const body = textShape(p.text);
+      if (!body) return estimator.count(`${renderPassage(p, personaName, characterOf)}\n`);
+      // The frame's lines, the text, a line break after each: what the rendered passage and its line break hold.
+      const { open, end } = passageFrame(p);
+      return estimator.countShape(countWords(open) + body.words + countWords(end), open.length + body.chars + end.length + 3);
+    },
     section: (key) => estimator.count(knowledgeHead(key)),
   };
 }

@@ -1,4 +1,4 @@
-import { estimateTokens } from '../knowledge/campaign';
+import { countWords, estimateTokens, tokensFor } from '../knowledge/campaign';
 
 export interface CalibrationStore {
   getCalibration(model: string): { factor: number; samples: number } | undefined;
@@ -34,7 +34,12 @@ export class TokenEstimator {
   }
 
   count(text: string): number {
-    return Math.ceil(estimateTokens(text) * this.factor);
+    return this.countShape(countWords(text), text.length);
+  }
+
+  /** What `count` gives a text of this many words and characters (see tokensFor). */
+  countShape(words: number, chars: number): number {
+    return Math.ceil(tokensFor(words, chars) * this.factor);
   }
 
   /** Learns from one real prompt: what the base estimate said it cost against what Ollama counted. */
