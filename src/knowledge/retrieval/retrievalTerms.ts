@@ -376,18 +376,24 @@ function termIds(t: SearchTerm): TermIds {
   return ids;
 }
 
-/** The ids of the stems where the terms may start, and of `also` (stems): what stemPositions gathers. */
-export function stemsSought(terms: readonly SearchTerm[], also: readonly string[] = []): Set<number> {
-  return new Set([...terms.flatMap((t) => termIds(t).first), ...also.map(wordId)]);
+/**
+ * The ids of the stems where the terms may start, and of `also` (stems): what stemPositions gathers. A flag
+ * per id, not a set: it is asked of every word of every candidate passage.
+ */
+export function stemsSought(terms: readonly SearchTerm[], also: readonly string[] = []): Uint8Array {
+  const ids = [...terms.flatMap((t) => termIds(t).first), ...also.map(wordId)];
+  const sought = new Uint8Array(ids.length === 0 ? 0 : Math.max(...ids) + 1);
+  for (const id of ids) sought[id] = 1;
+  return sought;
 }
 
 /** Where the sought stems stand in a text, each in order: one pass over the text, however many terms a query has. */
-export function stemPositions(text: StemmedText, sought: ReadonlySet<number>): Map<number, number[]> {
+export function stemPositions(text: StemmedText, sought: Uint8Array): Map<number, number[]> {
   const at = new Map<number, number[]>();
   const stems = text.stems;
   for (let i = 0; i < stems.length; i++) {
     const s = stems[i]!;
-    if (!sought.has(s)) continue;
+    if (s >= sought.length || sought[s] === 0) continue;
     const list = at.get(s);
     if (list) list.push(i);
     else at.set(s, [i]);
