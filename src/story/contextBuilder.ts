@@ -138,6 +138,35 @@ let textShapeChars = 0;
 /** Characters of text held as keys before the shapes are dropped and counted afresh. */
 const TEXT_SHAPE_CHARS_HELD = 8_000_000;
 
+/** A passage's frame lines' words and characters, by passage, with what they were worked out from. */
+interface FrameShape {
+  framed: Pick<SelectedPassage, 'hidden' | 'sourcePath' | 'sourceTitle' | 'headingPath'>;
+  words: number;
+  chars: number;
+}
+const frameShapes = new Map<string, FrameShape>();
+const FRAME_SHAPES_HELD = 200_000;
+
+function frameShape(p: SelectedPassage): FrameShape {
+  const known = frameShapes.get(p.passageId);
+  const was = known?.framed;
+  if (
+    was &&
+    was.hidden === p.hidden &&
+    was.sourcePath === p.sourcePath &&
+    was.sourceTitle === p.sourceTitle &&
+    was.headingPath.length === p.headingPath.length &&
+    was.headingPath.every((h, i) => h === p.headingPath[i])
+  )
+    return known!;
+  const { open, end } = passageFrame(p);
+  const framed = { hidden: p.hidden, sourcePath: p.sourcePath, sourceTitle: p.sourceTitle, headingPath: p.headingPath };
+  const shape = { framed, words: countWords(open) + countWords(end), chars: open.length + end.length };
+  if (frameShapes.size > FRAME_SHAPES_HELD) frameShapes.clear();
+  frameShapes.set(p.passageId, shape);
+  return shape;
+}
+
 function textShape(text: string): { words: number; chars: number } | null {
   let shape = textShapes.get(text);
   if (shape === undefined) {
@@ -193,8 +222,8 @@ export function knowledgeMeasure(estimator: TokenEstimator, personaName: string,
       const body = textShape(p.text);
       if (!body) return estimator.count(`${renderPassage(p, personaName, characterOf)}\n`);
       // The frame's lines, the text, a line break after each: what the rendered passage and its line break hold.
-      const { open, end } = passageFrame(p);
-      return estimator.countShape(countWords(open) + body.words + countWords(end), open.length + body.chars + end.length + 3);
+      const frame = frameShape(p);
+      return estimator.countShape(frame.words + body.words, frame.chars + body.chars + 3);
     },
     section: (key) => estimator.count(knowledgeHead(key)),
   };

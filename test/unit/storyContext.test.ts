@@ -196,7 +196,16 @@ describe('a passage priced as the prompt sends it', () => {
     const measure = knowledgeMeasure(estimator, 'Kaelen', characterOf);
     const cases = [
       ...corpus.map((text) => passage(text)),
-      ...edges.flatMap((text) => [passage(text), passage(text, { hidden: true, sourceId: 'card', headingPath: ['⟦odd⟧', 'two\nlines'] })]),
+      // One passage id throughout, each case's frame one field away from the case before.
+      ...edges.flatMap((text) => [
+        passage(text),
+        passage(text, { sourceTitle: 'A much longer title than P' }),
+        passage(text, { sourceTitle: 'A much longer title than P', sourcePath: 'deep/folder/p.md' }),
+        passage(text, { sourceTitle: 'A much longer title than P', sourcePath: 'deep/folder/p.md', hidden: true }),
+        passage(text, { sourceTitle: 'A much longer title than P', sourcePath: 'deep/folder/p.md', hidden: true, headingPath: ['⟦odd⟧', 'two\nlines'] }),
+        passage(text, { hidden: true, sourceId: 'card', headingPath: ['⟦odd⟧', 'two\nlines'] }),
+        passage(text, { hidden: true, sourceId: 'card', headingPath: ['⟦odd⟧', 'two\nlines', 'and a third'] }),
+      ]),
     ];
     for (const p of cases) {
       const sent = estimator.count(`${renderPassage(p, 'Kaelen', characterOf)}\n`);
