@@ -155,7 +155,7 @@ function shingles(words: Int32Array): ShingleSet {
 /** A passage's shingles, built when redundancy is judged and kept while its stemmed text is (by content, across turns). */
 const passageShingles = new WeakMap<StemmedText, ShingleSet>();
 function shinglesOf(w: Working): ShingleSet {
-  const stemmed = stemmedPassage(w.row.content_hash, w.row.text);
+  const stemmed = stemmedPassage(w.row.content_hash, () => w.row.text);
   let built = passageShingles.get(stemmed);
   if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words)));
   return built;
@@ -386,9 +386,9 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
     // A heading trail is shared by many passages and asked of every turn: stemmed once, unless a mention joins it.
-    const trail = JSON.parse(row.heading_path) as string[];
-    const heading = trigger ? stemText([...trail, trigger.mention].join(' ')) : stemmedPassage(row.heading_path, trail.join(' '));
-    const body = stemmedPassage(row.content_hash, row.text);
+    const trail = () => (JSON.parse(row.heading_path) as string[]).join(' ');
+    const heading = trigger ? stemText(`${trail()} ${trigger.mention}`) : stemmedPassage(row.heading_path, trail);
+    const body = stemmedPassage(row.content_hash, () => row.text);
     return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
   };
   const pool = match ? poolRows(store, stats, match) : [];

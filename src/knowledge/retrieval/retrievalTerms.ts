@@ -325,16 +325,17 @@ export function stemText(text: string): StemmedText {
 
 /**
  * Stemmed text by a key that names its content (a passage's content hash, a heading trail's JSON: neither
- * can be taken for the other), reused across turns, up to TOKENS_HELD words in all.
+ * can be taken for the other), reused across turns, up to TOKENS_HELD words in all. The text is asked for
+ * only when its key is new: a heading trail is parsed and joined only then.
  */
 const stemmedCache = new Map<string, StemmedText>();
 const TOKENS_HELD = 4_000_000;
 let tokensHeld = 0;
 
-export function stemmedPassage(key: string, text: string): StemmedText {
+export function stemmedPassage(key: string, text: () => string): StemmedText {
   let stemmed = stemmedCache.get(key);
   if (!stemmed) {
-    stemmed = stemText(text);
+    stemmed = stemText(text());
     for (const [hash, old] of stemmedCache) {
       if (tokensHeld + stemmed.words.length <= TOKENS_HELD) break;
       stemmedCache.delete(hash);
