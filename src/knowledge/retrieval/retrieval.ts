@@ -698,7 +698,8 @@ function scoreSurvivors(
 /** Marks near-duplicates of better-ranked passages, and passages that only repeat current state. */
 function suppressRedundancy(admitted: Working[], pinned: readonly Working[], stateFacts: readonly string[]): void {
   const facts = shingles(stemText(stateFacts.join('\n')).words).set;
-  const kept: Working[] = [...pinned];
+  const kept = new KeptPassages();
+  for (const w of pinned) kept.add(w, shinglesOf(w));
   for (const w of admitted) {
     const d = w.decision;
     const own = shinglesOf(w);
@@ -708,7 +709,7 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
       d.reason = `${d.reason}; repeats facts already in the current state`;
       continue;
     }
-    const original = kept.find((k) => jaccardAtLeast(shinglesOf(k), own, DUPLICATE_JACCARD));
+    const original = kept.original(own);
     if (original) {
       d.outcome = 'duplicate';
       d.section = competesFor(w);
@@ -716,7 +717,39 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
       d.reason = `${d.reason}; near-duplicate of ${[original.row.path, ...original.headingPath].join(' › ')}, which ranks higher`;
       continue;
     }
-    kept.push(w);
+    kept.add(w, own);
+  }
+}
+
+/**
+ * The passages redundancy kept, by how many shingles they hold: a near-duplicate holds at least
+ * DUPLICATE_JACCARD as many as its original and at most as many over it, so only those are compared.
+ */
+class KeptPassages {
+  private readonly bySize: { w: Working; shingles: ShingleSet; order: number }[] = [];
+
+  add(w: Working, shingles: ShingleSet): void {
+    const at = this.firstAtLeast(shingles.set.size);
+    this.bySize.splice(at, 0, { w, shingles, order: this.bySize.length });
+  }
+
+  /** The first passage kept (in the order kept) that `own` nearly duplicates. */
+  original(own: ShingleSet): Working | undefined {
+    const size = own.set.size;
+    const near: { w: Working; shingles: ShingleSet; order: number }[] = [];
+    // The window is a shingle wider on each side than the ratio allows: jaccardAtLeast decides exactly.
+    for (let i = this.firstAtLeast(Math.floor(size * DUPLICATE_JACCARD) - 1); i < this.bySize.length && this.bySize[i]!.shingles.set.size <= size / DUPLICATE_JACCARD + 1; i++) near.push(this.bySize[i]!);
+    return near.sort((a, b) => a.order - b.order).find((k) => jaccardAtLeast(k.shingles, own, DUPLICATE_JACCARD))?.w;
+  }
+
+  private firstAtLeast(size: number): number {
+    let [lo, hi] = [0, this.bySize.length];
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.bySize[mid]!.shingles.set.size < size) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 }
 
