@@ -143,22 +143,22 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
     .get(store.campaignId) as { n: number; chars: number };
   // One index file may hold several campaigns: then every count is restricted to this campaign's passages.
   const shared = (store.statement('SELECT count(*) AS n FROM (SELECT DISTINCT campaign_id FROM passages)').get() as { n: number }).n > 1;
-  /** A per-stem figure, asked of the index once per stem while the index stays as it is. */
-  const perStem = (sql: string): ((stem: string) => number) => {
-    const statement = store.statement(sql);
-    const known = new Map<string, number>();
-    return (stem) => {
-      let n = known.get(stem);
-      if (n === undefined) {
-        n = ((shared ? statement.get(stem, store.campaignId) : statement.get(stem)) as { n: number } | undefined)?.n ?? 0;
-        known.set(stem, n);
-      }
-      return n;
-    };
-  };
+  /** A stem's passages and uses, asked of the index once per stem while the index stays as it is. */
   const ofThisCampaign = 'FROM temp.passages_occurrences o JOIN passages p ON p.rowid = o.doc WHERE o.term = ? AND p.campaign_id = ?';
-  const docFrequency = perStem(shared ? `SELECT count(DISTINCT o.doc) AS n ${ofThisCampaign}` : 'SELECT doc AS n FROM temp.passages_vocab WHERE term = ?');
-  const termCount = perStem(shared ? `SELECT count(*) AS n ${ofThisCampaign}` : 'SELECT cnt AS n FROM temp.passages_vocab WHERE term = ?');
+  const stemStatement = store.statement(
+    shared ? `SELECT count(DISTINCT o.doc) AS doc, count(*) AS cnt ${ofThisCampaign}` : 'SELECT doc, cnt FROM temp.passages_vocab WHERE term = ?',
+  );
+  const stemFigures = new Map<string, { doc: number; cnt: number }>();
+  const figuresOf = (stem: string): { doc: number; cnt: number } => {
+    let figures = stemFigures.get(stem);
+    if (figures === undefined) {
+      figures = ((shared ? stemStatement.get(stem, store.campaignId) : stemStatement.get(stem)) as { doc: number; cnt: number } | undefined) ?? { doc: 0, cnt: 0 };
+      stemFigures.set(stem, figures);
+    }
+    return figures;
+  };
+  const docFrequency = (stem: string) => figuresOf(stem).doc;
+  const termCount = (stem: string) => figuresOf(stem).cnt;
   /** This campaign's passages by rowid, with their file: what a posting of the index belongs to. */
   let fileOfPassage: Map<number, string> | undefined;
   const fileOf = (): Map<number, string> => {
