@@ -322,7 +322,7 @@ export interface QueryWeights {
   /** The turn's small words, their stems and rarity: they only rank (see SMALL_WORD_WEIGHT). */
   smallWords: { word: string; stem: string; stemId: number; idf: number }[];
   /** The stems a passage's words are gathered by (see stemPositions): the terms' and the small words'. */
-  sought: Uint8Array;
+  sought: Uint32Array;
   total: number;
   /** Meaningful words of this turn the campaign has never seen, and their share of the turn's words. */
   unseen: SearchTerm[];

@@ -378,23 +378,24 @@ function termIds(t: SearchTerm): TermIds {
 }
 
 /**
- * The ids of the stems where the terms may start, and of `also` (stems): what stemPositions gathers. A flag
+ * The ids of the stems where the terms may start, and of `also` (stems): what stemPositions gathers. A bit
  * per id, not a set: it is asked of every word of every candidate passage.
  */
-export function stemsSought(terms: readonly SearchTerm[], also: readonly string[] = []): Uint8Array {
+export function stemsSought(terms: readonly SearchTerm[], also: readonly string[] = []): Uint32Array {
   const ids = [...terms.flatMap((t) => termIds(t).first), ...also.map(wordId)];
-  const sought = new Uint8Array(ids.length === 0 ? 0 : Math.max(...ids) + 1);
-  for (const id of ids) sought[id] = 1;
+  const sought = new Uint32Array(ids.length === 0 ? 0 : (Math.max(...ids) >>> 5) + 1);
+  for (const id of ids) sought[id >>> 5]! |= 1 << (id & 31);
   return sought;
 }
 
 /** Where the sought stems stand in a text, each in order: one pass over the text, however many terms a query has. */
-export function stemPositions(text: StemmedText, sought: Uint8Array): Map<number, number[]> {
+export function stemPositions(text: StemmedText, sought: Uint32Array): Map<number, number[]> {
   const at = new Map<number, number[]>();
   const stems = text.stems;
   for (let i = 0; i < stems.length; i++) {
     const s = stems[i]!;
-    if (s >= sought.length || sought[s] === 0) continue;
+    const word = s >>> 5;
+    if (word >= sought.length || ((sought[word]! >>> (s & 31)) & 1) === 0) continue;
     const list = at.get(s);
     if (list) list.push(i);
     else at.set(s, [i]);
