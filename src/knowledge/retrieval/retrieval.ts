@@ -736,10 +736,13 @@ class KeptPassages {
   /** The first passage kept (in the order kept) that `own` nearly duplicates. */
   original(own: ShingleSet): Working | undefined {
     const size = own.set.size;
-    const near: { w: Working; shingles: ShingleSet; order: number }[] = [];
+    let first: { w: Working; order: number } | undefined;
     // The window is a shingle wider on each side than the ratio allows: jaccardAtLeast decides exactly.
-    for (let i = this.firstAtLeast(Math.floor(size * DUPLICATE_JACCARD) - 1); i < this.bySize.length && this.bySize[i]!.shingles.set.size <= size / DUPLICATE_JACCARD + 1; i++) near.push(this.bySize[i]!);
-    return near.sort((a, b) => a.order - b.order).find((k) => jaccardAtLeast(k.shingles, own, DUPLICATE_JACCARD))?.w;
+    for (let i = this.firstAtLeast(Math.floor(size * DUPLICATE_JACCARD) - 1); i < this.bySize.length && this.bySize[i]!.shingles.set.size <= size / DUPLICATE_JACCARD + 1; i++) {
+      const kept = this.bySize[i]!;
+      if ((first === undefined || kept.order < first.order) && jaccardAtLeast(kept.shingles, own, DUPLICATE_JACCARD)) first = kept;
+    }
+    return first?.w;
   }
 
   private firstAtLeast(size: number): number {
