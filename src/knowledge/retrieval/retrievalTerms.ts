@@ -407,11 +407,18 @@ export function stemPositions(text: StemmedText, sought: Uint32Array): Map<numbe
  * Positions where a term occurs in the text, and how many of them are spelled exactly as asked. `at` is the
  * text's stemPositions for stems that include the term's (see stemsSought).
  */
-export function occurrences(text: StemmedText, at: ReadonlyMap<number, readonly number[]>, t: SearchTerm): { positions: number[]; exact: number } {
-  const positions: number[] = [];
-  let exact = 0;
+export function occurrences(text: StemmedText, at: ReadonlyMap<number, readonly number[]>, t: SearchTerm): { positions: readonly number[]; exact: number } {
   const ids = termIds(t);
   const n = ids.stems.length;
+  // One word with one stem, the usual term: its positions are its stem's, and exact is a count of spellings.
+  if (n === 1 && ids.first.length === 1) {
+    const positions = at.get(ids.first[0]!) ?? NOWHERE;
+    let exact = 0;
+    for (const i of positions) if (text.words[i] === ids.words[0]) exact++;
+    return { positions, exact };
+  }
+  const positions: number[] = [];
+  let exact = 0;
   const starts = ids.first.flatMap((s) => at.get(s) ?? []);
   // A variant's positions interleave with the word's own.
   if (ids.first.length > 1) starts.sort((a, b) => a - b);
@@ -423,6 +430,7 @@ export function occurrences(text: StemmedText, at: ReadonlyMap<number, readonly 
   }
   return { positions, exact };
 }
+const NOWHERE: readonly number[] = [];
 
 /** The terms that occur in the text. */
 export function matchTerms(text: StemmedText, terms: readonly SearchTerm[]): SearchTerm[] {
