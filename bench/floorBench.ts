@@ -7,7 +7,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openCliSession } from '../src/cli/knowledgeAccess';
 import { englishProbability } from '../src/knowledge/retrieval/backgroundEnglish';
-import { corpusPath, REPO_ROOT } from '../test/support/corpora';
+import { REPO_ROOT, writeSrdCopy } from '../test/support/corpora';
 import { floorSearcher } from './floor.mjs';
 import { EVAL_QUESTIONS } from './retrievalBench';
 import { rulesQuestions } from './fairytaleBench';
@@ -26,27 +26,12 @@ const FLOOR = path.join(__dirname, 'floor.mjs');
 const USAGE = path.join(__dirname, 'usage.mjs');
 const BUILT_CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
-/**
- * A campaign of `copies` versions of the SRD, mtimes an hour back. Copy 0 is the SRD itself; in copy k every
- * body line (one with a letter or digit, not a heading or a code fence) ends "Volume k.", so no passage of
- * one copy repeats another's and the importer keeps them all, as it would a real library that large.
- */
-export function writeSrdCopies(copies: number): string {
-  const source = corpusPath('dnd-srd-5.1');
+/** A campaign of `copies` versions of the SRD (`writeSrdCopy`) in reference/srd-<k>, mtimes an hour back. */
+export function writeSrdCampaign(copies: number): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-bench-srd-'));
   fs.writeFileSync(path.join(root, 'campaign.yaml'), `id: bench\ntitle: SRD x${copies}\n`);
-  const rels = (fs.readdirSync(source, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => /\.(md|txt)$/i.test(f));
   const past = new Date(Date.now() - 3_600_000);
-  for (const rel of rels) {
-    const text = fs.readFileSync(path.join(source, rel), 'utf8');
-    for (let k = 0; k < copies; k++) {
-      const target = path.join(root, 'reference', `srd-${k}`, rel);
-      fs.mkdirSync(path.dirname(target), { recursive: true });
-      const body = (line: string): boolean => /[\p{L}\p{N}]/u.test(line) && !/^\s*(#|```|~~~)/.test(line);
-      fs.writeFileSync(target, k === 0 ? text : text.replace(/[^\r\n]+/g, (line) => (body(line) ? `${line.trimEnd()} Volume ${k}.` : line)));
-      fs.utimesSync(target, past, past);
-    }
-  }
+  for (let k = 0; k < copies; k++) writeSrdCopy(path.join(root, 'reference', `srd-${k}`), k, past);
   return root;
 }
 
@@ -160,7 +145,7 @@ export interface FloorFigures {
 
 /** Index and search, product and floor, `repeats` times each in alternating order, on one campaign. */
 async function measureCampaign(copies: number, repeats: number, queries: readonly string[], log: (line: string) => void): Promise<FloorFigures> {
-  const root = writeSrdCopies(copies);
+  const root = writeSrdCampaign(copies);
   const floorDb = path.join(os.tmpdir(), `st-bench-floor-${process.pid}.db`);
   const dropFloor = () => ['', '-wal', '-shm'].forEach((s) => fs.rmSync(`${floorDb}${s}`, { force: true }));
   try {

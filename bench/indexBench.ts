@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { REPO_ROOT } from '../test/support/corpora';
-import { writeSrdCopies } from './floorBench';
+import { writeSrdCampaign } from './floorBench';
 import type { WorkName, WorkResult } from './indexWork';
 
 /**
- * Indexing speed and memory on the D&D SRD (1028 files, 2.7 MB) and on N distinct copies of it (`writeSrdCopies`), each
+ * Indexing speed and memory on the D&D SRD (1028 files, 2.7 MB) and on N distinct copies of it (`writeSrdCampaign`), each
  * measurement in a child process of its own (its own peak RSS and CPU time), paired in one run: every
  * repeat runs the anchor and the product back to back, and the summary gives min / median / max.
  *
@@ -80,8 +80,8 @@ export async function runIndexBench(log: (line: string) => void = () => undefine
   const copies = options.copies ?? 10;
   const repeats = options.repeats ?? 3;
   if (!fs.existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} is missing: the bench runs the built CLI (npm run bench builds it)`);
-  const srdRoot = writeSrdCopies(1);
-  const bigRoot = writeSrdCopies(copies);
+  const srdRoot = writeSrdCampaign(1);
+  const bigRoot = writeSrdCampaign(copies);
   try {
     log(`index: every figure is its own child process; ${repeats} repeats, anchor and product back to back in each`);
 

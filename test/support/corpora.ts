@@ -31,3 +31,23 @@ export function corpusPath(...parts: string[]): string {
   }
   return dir;
 }
+
+/**
+ * Copy `k` of the D&D SRD written into `folder`, its files' mtimes `mtime` when given; returns how many files
+ * it wrote. Copy 0 is the SRD itself; in copy k every body line (one with a letter or digit, not a heading or a
+ * code fence) ends "Volume k.", so no passage of one copy repeats another's and the importer keeps them all,
+ * as it would a real library that large.
+ */
+export function writeSrdCopy(folder: string, k: number, mtime?: Date): number {
+  const source = corpusPath('dnd-srd-5.1');
+  const rels = (fs.readdirSync(source, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => /\.(md|txt)$/i.test(f));
+  const body = (line: string): boolean => /[\p{L}\p{N}]/u.test(line) && !/^\s*(#|```|~~~)/.test(line);
+  for (const rel of rels) {
+    const text = fs.readFileSync(path.join(source, rel), 'utf8');
+    const target = path.join(folder, rel);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, k === 0 ? text : text.replace(/[^\r\n]+/g, (line) => (body(line) ? `${line.trimEnd()} Volume ${k}.` : line)));
+    if (mtime) fs.utimesSync(target, mtime, mtime);
+  }
+  return rels.length;
+}
