@@ -9,6 +9,7 @@ import { openCliSession } from '../src/cli/knowledgeAccess';
 import { englishProbability } from '../src/knowledge/retrieval/backgroundEnglish';
 import { REPO_ROOT, writeSrdCopy } from '../test/support/corpora';
 import { floorSearcher } from './floor.mjs';
+import { countInstructions } from './instructions';
 import { EVAL_QUESTIONS } from './retrievalBench';
 import { rulesQuestions } from './fairytaleBench';
 
@@ -141,10 +142,33 @@ export interface FloorFigures {
   sameResults: boolean | null;
   search: { queries: number; productMs: number; floorMs: number; productCpuMs: number; floorCpuMs: number; wall: number; cpu: number; peakRssMb: { product: number; floor: number } };
   turn: TurnFigures;
+  /** Instructions counted by callgrind (--instructions), in millions: index per run, search per query; null when not asked. */
+  instructions: InstructionFigures | null;
+}
+
+export interface InstructionFigures {
+  index: { product: number; floor: number; ratio: number };
+  search: { product: number; floor: number; ratio: number };
+}
+
+/** One fresh index and one batch search each, product and floor, as instructions (see countInstructions). */
+async function countCampaign(root: string, floorDb: string, input: string, queries: number): Promise<InstructionFigures> {
+  const millions = (n: number) => round(n / 1e6, 1);
+  const search = async (args: string[]) => ((await countInstructions(args, input)) - (await countInstructions(args, ''))) / queries;
+  const product = await search([BUILT_CLI, 'search', '--stdin', '--lexical-only', '--campaign', root]);
+  const floor = await search([FLOOR, 'search', path.join(root, '.storyteller', 'index.db')]);
+  // The product's index last: what it leaves is the index the runs above searched.
+  const floorIndex = await countInstructions([FLOOR, 'index', root, floorDb]);
+  fs.rmSync(path.join(root, '.storyteller'), { recursive: true, force: true });
+  const productIndex = await countInstructions([BUILT_CLI, 'index', root], '', [0, 1]);
+  return {
+    index: { product: millions(productIndex), floor: millions(floorIndex), ratio: round(productIndex / floorIndex) },
+    search: { product: millions(product), floor: millions(floor), ratio: round(product / floor) },
+  };
 }
 
 /** Index and search, product and floor, `repeats` times each in alternating order, on one campaign. */
-async function measureCampaign(copies: number, repeats: number, queries: readonly string[], log: (line: string) => void): Promise<FloorFigures> {
+async function measureCampaign(copies: number, repeats: number, queries: readonly string[], log: (line: string) => void, instructions: boolean): Promise<FloorFigures> {
   const root = writeSrdCampaign(copies);
   const floorDb = path.join(os.tmpdir(), `st-bench-floor-${process.pid}.db`);
   const dropFloor = () => ['', '-wal', '-shm'].forEach((s) => fs.rmSync(`${floorDb}${s}`, { force: true }));
@@ -184,6 +208,8 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
       }
     }
     const turn = await measureTurns(root, repeats, queries);
+    const counted = instructions ? await countCampaign(root, floorDb, input, queries.length) : null;
+    dropFloor();
     const ratio = (a: readonly number[], b: readonly number[]) => round(median(a.map((x, i) => x / b[i]!)));
     const figures: FloorFigures = {
       copies,
@@ -210,6 +236,7 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
         peakRssMb: { product: round(median(perQuery.productRss), 0), floor: round(median(perQuery.floorRss), 0) },
       },
       turn,
+      instructions: counted,
     };
     const i = figures.index;
     const s = figures.search;
@@ -219,6 +246,10 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
     log(`    search, per query (${s.queries}, start-up subtracted)   product ${s.productMs} ms (CPU ${s.productCpuMs}, peak RSS ${s.peakRssMb.product} MB)   floor ${s.floorMs} ms (CPU ${s.floorCpuMs}, peak RSS ${s.peakRssMb.floor} MB)`);
     log(`                   product / floor: wall ${s.wall}x, CPU ${s.cpu}x   goal <= 2x`);
     log(`    a turn's context (${turn.queries} actions, in one process, per action)   cold: product ${turn.cold.productMs} ms, floor ${turn.cold.floorMs} ms, ${turn.cold.ratio}x   warm: product ${turn.warm.productMs} ms, floor ${turn.warm.floorMs} ms, ${turn.warm.ratio}x   goal <= 3x`);
+    if (counted) {
+      log(`    instructions (callgrind, millions; load cannot move them)   fresh index: product ${counted.index.product}, floor ${counted.index.floor}, ${counted.index.ratio}x`);
+      log(`                   search per query: product ${counted.search.product}, floor ${counted.search.floor}, ${counted.search.ratio}x`);
+    }
     const results = [...hashes].map((h) => h.slice(0, 16)).join(', ');
     log(
       figures.sameResults === null
@@ -234,15 +265,15 @@ async function measureCampaign(copies: number, repeats: number, queries: readonl
   }
 }
 
-export async function runFloorBench(log: (line: string) => void = () => undefined, options: { copies?: number; repeats?: number } = {}): Promise<{ srd: FloorFigures; copies: FloorFigures; growth: { index: number; search: number } }> {
+export async function runFloorBench(log: (line: string) => void = () => undefined, options: { copies?: number; repeats?: number; instructions?: boolean } = {}): Promise<{ srd: FloorFigures; copies: FloorFigures; growth: { index: number; search: number } }> {
   if (!fs.existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} is missing: the bench runs the built CLI (npm run bench builds it)`);
   const repeats = options.repeats ?? 3;
   const copies = options.copies ?? 10;
   // The SRD's questions: a reader's, then "How does <heading> work?" for the rulebook's headings.
   const queries = [...EVAL_QUESTIONS.filter((e) => e.expect[0]!.startsWith('srd/')).map((e) => e.q), ...rulesQuestions('dnd-srd-5.1', 'val'), ...rulesQuestions('dnd-srd-5.1', 'train')];
   log(`floor: whole processes, ${repeats} repeats in alternating order, medians; each ratio is product / floor within one repeat`);
-  const srd = await measureCampaign(1, repeats, queries, log);
-  const big = await measureCampaign(copies, repeats, queries, log);
+  const srd = await measureCampaign(1, repeats, queries, log, options.instructions ?? false);
+  const big = await measureCampaign(copies, repeats, queries, log, options.instructions ?? false);
   // Above 1: the product's cost grows faster than the floor's as the campaign grows.
   const growth = { index: round(big.index.cpu / srd.index.cpu), search: round(big.search.cpu / srd.search.cpu) };
   log(`  growth, SRD -> SRD x${copies}: the CPU ratio moves x${growth.index} for the index, x${growth.search} for search (1 = growing as the floor does)`);
