@@ -20,6 +20,7 @@ import { triggeredSources, triggerReason, type Trigger } from './retrievalTrigge
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
+import { jaccardAtLeast, overlap, shingles, type ShingleSet } from './shingles';
 import type { KnowledgeStore } from '../indexing';
 import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
 
@@ -111,47 +112,6 @@ function quoteList(items: readonly string[]): string {
   return items.length > LISTED_WORDS ? `${listed} and ${items.length - LISTED_WORDS} more` : listed;
 }
 
-/** Three word ids below this make one number exactly (3 × 17 bits): a shingle is then compared as a number. */
-const SHINGLE_BASE = 1 << 17;
-/** A text's runs of three words (its words, when fewer), by word id (see wordId): a number, or text past SHINGLE_BASE. */
-type Shingle = number | string;
-
-/** 32-bit words of a shingle set's sketch: 1,024 bits. */
-const SKETCH_WORDS = 32;
-
-interface ShingleSet {
-  set: Set<Shingle>;
-  /**
-   * A bit per shingle, by its words' hash: a bit one sketch holds and the other lacks stands for a shingle
-   * only the first set holds, so two sketches bound what two sets can share before they are compared.
-   */
-  sketch: Uint32Array;
-}
-
-function shingles(words: Int32Array): ShingleSet {
-  const set = new Set<Shingle>();
-  const sketch = new Uint32Array(SKETCH_WORDS);
-  const mark = (a: number, b: number, c: number) => {
-    let h = Math.imul(a, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b) ^ Math.imul(c + 2, 0xc2b2ae35);
-    h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
-    h ^= h >>> 13;
-    sketch[(h >>> 5) & (SKETCH_WORDS - 1)]! |= 1 << (h & 31);
-  };
-  if (words.length < 3) {
-    if (words.length > 0) {
-      set.add(words.join(','));
-      mark(words[0]!, words[1] ?? -1, -1);
-    }
-    return { set, sketch };
-  }
-  for (let i = 0; i + 3 <= words.length; i++) {
-    const [a, b, c] = [words[i]!, words[i + 1]!, words[i + 2]!];
-    set.add(a < SHINGLE_BASE && b < SHINGLE_BASE && c < SHINGLE_BASE ? (a * SHINGLE_BASE + b) * SHINGLE_BASE + c : `${a},${b},${c}`);
-    mark(a, b, c);
-  }
-  return { set, sketch };
-}
-
 /** A passage's shingles, built when redundancy is judged and kept while its stemmed text is (by content, across turns). */
 const passageShingles = new WeakMap<StemmedText, ShingleSet>();
 function shinglesOf(w: Working): ShingleSet {
@@ -159,53 +119,6 @@ function shinglesOf(w: Working): ShingleSet {
   let built = passageShingles.get(stemmed);
   if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words)));
   return built;
-}
-
-function overlap(a: Set<Shingle>, b: Set<Shingle>): number {
-  let shared = 0;
-  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
-  for (const s of small) if (large.has(s)) shared++;
-  return shared;
-}
-
-function bitCount(v: number): number {
-  v -= (v >>> 1) & 0x55555555;
-  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
-  return Math.imul((v + (v >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
-}
-
-/**
- * Whether two shingle sets' Jaccard similarity reaches `threshold`. It is at most the smaller size over the
- * larger, and at most what their sketches leave them to share, so sets that far apart are answered without
- * being compared; and the comparison stops as soon as the shingles left could no longer reach it.
- */
-function jaccardAtLeast(x: ShingleSet, y: ShingleSet, threshold: number): boolean {
-  const a = x.set;
-  const b = y.set;
-  const small = a.size <= b.size ? a : b;
-  const large = small === a ? b : a;
-  if (large.size === 0 || small.size / large.size < threshold) return false;
-  // The sketches are read a quarter at a time: bits counted so far already bound what the sets can share,
-  // and most pairs are ruled out by the first quarter.
-  let onlyX = 0;
-  let onlyY = 0;
-  for (let i = 0; i < SKETCH_WORDS; ) {
-    for (const end = i + SKETCH_WORDS / 4; i < end; i++) {
-      onlyX += bitCount(x.sketch[i]! & ~y.sketch[i]!);
-      onlyY += bitCount(y.sketch[i]! & ~x.sketch[i]!);
-    }
-    const sharedAtMost = Math.min(a.size - onlyX, b.size - onlyY);
-    if (sharedAtMost / (a.size + b.size - sharedAtMost) < threshold) return false;
-  }
-  let shared = 0;
-  let left = small.size;
-  for (const s of small) {
-    left--;
-    if (large.has(s)) shared++;
-    // Even if every shingle left were shared, the similarity would stay below the threshold.
-    else if ((shared + left) / (a.size + b.size - shared - left) < threshold) return false;
-  }
-  return shared / (a.size + b.size - shared) >= threshold;
 }
 
 function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger: Trigger | null = null): Working {
@@ -697,13 +610,13 @@ function scoreSurvivors(
 
 /** Marks near-duplicates of better-ranked passages, and passages that only repeat current state. */
 function suppressRedundancy(admitted: Working[], pinned: readonly Working[], stateFacts: readonly string[]): void {
-  const facts = shingles(stemText(stateFacts.join('\n')).words).set;
+  const facts = shingles(stemText(stateFacts.join('\n')).words);
   const kept = new KeptPassages();
   for (const w of pinned) kept.add(w, shinglesOf(w));
   for (const w of admitted) {
     const d = w.decision;
     const own = shinglesOf(w);
-    if (facts.size > 0 && own.set.size > 0 && overlap(own.set, facts) / own.set.size >= IN_STATE_CONTAINMENT) {
+    if (facts.size > 0 && own.size > 0 && overlap(own, facts) / own.size >= IN_STATE_CONTAINMENT) {
       d.outcome = 'in-state';
       d.section = competesFor(w);
       d.reason = `${d.reason}; repeats facts already in the current state`;
@@ -729,16 +642,16 @@ class KeptPassages {
   private readonly bySize: { w: Working; shingles: ShingleSet; order: number }[] = [];
 
   add(w: Working, shingles: ShingleSet): void {
-    const at = this.firstAtLeast(shingles.set.size);
+    const at = this.firstAtLeast(shingles.size);
     this.bySize.splice(at, 0, { w, shingles, order: this.bySize.length });
   }
 
   /** The first passage kept (in the order kept) that `own` nearly duplicates. */
   original(own: ShingleSet): Working | undefined {
-    const size = own.set.size;
+    const size = own.size;
     let first: { w: Working; order: number } | undefined;
     // The window is a shingle wider on each side than the ratio allows: jaccardAtLeast decides exactly.
-    for (let i = this.firstAtLeast(Math.floor(size * DUPLICATE_JACCARD) - 1); i < this.bySize.length && this.bySize[i]!.shingles.set.size <= size / DUPLICATE_JACCARD + 1; i++) {
+    for (let i = this.firstAtLeast(Math.floor(size * DUPLICATE_JACCARD) - 1); i < this.bySize.length && this.bySize[i]!.shingles.size <= size / DUPLICATE_JACCARD + 1; i++) {
       const kept = this.bySize[i]!;
       if ((first === undefined || kept.order < first.order) && jaccardAtLeast(kept.shingles, own, DUPLICATE_JACCARD)) first = kept;
     }
@@ -749,7 +662,7 @@ class KeptPassages {
     let [lo, hi] = [0, this.bySize.length];
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.bySize[mid]!.shingles.set.size < size) lo = mid + 1;
+      if (this.bySize[mid]!.shingles.size < size) lo = mid + 1;
       else hi = mid;
     }
     return lo;
