@@ -512,10 +512,17 @@ export function buildSearchTerms(parts: QueryParts): { terms: SearchTerm[]; quer
     });
     const tokens = tokenize(text);
     const claimed = new Array<boolean>(tokens.length).fill(false);
+    // A library declares hundreds of names: each is looked for only where its first word stands.
+    const startsAt = new Map<string, number[]>();
+    tokens.forEach((word, i) => {
+      const at = startsAt.get(word);
+      if (at) at.push(i);
+      else startsAt.set(word, [i]);
+    });
     for (const name of names) {
       if (name.length < 2) continue;
-      for (let i = 0; i + name.length <= tokens.length; i++) {
-        if (name.every((w, j) => tokens[i + j] === w && !claimed[i + j])) {
+      for (const i of startsAt.get(name[0]!) ?? []) {
+        if (i + name.length <= tokens.length && name.every((w, j) => tokens[i + j] === w && !claimed[i + j])) {
           for (let j = 0; j < name.length; j++) claimed[i + j] = true;
           add(term(name, origin, false, true));
         }
