@@ -591,14 +591,12 @@ class ImportRun {
   private repeatedPassages(sourceId: string, relPath: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
     // `+p.campaign_id`: the campaign index would scan every passage per lookup (quadratic over an import);
     // the content-hash index finds the handful that share the text.
-    const find = this.store.statement(
-      `SELECT s.id, s.path FROM passages p JOIN sources s ON s.id = p.source_id
-       WHERE p.content_hash = ? AND +p.campaign_id = ? AND p.source_id <> ? ORDER BY s.path LIMIT 1`,
-    );
+    const find = `SELECT s.id, s.path FROM passages p JOIN sources s ON s.id = p.source_id
+       WHERE p.content_hash = ? AND +p.campaign_id = ? AND p.source_id <> ?`;
     const repeated = new Map<number, { id: string; path: string }>();
     for (const p of passages) {
       if (p.tokenCount < MIN_PASSAGE_TOKENS) continue;
-      const holder = find.get(p.contentHash, this.campaign.id, sourceId) as { id: string; path: string } | undefined;
+      const holder = this.store.firstMatch<{ id: string; path: string }>(find, 's.path', p.contentHash, this.campaign.id, sourceId);
       if (holder && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
       else if (holder) repeated.set(p.index, holder);
     }
