@@ -591,12 +591,13 @@ class ImportRun {
   private repeatedPassages(sourceId: string, relPath: string, passages: readonly PassageRecord[]): Map<number, { id: string; path: string }> {
     // `+p.campaign_id`: the campaign index would scan every passage per lookup (quadratic over an import);
     // the content-hash index finds the handful that share the text.
-    const find = `SELECT s.id, s.path FROM passages p JOIN sources s ON s.id = p.source_id
+    // The holder's path by a subquery, not a join: a join's statement costs ~7 µs more even when no passage matches.
+    const find = `SELECT p.source_id AS id, (SELECT s.path FROM sources s WHERE s.id = p.source_id) AS path FROM passages p
        WHERE p.content_hash = ? AND +p.campaign_id = ? AND p.source_id <> ?`;
     const repeated = new Map<number, { id: string; path: string }>();
     for (const p of passages) {
       if (p.tokenCount < MIN_PASSAGE_TOKENS) continue;
-      const holder = this.store.firstMatch<{ id: string; path: string }>(find, 's.path', p.contentHash, this.campaign.id, sourceId);
+      const holder = this.store.firstMatch<{ id: string; path: string }>(find, 'path', p.contentHash, this.campaign.id, sourceId);
       if (holder && comparePaths(holder.path, relPath) > 0) this.displaced.add(holder.id);
       else if (holder) repeated.set(p.index, holder);
     }
