@@ -299,9 +299,14 @@ class ImportRun {
     this.readFile = options.readFile ?? ((absPath) => Promise.resolve(fs.readFileSync(absPath)));
   }
 
-  private baseRecord(relPath: string, meta: FrontMatter, classification: Classification): Omit<SourceRecord, 'sha256' | 'size' | 'mtimeMs' | 'lexicalState' | 'issues'> {
+  /** `existing`: the source at this path as the index holds it, read once by the caller (it keeps its import date). */
+  private baseRecord(
+    relPath: string,
+    meta: FrontMatter,
+    classification: Classification,
+    existing: SourceRecord | undefined,
+  ): Omit<SourceRecord, 'sha256' | 'size' | 'mtimeMs' | 'lexicalState' | 'issues'> {
     const id = sourceIdFor(this.campaign.id, relPath);
-    const existing = this.store.getSource(id);
     const now = this.now().toISOString();
     return {
       id,
@@ -331,7 +336,7 @@ class ImportRun {
   private writeError(relPath: string, issues: SourceIssue[], facts: { sha256: string; size: number; mtimeMs: number; content: string; meta?: FrontMatter }): FileOutcome {
     const meta = facts.meta ?? {};
     const record: SourceRecord = {
-      ...this.baseRecord(relPath, meta, classifySource(this.campaign, relPath, meta)),
+      ...this.baseRecord(relPath, meta, classifySource(this.campaign, relPath, meta), this.store.getSource(sourceIdFor(this.campaign.id, relPath))),
       sha256: facts.sha256,
       size: facts.size,
       mtimeMs: facts.mtimeMs,
@@ -483,7 +488,7 @@ class ImportRun {
           : `same content as ${holder.path}, which is already indexed; not indexed twice`,
       };
       const record: SourceRecord = {
-        ...this.baseRecord(relPath, split.meta, classification),
+        ...this.baseRecord(relPath, split.meta, classification, stored),
         ...facts,
         sha256,
         lexicalState: 'duplicate',
@@ -530,8 +535,8 @@ class ImportRun {
     if (!after) return this.vanished(relPath);
     if (after.mtimeMs !== prepared.readMtimeMs || after.size !== prepared.size) return 'changed';
 
-    const base = this.baseRecord(relPath, prepared.meta, prepared.classification);
-    const existing = this.store.getSource(base.id);
+    const existing = this.store.getSource(sourceIdFor(this.campaign.id, relPath));
+    const base = this.baseRecord(relPath, prepared.meta, prepared.classification, existing);
     const issues = [...prepared.issues];
     if (document.passages.length === 0 && !issues.some((i) => i.code === 'empty')) {
       issues.push({ severity: 'warning', code: 'no-text', message: 'file has no text to index (only headings, markup or front matter)' });
@@ -572,7 +577,8 @@ class ImportRun {
     };
     this.store.atomically(() => {
       this.store.writeSource(record, prepared.text, kept, triggersOf(prepared.meta));
-      this.store.statement('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
+      // A source new to the index has none (its rows go with it when it is deleted).
+      if (existing) this.store.statement('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
       const insert = this.store.statement('INSERT INTO duplicate_passages (source_id, idx, content_hash, holder_id) VALUES (?, ?, ?, ?)');
       for (const [index, holder] of repeated) insert.run(record.id, index, all[index]!.contentHash, holder.id);
     });
