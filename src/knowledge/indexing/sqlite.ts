@@ -54,10 +54,11 @@ export function openDatabase(file: string, migrations: readonly Migration[], dur
   try {
     if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
     db = new Database(file);
+    // First: switching a new file to WAL takes a lock, which another process opening it may hold for a moment.
+    db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
     db.pragma('foreign_keys = ON');
-    db.pragma('busy_timeout = 5000');
     migrate(db, migrations);
     return db;
   } catch (error) {
