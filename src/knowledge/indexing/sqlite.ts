@@ -56,7 +56,7 @@ export function openDatabase(file: string, migrations: readonly Migration[], dur
     db = new Database(file);
     // First: switching a new file to WAL takes a lock, which another process opening it may hold for a moment.
     db.pragma('busy_timeout = 5000');
-    db.pragma('journal_mode = WAL');
+    switchToWal(db);
     db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
     db.pragma('foreign_keys = ON');
     migrate(db, migrations);
@@ -64,6 +64,23 @@ export function openDatabase(file: string, migrations: readonly Migration[], dur
   } catch (error) {
     db?.close();
     throw openFailure(file, error);
+  }
+}
+
+/**
+ * Two processes opening a new index file at once can each hold the lock the other's switch to WAL needs:
+ * SQLite answers SQLITE_BUSY at once there, without waiting out the busy timeout (that would deadlock),
+ * so the switch is tried again after a pause, for up to a second.
+ */
+function switchToWal(db: Db): void {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!/^SQLITE_BUSY/.test(String((error as { code?: unknown }).code)) || attempt === 50) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
   }
 }
 
