@@ -19,7 +19,7 @@ import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
-import { CANDIDATE_COLUMNS, ELIGIBLE, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
+import { CANDIDATE_COLUMNS, ELIGIBLE, rowIdentity, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
 import { jaccardAtLeast, overlap, shingles, type ShingleSet } from './shingles';
 import type { KnowledgeStore } from '../indexing';
 import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
@@ -131,13 +131,7 @@ function toWorking(row: CandidateRow, lexical: LexicalJudgement | null, trigger:
     trigger,
     relevance: 0,
     decision: {
-      passageId: row.id,
-      sourceId: row.source_id,
-      sourcePath: row.path,
-      sourceTitle: row.title,
-      class: row.class,
-      headingPath,
-      tokenCount: row.token_count,
+      ...rowIdentity(row, headingPath, row.token_count),
       startLine: row.start_line,
       endLine: row.end_line,
       admitted: false,

@@ -1,6 +1,6 @@
 import type { PassageRow } from '../indexing';
 import type { LexicalState, Priority, SourceRecord } from '../campaign';
-import type { SelectedPassage } from './retrievalTypes';
+import type { PassageIdentity, SelectedPassage } from './retrievalTypes';
 
 /** A passage with the source fields retrieval decides on, as both candidate paths read it. */
 export interface CandidateRow extends Omit<PassageRow, 'campaign_id'> {
@@ -29,6 +29,11 @@ export function rowSource(row: CandidateRow): Pick<SourceRecord, 'enabled' | 'le
 }
 
 
+/** Which passage a row is, as every record of it names it. */
+export function rowIdentity(row: Pick<CandidateRow, 'id' | 'source_id' | 'path' | 'title' | 'class'>, headingPath: string[], tokenCount: number): PassageIdentity {
+  return { passageId: row.id, sourceId: row.source_id, sourcePath: row.path, sourceTitle: row.title, class: row.class, headingPath, tokenCount };
+}
+
 /** A passage row as a prompt receives it (a narrator's turn: hidden canon is sent as secret). */
 export function rowSelected(
   row: Pick<CandidateRow, 'id' | 'source_id' | 'path' | 'title' | 'class' | 'text' | 'visibility' | 'start_line' | 'end_line'>,
@@ -38,14 +43,8 @@ export function rowSelected(
   reason: string,
 ): SelectedPassage {
   return {
-    passageId: row.id,
-    sourceId: row.source_id,
-    sourcePath: row.path,
-    sourceTitle: row.title,
-    class: row.class,
-    headingPath,
+    ...rowIdentity(row, headingPath, tokenCount),
     text: row.text,
-    tokenCount,
     hidden: row.visibility === 'hidden',
     score,
     reason,
