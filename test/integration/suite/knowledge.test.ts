@@ -288,12 +288,16 @@ describe('campaign knowledge in the workbench', () => {
       const titles = async () => ((await api.sources.getChildren()) ?? []).map((n) => api.sources.getTreeItem(n)).map((item) => String(typeof item.label === 'object' ? item.label.label : item.label));
       await waitFor(async () => (await titles()).includes('Salt Roads'), 20_000, 'the new campaign in Sources');
       await vscode.commands.executeCommand('storyteller.sources.focus');
+      // A toast fades after a few seconds with the window focused, which a loaded machine's waits above can
+      // outlast; the notification centre keeps the message as the writer would find it there.
+      await vscode.commands.executeCommand('notifications.showList');
       await waitFor(async () => {
         const seen = await capture('new-campaign-in-sources', 500);
         return seen.workbenchText.includes('Salt Roads') && seen.workbenchText.includes('Added to the workspace');
       }, 10_000, 'the new campaign and the message on screen');
     } finally {
       const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === created.fsPath);
+      await vscode.commands.executeCommand('notifications.hideList');
       if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
       await waitFor(() => !api.knowledge.get(created.fsPath), 30_000, 'the new campaign to close');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
