@@ -62,6 +62,32 @@ describe('database migrations', () => {
     index.close();
   });
 
+  it('moves the full-text index to one that keeps no copy of the text, every passage still found and a deleted one gone', () => {
+    const file = path.join(dir, 'index.db');
+    const old = openDatabase(file, INDEX_MIGRATIONS.filter((m) => m.version <= 11));
+    old.prepare(`INSERT INTO sources (id, campaign_id, path, title, class, class_origin, enabled, visibility, always_include, priority,
+        tags, entities, sha256, size, mtime_ms, imported_at, updated_at, parser_version, chunking_version, lexical_state,
+        semantic_state, issues)
+      VALUES ('s', 'c', 'a.md', 'A', 'canon', '{}', 1, 'normal', 0, 'normal', '[]', '[]', 'h', 1, 0, 'x', 'x', 2, 3, 'ready', 'off', '[]')`).run();
+    const passage = old.prepare(`INSERT INTO passages (rowid, id, source_id, campaign_id, idx, class, heading_path, text, token_count, content_hash, start_line, end_line)
+      VALUES (?, ?, 's', 'c', ?, 'canon', '["Crypt"]', ?, 9, ?, 1, 1)`);
+    const fts = old.prepare('INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)');
+    for (const [rowid, text] of [[1, 'The bronze door is sealed.'], [2, 'The abbot keeps the key.']] as const) {
+      passage.run(rowid, `s:${rowid}`, rowid, text, `p${rowid}`);
+      fts.run(rowid, 'Crypt', text);
+    }
+    old.close();
+    const index = openDatabase(file, INDEX_MIGRATIONS);
+    const found = (query: string) => (index.prepare('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rowid').pluck().all(query) as number[]);
+    assert.deepEqual(found('crypt'), [1, 2], 'the headings, stemmed as before');
+    assert.deepEqual(found('sealing'), [1]);
+    assert.equal(index.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'passages_fts_content'").pluck().get(), 0, 'no second copy of the text');
+    index.prepare('DELETE FROM passages_fts WHERE rowid = ?').run(2);
+    assert.deepEqual(found('abbot'), [], 'a deleted passage is found no more');
+    assert.deepEqual(found('crypt'), [1]);
+    index.close();
+  });
+
   it("keeps every source's text when the text moves out of the source rows, and a deleted source takes its text along", () => {
     const file = path.join(dir, 'index.db');
     const old = openDatabase(file, INDEX_MIGRATIONS.filter((m) => m.version <= 8));

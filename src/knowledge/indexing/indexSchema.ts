@@ -211,4 +211,21 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
       reindexPassages(db, "WHERE instr(text || heading_path, 'ー') > 0 OR instr(text || heading_path, 'ｰ') > 0");
     },
   },
+  {
+    version: 12,
+    description: 'the full-text index keeps no copy of the text it indexes',
+    up(db) {
+      // Passages are read from their own table, never from the full-text one, whose copy of every passage's
+      // text was written on each index run for nothing. Contentless, a row is still deleted by its rowid.
+      db.exec(`
+        DROP TABLE passages_fts;
+        CREATE VIRTUAL TABLE passages_fts USING fts5 (
+          heading, body,
+          content = '', contentless_delete = 1,
+          tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+      `);
+      reindexPassages(db, '');
+    },
+  },
 ];
