@@ -101,7 +101,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.servers));
     const readers = new PlayReaders(this.knowledge);
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
-    this.maps = this._register(new AdventureMaps(extensionUri, this.knowledge, this.play, this.adventures));
+    this.maps = this._register(new AdventureMaps(extensionUri, this.campaigns, this.knowledge, this.play, this.adventures));
     this.provenance = this._register(new ProvenanceTree(readers, this.knowledge));
     this._register(this.play.onDidPlay(({ playPath, turnId }) => turnId && this.provenance.show(playPath, turnId)));
     this._register(vscode.commands.registerCommand('storyteller.showProvenance', (playPath: string, turnId: string) => this.provenance.show(playPath, turnId)));

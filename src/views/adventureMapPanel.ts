@@ -1,8 +1,9 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { adventureMap } from '../story/adventureMap';
-import { MapHostMessage, MapWebviewMessage } from '../../webview-ui/map/protocol';
+import { MapHostMessage, MapState, MapWebviewMessage } from '../../webview-ui/map/protocol';
 import type { CampaignIndex } from './campaignIndex';
+import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import type { PlayPanel } from './playPanel';
@@ -13,10 +14,7 @@ import { hostPage, KeyedPanels } from './webviewShell';
 export const MAP_VIEW_TYPE = 'storyteller.adventureMap';
 
 /** Which adventure to draw: a campaign's adventure by id. */
-export interface MapTarget {
-  campaignRoot: string;
-  adventureId: string;
-}
+export type MapTarget = MapState;
 
 /**
  * One adventure's turns as a tree picture. It follows the adventure as the Adventures view does (every
@@ -50,7 +48,7 @@ export class AdventureMapPanel extends Disposable {
     if (!index || !adventure) return undefined;
     const play = index.session.play;
     const shaped = adventureMap(play.allTurns(adventure.id), adventure.headTurnId, play.listMemories(adventure.id));
-    return { type: 'map', campaignTitle: index.campaign.title, adventureTitle: adventure.title, generating: index.session.engine.isGenerating(adventure.id), ...shaped };
+    return { type: 'map', target: this.target, campaignTitle: index.campaign.title, adventureTitle: adventure.title, generating: index.session.engine.isGenerating(adventure.id), ...shaped };
   }
 
   private postMap(): void {
@@ -83,18 +81,20 @@ export class AdventureMapPanel extends Disposable {
 
 type AdventureNode = Extract<AdventuresNode, { kind: 'adventure' }>;
 
-/** Open Adventure Map: one map per adventure, brought forward when opened again. */
+/** Open Adventure Map: one map per adventure, brought forward when opened again, and back after a window reload. */
 export class AdventureMaps extends Disposable {
   private readonly maps = this._register(new KeyedPanels<AdventureMapPanel>());
 
   constructor(
     private readonly extensionUri: vscode.Uri,
+    private readonly campaigns: CampaignRegistry,
     private readonly knowledge: KnowledgeService,
     private readonly play: PlayPanels,
     private readonly adventures: AdventuresTree,
   ) {
     super();
     this._register(vscode.commands.registerCommand('storyteller.openAdventureMap', (arg?: MapTarget | AdventureNode) => this.open(arg)));
+    this._register(vscode.window.registerWebviewPanelSerializer(MAP_VIEW_TYPE, { deserializeWebviewPanel: async (panel, state: unknown) => void (await this.restore(panel, state)) }));
   }
 
   list(): AdventureMapPanel[] {
@@ -128,9 +128,32 @@ export class AdventureMaps extends Disposable {
       void vscode.window.showInformationMessage('No adventure to map: start one in the Adventures view (New Adventure) or open the play panel.');
       return undefined;
     }
-    return this.maps.revealOrCreate(`${target.campaignRoot}\n${target.adventureId}`, () => {
-      const webview = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true });
-      return new AdventureMapPanel(webview, this.extensionUri, target, this.knowledge, this.adventures.onDidChangeTreeData);
-    });
+    return this.maps.revealOrCreate(mapKey(target), () =>
+      this.adopt(vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true }), target),
+    );
   }
+
+  /**
+   * A map the window had open before it reloaded, from the adventure its webview saved. Closed instead when
+   * that adventure or its campaign is gone, or its map is already open.
+   */
+  async restore(panel: vscode.WebviewPanel, state: unknown): Promise<AdventureMapPanel | undefined> {
+    const saved = MapState.safeParse(state);
+    await this.campaigns.ready();
+    const target = saved.success ? { campaignRoot: saved.data.campaignRoot, adventureId: saved.data.adventureId } : undefined;
+    const adventure = target && this.knowledge.get(target.campaignRoot)?.session.playIfAny?.getAdventure(target.adventureId);
+    if (!target || !adventure || this.maps.get(mapKey(target))) {
+      panel.dispose();
+      return undefined;
+    }
+    return this.maps.revealOrCreate(mapKey(target), () => this.adopt(panel, target));
+  }
+
+  private adopt(panel: vscode.WebviewPanel, target: MapTarget): AdventureMapPanel {
+    return new AdventureMapPanel(panel, this.extensionUri, target, this.knowledge, this.adventures.onDidChangeTreeData);
+  }
+}
+
+function mapKey(target: MapTarget): string {
+  return `${target.campaignRoot}\n${target.adventureId}`;
 }

@@ -2,13 +2,14 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { isOpenConflict } from '../knowledge/conflicts';
 import { entitiesByFile, entityKindOf, entityLinks, mentioningSources, type Entity } from '../knowledge/entities';
-import { GraphHostMessage, GraphWebviewMessage, type GraphNode } from '../../webview-ui/graph/protocol';
+import { GraphHostMessage, GraphState, GraphWebviewMessage, type GraphNode } from '../../webview-ui/graph/protocol';
 import type { CampaignRegistry } from './campaigns';
 import type { CodexTree } from './codexTree';
 import { campaignTarget } from './commands';
 import type { ConflictFeatures } from './conflicts';
 import { Disposable } from './disposable';
 import type { EntityLanguage } from './entityLanguage';
+import type { CampaignIndex } from './campaignIndex';
 import type { KnowledgeService } from './knowledgeService';
 import type { SourcesNode } from './sourcesTree';
 import { hostPage, KeyedPanels } from './webviewShell';
@@ -72,7 +73,7 @@ export class GraphPanel extends Disposable {
       class: 'canon',
       supersededBy: supersededOnly(entity, supersededBy),
     }));
-    if (!model) return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [], placed: [] };
+    if (!model) return { type: 'graph', campaignRoot: this.root, campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [], placed: [] };
     const files = mentioningSources(model);
     for (const file of files) {
       nodes.push({
@@ -100,7 +101,7 @@ export class GraphPanel extends Disposable {
       if (!from || !to) return [];
       return [{ from, to, entity: c.entity, attribute: c.attribute, a: side(c.a), b: side(c.b) }];
     });
-    return { type: 'graph', campaignTitle: this.campaignTitle, nodes, edges, conflicts, placed: [] };
+    return { type: 'graph', campaignRoot: this.root, campaignTitle: this.campaignTitle, nodes, edges, conflicts, placed: [] };
   }
 
   /** `fresh`: the webview has just loaded and has no layout of its own yet. */
@@ -135,7 +136,7 @@ export class GraphPanel extends Disposable {
   }
 }
 
-/** The Campaign Graph command: one panel per campaign, brought forward when opened again. */
+/** The Campaign Graph command: one panel per campaign, brought forward when opened again, and back after a window reload. */
 export class GraphPanels extends Disposable {
   private readonly panels = this._register(new KeyedPanels<GraphPanel>());
   /** Each campaign's last layout, kept while the extension runs (a closed graph reopens on the same picture). */
@@ -151,6 +152,7 @@ export class GraphPanels extends Disposable {
   ) {
     super();
     this._register(vscode.commands.registerCommand('storyteller.openCampaignGraph', (arg?: { campaignRoot: string } | SourcesNode | { root: string }) => this.open(arg)));
+    this._register(vscode.window.registerWebviewPanelSerializer(GRAPH_VIEW_TYPE, { deserializeWebviewPanel: async (panel, state: unknown) => void (await this.restore(panel, state)) }));
   }
 
   get(root: string): GraphPanel | undefined {
@@ -163,11 +165,31 @@ export class GraphPanels extends Disposable {
       void vscode.window.showInformationMessage('No campaign here: a campaign is a folder with a campaign.yaml (Storyteller: New Campaign).');
       return undefined;
     }
+    return this.panels.revealOrCreate(index.campaign.root, () =>
+      this.adopt(vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, `Graph: ${index.campaign.title}`, vscode.ViewColumn.Active, { enableScripts: true }), index),
+    );
+  }
+
+  /**
+   * A graph the window had open before it reloaded, from the state its webview saved: drawn again on the
+   * layout it had. Closed instead when that campaign is no longer open here, or its graph already is.
+   */
+  async restore(panel: vscode.WebviewPanel, state: unknown): Promise<GraphPanel | undefined> {
+    const saved = GraphState.safeParse(state);
+    await this.campaigns.ready();
+    const index = saved.success ? this.knowledge.get(saved.data.campaignRoot) : undefined;
+    if (!saved.success || !index || this.panels.get(index.campaign.root)) {
+      panel.dispose();
+      return undefined;
+    }
+    // The webview saved its layout with every picture it drew: the newest there is.
+    this.layouts.set(index.campaign.root, { placed: saved.data.placed });
+    return this.panels.revealOrCreate(index.campaign.root, () => this.adopt(panel, index));
+  }
+
+  private adopt(panel: vscode.WebviewPanel, index: CampaignIndex): GraphPanel {
     const root = index.campaign.root;
-    return this.panels.revealOrCreate(root, () => {
-      const webview = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, `Graph: ${index.campaign.title}`, vscode.ViewColumn.Active, { enableScripts: true });
-      if (!this.layouts.has(root)) this.layouts.set(root, { placed: [] });
-      return new GraphPanel(webview, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts, this.layouts.get(root)!);
-    });
+    if (!this.layouts.has(root)) this.layouts.set(root, { placed: [] });
+    return new GraphPanel(panel, this.extensionUri, root, index.campaign.title, this.language, this.codex, this.conflicts, this.layouts.get(root)!);
   }
 }

@@ -2,12 +2,13 @@
 // their files as edges, canon conflicts as red dashed edges, Reference and Inspiration files that name
 // entities as square nodes. Drawn in SVG from the host's data; every label goes in as text, never as markup.
 // Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
-import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphWebviewMessage } from './protocol';
+import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphState, type GraphWebviewMessage } from './protocol';
 import { layoutGraph, nodeRadius, type Placed } from './layout';
 import { el, liveStatus, svg } from '../dom';
 
 interface VsCodeApi {
   postMessage(message: GraphWebviewMessage): void;
+  setState(state: GraphState): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
@@ -347,7 +348,10 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   const before = positions;
   const room = nodes.length <= LABEL_ALL ? LABEL_ROOM : 0;
   positions = layoutGraph(nodes.map((n) => ({ id: n.id, radius: radius(n) + room })), edges, positions);
-  if ([...positions.keys()].some((id) => !before.has(id))) vscode.postMessage({ type: 'placed', placed: [...positions].map(([id, p]) => [id, p.x, p.y]) });
+  const placed: GraphState['placed'] = [...positions].map(([id, p]) => [id, p.x, p.y]);
+  if (placed.some(([id]) => !before.has(id))) vscode.postMessage({ type: 'placed', placed });
+  // A window reload loses the extension's memory of the layout: the webview's own state brings it back.
+  vscode.setState({ campaignRoot: message.campaignRoot, placed });
   render();
 });
 

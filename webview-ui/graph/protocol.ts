@@ -42,6 +42,8 @@ export type GraphConflict = z.infer<typeof GraphConflict>;
 export const GraphHostMessage = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('graph'),
+    /** The campaign's folder: what the webview saves to be drawn again after the window reloads. */
+    campaignRoot: z.string(),
     campaignTitle: z.string(),
     nodes: z.array(GraphNode),
     edges: z.array(GraphEdge),
@@ -51,6 +53,10 @@ export const GraphHostMessage = z.discriminatedUnion('type', [
   }),
 ]);
 export type GraphHostMessage = z.infer<typeof GraphHostMessage>;
+
+/** What the graph's webview keeps across a window reload (vscode.setState), read back by the panel serializer. */
+export const GraphState = z.object({ campaignRoot: z.string(), placed: z.array(Placed) });
+export type GraphState = z.infer<typeof GraphState>;
 
 export const GraphWebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),

@@ -2,10 +2,11 @@
 // its own column, the current story's text down the right. Beside it the same tree as a nested list (the
 // text alternative). Every action and reply goes in as text, never as markup.
 import { el, linkButton, liveStatus, svg } from '../dom';
-import { MapHostMessage, type MapEdge, type MapNode, type MapWebviewMessage } from './protocol';
+import { MapHostMessage, type MapEdge, type MapNode, type MapState, type MapWebviewMessage } from './protocol';
 
 interface VsCodeApi {
   postMessage(message: MapWebviewMessage): void;
+  setState(state: MapState): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
@@ -233,7 +234,9 @@ function render(message: Extract<MapHostMessage, { type: 'map' }>): void {
 
 window.addEventListener('message', (event: MessageEvent<unknown>) => {
   const parsed = MapHostMessage.safeParse(event.data);
-  if (parsed.success) render(parsed.data);
+  if (!parsed.success) return;
+  vscode.setState(parsed.data.target);
+  render(parsed.data);
 });
 
 vscode.postMessage({ type: 'ready' });

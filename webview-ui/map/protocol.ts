@@ -22,9 +22,14 @@ export type MapNode = z.infer<typeof MapNode>;
 const MapEdge = z.object({ from: z.string(), to: z.string(), current: z.boolean() });
 export type MapEdge = z.infer<typeof MapEdge>;
 
+/** Which adventure a map draws, kept by its webview across a window reload (vscode.setState) for the panel serializer. */
+export const MapState = z.object({ campaignRoot: z.string(), adventureId: z.string() });
+export type MapState = z.infer<typeof MapState>;
+
 export const MapHostMessage = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('map'),
+    target: MapState,
     campaignTitle: z.string(),
     adventureTitle: z.string(),
     /** A turn is being told: fork and undo wait for it. */

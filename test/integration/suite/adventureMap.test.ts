@@ -4,7 +4,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { Turn } from '../../../src/story/types';
-import type { AdventureMapPanel } from '../../../src/views/adventureMapPanel';
+import { MAP_VIEW_TYPE, type AdventureMapPanel } from '../../../src/views/adventureMapPanel';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import type { AdventuresNode } from '../../../src/views/playTrees';
 import { EXAMPLE_CAMPAIGN } from '../../support/corpora';
@@ -151,6 +151,26 @@ describe('the adventure map', function () {
     assert.deepEqual(places(), before, 'and move nothing on the map');
     // Back to where the story was, for the pictures below.
     await playPanel()!.openTurn(turns.bells.id);
+  });
+
+  it('comes back after the window reloads, drawing the adventure its webview saved', async () => {
+    map.panel.dispose();
+    // What VS Code hands the serializer after a reload: a bare panel and the state the webview saved.
+    const restored = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, 'Map', vscode.ViewColumn.Active, { enableScripts: true });
+    map = (await api.maps.restore(restored, { campaignRoot: mapped, adventureId }))!;
+    assert.equal(map?.panel, restored, 'the restored panel is the one VS Code brought back');
+    await mapShows('adventure-map-restored', (t) => t.includes('5 turns · 3 branches'));
+    assert.equal(map.panel.title, 'Map: The Map Walk');
+
+    // A panel whose adventure is gone, whose state is not a map's, or whose map is already open is closed, not left blank.
+    for (const state of [{ campaignRoot: mapped, adventureId: 'no-such-adventure' }, { adventureId }, { campaignRoot: mapped, adventureId }]) {
+      const stray = vscode.window.createWebviewPanel(MAP_VIEW_TYPE, 'Map', vscode.ViewColumn.Active, { enableScripts: true });
+      let closed = false;
+      stray.onDidDispose(() => (closed = true));
+      assert.equal(await api.maps.restore(stray, state), undefined, `nothing restored from ${JSON.stringify(state)}`);
+      assert.ok(closed, `the panel for ${JSON.stringify(state)} is closed`);
+    }
+    assert.deepEqual(api.maps.list(), [map], 'the open map stays, alone');
   });
 
   for (const [theme, kind] of THEMES) {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
-import type { GraphPanel } from '../../../src/views/graphPanel';
+import { GRAPH_VIEW_TYPE, type GraphPanel } from '../../../src/views/graphPanel';
 import { corpusPath } from '../../support/corpora';
 import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
 import { closeCampaignFolder, openCampaignFolder } from './workspace';
@@ -218,6 +218,30 @@ describe('the campaign graph', () => {
         return webviewText(seen, MARKER).includes('Tessel') && seen;
       }, 30_000, 'the reopened graph to draw Tessel');
       assert.equal(where(reply), before, 'Ahahbu is where the writer saw her before');
+    });
+
+    it('comes back after the window reloads, on the layout its webview saved', async () => {
+      const ahahbu = graphPanel.graph().nodes.find((n) => n.label === 'Ahahbu')!;
+      graphPanel.panel.dispose();
+      // What VS Code hands the serializer after a reload: a bare panel and the state the webview saved.
+      const restored = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, 'Graph', vscode.ViewColumn.Active, { enableScripts: true });
+      graphPanel = (await api.graphs.restore(restored, { campaignRoot: torys, placed: [[ahahbu.id, 40, 30]] }))!;
+      assert.equal(graphPanel?.panel, restored, 'the restored panel is the one VS Code brought back');
+      await waitFor(async () => {
+        const seen = await capture('campaign-graph-torys-restored', 300);
+        const drawn = new RegExp(`transform="translate\\(40 30\\)"[^>]*data-id="${ahahbu.id}"`);
+        return seen.frames.some((f) => f.text.includes(MARKER) && f.text.includes('Tessel') && drawn.test(f.html)) && seen;
+      }, 30_000, 'the restored graph to draw Ahahbu where its saved layout put her');
+
+      // A panel whose campaign is gone, whose state is not a graph's, or whose graph is already open is closed, not left blank.
+      for (const state of [{ campaignRoot: path.join(torys, 'no-such-campaign'), placed: [] }, { placed: 'nonsense' }, { campaignRoot: torys, placed: [] }]) {
+        const stray = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, 'Graph', vscode.ViewColumn.Active, { enableScripts: true });
+        let closed = false;
+        stray.onDidDispose(() => (closed = true));
+        assert.equal(await api.graphs.restore(stray, state), undefined, `nothing restored from ${JSON.stringify(state)}`);
+        assert.ok(closed, `the panel for ${JSON.stringify(state)} is closed`);
+      }
+      assert.equal(api.graphs.get(torys), graphPanel, 'the open graph stays');
     });
 
     for (const theme of THEMES) it(`is drawn in the ${theme[0]} theme`, () => inTheme(graphPanel, theme, 'campaign-graph-torys', MARKER));
