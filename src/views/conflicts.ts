@@ -64,6 +64,10 @@ interface CampaignState {
   decisions: Map<string, ConflictDecision>;
 }
 
+function undecided(state: CampaignState): SuggestedConflict[] {
+  return state.suggestions.filter((s) => !state.decisions.has(s.key));
+}
+
 function uriOf(root: string, relPath: string): vscode.Uri {
   return vscode.Uri.file(path.join(root, ...relPath.split('/')));
 }
@@ -135,6 +139,12 @@ export class ConflictFeatures implements vscode.Disposable {
     return this.states.get(root)?.analysis;
   }
 
+  /** The model's suggested conflicts in the campaign at `root` that the writer has neither accepted nor dismissed. */
+  suggestionsOf(root: string): SuggestedConflict[] {
+    const state = this.states.get(root);
+    return state ? undecided(state) : [];
+  }
+
   private playDb(root: string, create: boolean): Db | undefined {
     return this.deps.playDb(root, create);
   }
@@ -202,8 +212,7 @@ export class ConflictFeatures implements vscode.Disposable {
           }
         }
       }
-      for (const s of state.suggestions) {
-        if (state.decisions.has(s.key)) continue;
+      for (const s of undecided(state)) {
         for (const [here, there] of [
           [s.a, s.b],
           [s.b, s.a],
@@ -364,7 +373,7 @@ export class ConflictFeatures implements vscode.Disposable {
         ignore.command = { command: CONFLICT_COMMANDS.ignore, title: ignore.title, arguments: [root, conflict.key] };
         actions.push(ignore);
       }
-      for (const s of state.suggestions.filter((x) => !state.decisions.has(x.key))) {
+      for (const s of undecided(state)) {
         if (!((s.a.sourcePath === relPath && s.a.line === line) || (s.b.sourcePath === relPath && s.b.line === line))) continue;
         for (const decision of ['accepted', 'dismissed'] as const) {
           const action = new vscode.CodeAction(`${decision === 'accepted' ? 'Accept' : 'Dismiss'} suggested conflict: ${s.explanation}`, vscode.CodeActionKind.QuickFix);

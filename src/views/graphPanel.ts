@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { isOpenConflict } from '../knowledge/conflicts';
+import { isOpenConflict, type SuggestedQuote } from '../knowledge/conflicts';
 import { entitiesByFile, entityKindOf, entityLinks, mentioningSources, type Entity } from '../knowledge/entities';
 import { GraphHostMessage, GraphState, GraphWebviewMessage, type GraphNode } from '../../webview-ui/graph/protocol';
 import type { CampaignRegistry } from './campaigns';
@@ -73,7 +73,7 @@ export class GraphPanel extends Disposable {
       class: 'canon',
       supersededBy: supersededOnly(entity, supersededBy),
     }));
-    if (!model) return { type: 'graph', campaignRoot: this.root, campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [], placed: [] };
+    if (!model) return { type: 'graph', campaignRoot: this.root, campaignTitle: this.campaignTitle, nodes, edges: [], conflicts: [], suggestions: [], placed: [] };
     const files = mentioningSources(model);
     for (const file of files) {
       nodes.push({
@@ -101,7 +101,15 @@ export class GraphPanel extends Disposable {
       if (!from || !to) return [];
       return [{ from, to, entity: c.entity, attribute: c.attribute, a: side(c.a), b: side(c.b) }];
     });
-    return { type: 'graph', campaignRoot: this.root, campaignTitle: this.campaignTitle, nodes, edges, conflicts, placed: [] };
+    // The model names the entity in its own words: the one the campaign knows by that name, if any.
+    const suggestions = this.conflicts.suggestionsOf(this.root).flatMap((s) => {
+      const key = model.resolveName(s.entity)?.key ?? '';
+      const [from, to] = [holder(s.a.sourcePath, key), holder(s.b.sourcePath, key)];
+      if (!from || !to) return [];
+      const quoted = ({ quote, sourcePath, line }: SuggestedQuote) => ({ quote, path: sourcePath, line });
+      return [{ from, to, entity: s.entity, explanation: s.explanation, a: quoted(s.a), b: quoted(s.b) }];
+    });
+    return { type: 'graph', campaignRoot: this.root, campaignTitle: this.campaignTitle, nodes, edges, conflicts, suggestions, placed: [] };
   }
 
   /** `fresh`: the webview has just loaded and has no layout of its own yet. */

@@ -2,7 +2,7 @@
 // their files as edges, canon conflicts as red dashed edges, Reference and Inspiration files that name
 // entities as square nodes. Drawn in SVG from the host's data; every label goes in as text, never as markup.
 // Beside the picture, the same data as a list (the text alternative, and the keyboard's way in).
-import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphState, type GraphWebviewMessage } from './protocol';
+import { GRAPH_CLASSES, GRAPH_KINDS, GraphHostMessage, type GraphConflict, type GraphEdge, type GraphNode, type GraphState, type GraphSuggestion, type GraphWebviewMessage } from './protocol';
 import { layoutGraph, nodeRadius, type Placed } from './layout';
 import { el, liveStatus, svg } from '../dom';
 
@@ -22,6 +22,7 @@ const LABEL_ROOM = 14;
 let nodes: GraphNode[] = [];
 let edges: GraphEdge[] = [];
 let conflicts: GraphConflict[] = [];
+let suggestions: GraphSuggestion[] = [];
 let positions = new Map<string, Placed>();
 const shownKinds = new Set<string>(GRAPH_KINDS);
 const shownClasses = new Set<string>(GRAPH_CLASSES);
@@ -177,7 +178,7 @@ function visible(): GraphNode[] {
 }
 
 const open = (id: string): void => vscode.postMessage({ type: 'open', id });
-const openAt = (side: GraphConflict['a']): void => vscode.postMessage({ type: 'openAt', path: side.path, line: side.line });
+const openAt = (side: { path: string; line: number }): void => vscode.postMessage({ type: 'openAt', path: side.path, line: side.line });
 function focusOn(id: string): void {
   focus = id;
   render();
@@ -201,11 +202,18 @@ function describeConflict(c: GraphConflict): string {
   return `Canon conflict: ${c.entity} — ${c.attribute}: "${c.a.value}" in ${c.a.path}:${c.a.line} vs "${c.b.value}" in ${c.b.path}:${c.b.line}`;
 }
 
-/** A conflict drawn: a red dashed edge between the two files' entities, or a ring when one entity's files disagree. */
-function conflictMark(c: GraphConflict): SVGElement {
+/** `Suggested by the model: Mara — …: "…" in characters/mara.md:12 vs "…" in places/old-abbey.md:13`: said as a suggestion, both quotes with their files. */
+function describeSuggestion(s: GraphSuggestion): string {
+  return `Suggested by the model (not yet accepted or dismissed): ${s.entity} — ${s.explanation}: "${s.a.quote}" in ${s.a.path}:${s.a.line} vs "${s.b.quote}" in ${s.b.path}:${s.b.line}`;
+}
+
+/**
+ * A contradiction drawn between the two files' entities, or as a ring when one entity's files disagree:
+ * canon's conflicts as red dashed edges (`conflict`), the model's suggestions as dotted ones (`suggestion`).
+ */
+function contradictionMark(c: GraphConflict | GraphSuggestion, kind: 'conflict' | 'suggestion', text: string): SVGElement {
   const [a, b] = [positions.get(c.from)!, positions.get(c.to)!];
   const [ra, rb] = [c.from, c.to].map((id) => radius(nodes.find((n) => n.id === id)!) + 2) as [number, number];
-  const text = describeConflict(c);
   // From rim to rim: drawn over the nodes, the edge must leave their middles free to click.
   const [dx, dy] = [b.x - a.x, b.y - a.y];
   const length = Math.hypot(dx, dy) || 1;
@@ -213,9 +221,10 @@ function conflictMark(c: GraphConflict): SVGElement {
     c.from === c.to
       ? (['circle', { cx: a.x, cy: a.y, r: ra + 3 }] as const)
       : (['line', { x1: a.x + (dx * ra) / length, y1: a.y + (dy * ra) / length, x2: b.x - (dx * rb) / length, y2: b.y - (dy * rb) / length }] as const);
-  // A casing in the background colour under the red: the dashes stay legible across a thicket of links, in every theme.
+  // A casing in the background colour under the dashes: they stay legible across a thicket of links, in every theme.
   const casing = svg(tag, { ...at, class: 'conflict-casing' });
-  const shape = svg(tag, { ...at, class: 'conflict' });
+  // A suggestion on the same two entities as a conflict is drawn a little further out, beside it rather than on it.
+  const shape = svg(tag, { ...(kind === 'suggestion' && tag === 'circle' ? { ...at, r: ra + 7 } : at), class: kind });
   shape.setAttribute('tabindex', '0');
   shape.setAttribute('role', 'img');
   shape.setAttribute('aria-label', text);
@@ -231,6 +240,20 @@ function conflictMark(c: GraphConflict): SVGElement {
   const mark = svg('g');
   mark.append(casing, shape);
   return mark;
+}
+
+/** A contradiction in the list: its mark (coloured as its edge), its words, each side's file and line a button that opens it there. */
+function contradictionLine(className: string, mark: string, lead: string, a: { path: string; line: number }, between: string, b: { path: string; line: number }): HTMLDivElement {
+  const side = (s: { path: string; line: number }): HTMLButtonElement => {
+    const button = el('button', 'link-button side', `${s.path}:${s.line}`);
+    button.type = 'button';
+    button.setAttribute('aria-label', `Open ${s.path} at line ${s.line}`);
+    button.addEventListener('click', () => openAt(s));
+    return button;
+  };
+  const line = el('div', className);
+  line.append(el('span', 'mark', mark), document.createTextNode(` ${lead}`), side(a), document.createTextNode(between), side(b));
+  return line;
 }
 
 function render(): void {
@@ -249,9 +272,14 @@ function render(): void {
     }),
   );
   const shownConflicts = conflicts.filter((c) => ids.has(c.from) && ids.has(c.to));
-  conflictLayer.replaceChildren(...shownConflicts.map(conflictMark));
+  const shownSuggestions = suggestions.filter((s) => ids.has(s.from) && ids.has(s.to));
+  conflictLayer.replaceChildren(
+    ...shownConflicts.map((c) => contradictionMark(c, 'conflict', describeConflict(c))),
+    ...shownSuggestions.map((s) => contradictionMark(s, 'suggestion', describeSuggestion(s))),
+  );
   const conflicted = new Set(shownConflicts.flatMap((c) => [c.from, c.to]));
-  if (!shownConflicts.some((c) => detail.textContent === describeConflict(c))) detail.textContent = '';
+  const told = [...shownConflicts.map(describeConflict), ...shownSuggestions.map(describeSuggestion)];
+  if (!told.includes(detail.textContent ?? '')) detail.textContent = '';
   const labelAll = shown.length <= LABEL_ALL;
   nodeLayer.replaceChildren(
     ...shown.map((n) => {
@@ -297,23 +325,13 @@ function render(): void {
           : `${n.class} file · names canon ${plural(n.mentions, 'time')}`;
       const faded = n.supersededBy.length > 0 ? ` · ${superseded(n)}` : '';
       item.append(name, el('span', 'detail', ` ${what}${faded}${neighbours.length ? ` · ${[...new Set(neighbours)].join(', ')}` : ''} `), focusButton);
-      // Each conflict is listed once, under the entity holding its first side, with both sides to open.
+      // Each conflict and suggestion is listed once, under the entity holding its first side, with both sides to open.
+      const withOther = (c: { from: string; to: string }) => (c.to === c.from ? '' : ` with ${byId.get(c.to)!.label}`);
       for (const c of shownConflicts.filter((x) => x.from === n.id)) {
-        const line = el('div', 'conflict-line');
-        const side = (s: GraphConflict['a']): HTMLButtonElement => {
-          const button = el('button', 'link-button side', `${s.path}:${s.line}`);
-          button.type = 'button';
-          button.setAttribute('aria-label', `Open ${s.path} at line ${s.line}`);
-          button.addEventListener('click', () => openAt(s));
-          return button;
-        };
-        line.append(
-          document.createTextNode(`⚠ conflicts${c.to === c.from ? '' : ` with ${byId.get(c.to)!.label}`}: ${c.entity} — ${c.attribute}: "${c.a.value}" in `),
-          side(c.a),
-          document.createTextNode(` vs "${c.b.value}" in `),
-          side(c.b),
-        );
-        item.append(line);
+        item.append(contradictionLine('conflict-line', '⚠', `conflicts${withOther(c)}: ${c.entity} — ${c.attribute}: "${c.a.value}" in `, c.a, ` vs "${c.b.value}" in `, c.b));
+      }
+      for (const s of shownSuggestions.filter((x) => x.from === n.id)) {
+        item.append(contradictionLine('suggestion-line', '?', `the model suggests a conflict${withOther(s)}: ${s.entity} — ${s.explanation}: "${s.a.quote}" in `, s.a, ` vs "${s.b.quote}" in `, s.b));
       }
       return item;
     }),
@@ -328,6 +346,7 @@ function render(): void {
     ...(files > 0 ? [`${shownFiles} of ${files} reference and inspiration files`] : []),
     plural(shownEdges.length, 'link'),
     ...(conflicts.length > 0 ? [plural(shownConflicts.length, 'canon conflict')] : []),
+    ...(suggestions.length > 0 ? [plural(shownSuggestions.length, 'suggested conflict')] : []),
   ].join(', ');
   picture.setAttribute('aria-label', `Campaign graph: ${status.textContent}. The list beside it holds the same entities.`);
   // What a filter or focus leaves is fitted to the panel, unless the writer has panned or zoomed (a focus always is).
@@ -344,6 +363,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   nodes = message.nodes;
   edges = message.edges;
   conflicts = message.conflicts;
+  suggestions = message.suggestions;
   if (first) positions = new Map(message.placed.map(([id, x, y]) => [id, { x, y }]));
   const before = positions;
   const room = nodes.length <= LABEL_ALL ? LABEL_ROOM : 0;

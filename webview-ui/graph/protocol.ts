@@ -39,6 +39,14 @@ const ConflictSide = z.object({ value: z.string(), path: z.string(), line: z.int
 const GraphConflict = z.object({ from: z.string(), to: z.string(), entity: z.string(), attribute: z.string(), a: ConflictSide, b: ConflictSide });
 export type GraphConflict = z.infer<typeof GraphConflict>;
 
+const SuggestionSide = z.object({ quote: z.string(), path: z.string(), line: z.int().check(z.positive()) });
+/**
+ * A contradiction the model suggested (Check Canon Consistency) that the writer has not yet accepted or
+ * dismissed: a suggestion, never a finding, so it is drawn apart from the conflicts canon's facts show.
+ */
+const GraphSuggestion = z.object({ from: z.string(), to: z.string(), entity: z.string(), explanation: z.string(), a: SuggestionSide, b: SuggestionSide });
+export type GraphSuggestion = z.infer<typeof GraphSuggestion>;
+
 export const GraphHostMessage = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('graph'),
@@ -48,6 +56,7 @@ export const GraphHostMessage = z.discriminatedUnion('type', [
     nodes: z.array(GraphNode),
     edges: z.array(GraphEdge),
     conflicts: z.array(GraphConflict),
+    suggestions: z.array(GraphSuggestion),
     /** Where an earlier webview of this campaign placed its nodes, sent to a new one: it opens on the same picture at once. */
     placed: z.array(Placed),
   }),

@@ -5,7 +5,7 @@ export { clearConflictDecision, keepStatement, loadConflictDecisions, recordConf
 export { supersedesEdit } from './conflictsEdit';
 export { StoreCanonFacts, analyzeStoreConflicts } from './conflictsIndex';
 export { checkCanonConsistency, pairPassagesByEntity } from './conflictsModel';
-export type { ConsistencyPassage, SuggestedConflict } from './conflictsModel';
+export type { ConsistencyPassage, SuggestedConflict, SuggestedQuote } from './conflictsModel';
 export { describeWorldFact, supersedeRetrievedCanon, supersededByState, worldFactsFromState } from './conflictsState';
 export type { FactStatement } from './facts';
 export { attributeKey } from './factsNormalize';

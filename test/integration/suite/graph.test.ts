@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
+import { CONFLICT_COMMANDS, type ConsistencyCheckSummary } from '../../../src/views/conflicts';
 import { GRAPH_VIEW_TYPE, type GraphPanel } from '../../../src/views/graphPanel';
+import { FakeOllama } from '../../support/fakeOllama';
 import { corpusPath } from '../../support/corpora';
 import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
 import { closeCampaignFolder, openCampaignFolder } from './workspace';
@@ -112,6 +114,48 @@ describe('the campaign graph', () => {
     assert.match(text, new RegExp(`${near.size} of ${total} entities`), 'Mara and the entities one step from her');
     text = webviewText(await capture('campaign-graph-all', 300, [{ action: 'click', selector: '#clear-focus' }]), GRAPH_MARKER);
     assert.match(text, new RegExp(`${total} of ${total} entities`), 'Show all ends the focus');
+  });
+
+  it("draws the model's suggested conflict as a dotted edge apart from canon's own, and drops it once dismissed", async () => {
+    const fake = await FakeOllama.start({ chatModels: ['llama3.2'] });
+    const config = vscode.workspace.getConfiguration('storyteller');
+    // Every pair of passages is asked; only the pair holding both quotes can keep the suggestion (quotes are checked verbatim).
+    const explanation = 'one page has her alone able to read the crypt door, the other alone able to open it';
+    fake.defaultReply = {
+      chunks: [JSON.stringify({ conflicts: [{ entity: 'Mara', quote_a: 'Mara holds the only key.', quote_b: 'She is the only person in Westhaven who can read the old script', explanation }] })],
+    };
+    let key: string | undefined;
+    try {
+      await config.update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);
+      await config.update('narrator.model', 'llama3.2', vscode.ConfigurationTarget.Global);
+      await waitFor(() => api.settings.current.ollamaHost === fake.url, 5000, 'the Ollama host setting');
+      const summary = await vscode.commands.executeCommand<ConsistencyCheckSummary>('storyteller.checkCanonConsistency', { campaignRoot: root });
+      assert.equal(summary.suggestions.length, 1, 'one pair holds both quotes');
+      key = summary.suggestions[0]!.key;
+      const graph = await waitFor(() => (panel.graph().suggestions.length > 0 ? panel.graph() : undefined), 10_000, 'the graph to take the suggestion');
+      const [suggested] = graph.suggestions;
+      const label = (id: string) => graph.nodes.find((n) => n.id === id)?.label;
+      assert.deepEqual([label(suggested!.from), label(suggested!.to)], ['Sister Mara', 'The Old Abbey'], 'between the entities whose pages hold the quotes');
+      const text = await waitFor(async () => {
+        const seen = await capture('campaign-graph-suggestion', 300, [], ['.suggestion']);
+        const shown = webviewText(seen, GRAPH_MARKER);
+        return seen.located['.suggestion'] && shown.includes('1 suggested conflict') ? shown : undefined;
+      }, 30_000, 'the dotted edge and the count');
+      assert.ok(
+        text.includes(`? the model suggests a conflict with The Old Abbey: Mara — ${explanation}: "She is the only person in Westhaven who can read the old script" in characters/mara.md:13 vs "Mara holds the only key." in places/old-abbey.md:14`),
+        'listed under Mara with both quotes, each at its own line',
+      );
+
+      await vscode.commands.executeCommand(CONFLICT_COMMANDS.decideSuggestion, root, key, 'dismissed');
+      await waitFor(async () => !webviewText(await capture('campaign-graph-suggestion-dismissed', 300), GRAPH_MARKER).includes('suggested conflict'), 30_000, 'the dismissed suggestion to leave the graph');
+      assert.deepEqual(panel.graph().suggestions, []);
+    } finally {
+      // The dismissal is the writer's decision, kept in the play store: cleared, so no later test inherits it.
+      if (key) await vscode.commands.executeCommand(CONFLICT_COMMANDS.unignore, root, key);
+      await config.update('ollama.host', undefined, vscode.ConfigurationTarget.Global);
+      await config.update('narrator.model', undefined, vscode.ConfigurationTarget.Global);
+      await fake.close();
+    }
   });
 
   for (const theme of THEMES) it(`is drawn in the ${theme[0]} theme`, () => inTheme(panel, theme, 'campaign-graph', GRAPH_MARKER));
