@@ -116,6 +116,19 @@ describe('knowledge: markdown to passages', () => {
     assert.ok(passage.text.includes('const door = "bronze";'));
   });
 
+  it('reads a paragraph with no inline markup as one with it: line breaks kept, the spaces around them dropped', () => {
+    // The second paragraph differs only by markup, which markdown-it's inline parser removes.
+    const text = ['# Tides', '', 'The tide turns   ', '\t at dusk;  ', 'boats wait\t', 'for it.', '', 'The *tide* turns   ', '\t at dusk;  ', 'boats wait\t', 'for it\\.'].join('\n');
+    const [passage] = parseDocument(text, 'markdown').passages;
+    const plain = 'The tide turns\nat dusk;\nboats wait\t\nfor it.';
+    assert.equal(passage?.text, `${plain}\n\n${plain}`);
+  });
+
+  it('links by reference: a definition anywhere in the file gives the link its words, not its URL', () => {
+    const [passage] = parseDocument('# Maps\n\nSee [the old map][m] first.\n\n[m]: https://example.com/map\n', 'markdown').passages;
+    assert.equal(passage?.text, 'See the old map first.');
+  });
+
   it('renders tables and lists as lines of text', () => {
     const text = '| STR | DEX |\n|---|---|\n| 21 | 9 |\n\n- one\n- two\n';
     const [passage] = parseDocument(text, 'markdown').passages;

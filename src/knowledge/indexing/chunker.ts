@@ -61,6 +61,9 @@ const markdownIt = new MarkdownIt('default', { html: true });
 // A preset option markdown-it reads (`options.maxNesting`) that its type declarations leave out.
 Object.assign(markdownIt.options, { maxNesting: MAX_NESTING });
 markdownIt.block.ruler.before('reference', 'footnote_definition', footnoteDefinition);
+// Inline content is parsed when the chunker reads it (TokenReader.inlineText), and only when it holds markup;
+// the pass joining inline text would find nothing parsed (inlineText reads escaped characters as text).
+markdownIt.core.ruler.disable(['inline', 'text_join']);
 
 /**
  * `[^1]: Ibid.` is a footnote, which CommonMark alone would take for a link definition and drop: it is
@@ -76,7 +79,6 @@ function footnoteDefinition(state: StateBlock, startLine: number, endLine: numbe
   const inline = state.push('inline', '', 0);
   inline.content = state.getLines(startLine, next, state.blkIndent, false).trim();
   inline.map = [startLine, next];
-  inline.children = [];
   state.push('paragraph_close', 'p', -1);
   state.line = next;
   return true;
@@ -100,12 +102,16 @@ function unit(text: string, startLine: number, endLine: number): Unit {
   return { text, startLine, endLine, words, tokens: tokensFor(words, text.length) };
 }
 
-/** Inline content as plain text: links keep their words (the URL stays behind), images become inert placeholders. */
+/**
+ * Inline content as plain text: links keep their words (the URL stays behind), images become inert
+ * placeholders, an escaped or entity character (`text_special`) is the character it stands for.
+ */
 function inlineText(tokens: readonly Token[] | null): string {
   let out = '';
   for (const token of tokens ?? []) {
     switch (token.type) {
       case 'text':
+      case 'text_special':
       case 'code_inline':
       case 'html_inline':
         out += token.content;
@@ -130,6 +136,11 @@ function literal(token: Token): string {
   return token.content.endsWith('\n') ? token.content.slice(0, -1) : token.content;
 }
 
+/** What starts inline markup under this parser's options (no linkify, no typographer): code, emphasis, strikethrough, links and images, HTML and autolinks, escapes, entities. */
+const INLINE_MARKUP = /[`*_~[\]<\\&]/;
+/** A line break inside inline content, with the spaces before it and the spaces and tabs after it, as markdown-it's newline rule drops them. */
+const LINE_BREAK = / *\n[ \t]*/g;
+
 /**
  * A parsed token stream read front to back: `at` is the next token. Line numbers are the file's: the body
  * starts `lineOffset` lines into it (after the front matter).
@@ -143,7 +154,21 @@ class TokenReader {
     readonly body: string,
     readonly tokens: readonly Token[],
     readonly lineOffset: number,
+    /** The parse's environment: the link reference definitions inline content may use. */
+    private readonly env: object,
   ) {}
+
+  /**
+   * An `inline` token's content as plain text. Much prose holds no inline markup (half the SRD's text): its
+   * text is what markdown-it's inline pass would give (each line break a break, the spaces around it
+   * dropped), without running it. The rest is parsed as that pass would.
+   */
+  inlineText(token: Token): string {
+    if (!INLINE_MARKUP.test(token.content)) return token.content.replace(LINE_BREAK, '\n');
+    const children: Token[] = [];
+    markdownIt.inline.parse(token.content, markdownIt, this.env, children);
+    return inlineText(children);
+  }
 
   /** The text of a body line as written (0-based, as in `map`), for the rare reader that needs the source. */
   bodyLine(index: number): string {
@@ -195,9 +220,10 @@ function markdownBlocks(text: string): Block[] {
   }
   const body = front ? text.slice(front.bodyStart) : text;
   const lineOffset = front ? front.bodyStartLine - 1 : 0;
-  const tokens = markdownIt.parse(body, {});
+  const env = {};
+  const tokens = markdownIt.parse(body, env);
   if (tokens.some((t) => t.nesting === 1 && t.level >= MAX_NESTING - 1)) return [...blocks, ...plainTextBlocks(body, lineOffset + 1)];
-  const reader = new TokenReader(body, tokens, lineOffset);
+  const reader = new TokenReader(body, tokens, lineOffset, env);
   while (reader.next) topLevelBlock(reader, blocks);
   return blocks;
 }
@@ -207,13 +233,13 @@ function topLevelBlock(reader: TokenReader, blocks: Block[]): void {
   const token = reader.tokens[reader.at++]!;
   switch (token.type) {
     case 'heading_open': {
-      const text = inlineText(reader.tokens[reader.at]!.children).replace(/\s+/g, ' ').trim();
+      const text = reader.inlineText(reader.tokens[reader.at]!).replace(/\s+/g, ' ').trim();
       if (text) blocks.push({ kind: 'heading', depth: Number(token.tag.slice(1)), text, line: reader.startLine(token) });
       reader.skipContainer();
       return;
     }
     case 'paragraph_open': {
-      const text = inlineText(reader.tokens[reader.at]!.children).trim();
+      const text = reader.inlineText(reader.tokens[reader.at]!).trim();
       if (text) blocks.push({ kind: 'unit', unit: unit(text, reader.startLine(token), reader.lastLine(token)) });
       reader.skipContainer();
       return;
@@ -283,7 +309,7 @@ function tableRows(reader: TokenReader): { cells: string[]; line: number }[] {
   };
   for (let token = reader.tokens[reader.at++]!; token.type !== 'table_close'; token = reader.tokens[reader.at++]!) {
     if (token.type === 'tr_open') rows.push({ cells: [], line: reader.startLine(token) });
-    else if (token.type === 'inline') rows.at(-1)!.cells.push(inlineText(token.children).trim());
+    else if (token.type === 'inline') rows.at(-1)!.cells.push(reader.inlineText(token).trim());
     else if (token.type === 'tr_close') finishRow();
   }
   return rows;
@@ -308,7 +334,7 @@ function flatContents(reader: TokenReader, closeType: string): FlatBlock[] {
     switch (token.type) {
       case 'heading_open':
       case 'paragraph_open':
-        parts.push({ text: inlineText(reader.tokens[reader.at]!.children).trim(), startLine, endLine: reader.lastLine(token) });
+        parts.push({ text: reader.inlineText(reader.tokens[reader.at]!).trim(), startLine, endLine: reader.lastLine(token) });
         reader.skipContainer();
         break;
       case 'fence':
