@@ -140,13 +140,9 @@ export class AdventureMaps extends Disposable {
   async restore(panel: vscode.WebviewPanel, state: unknown): Promise<AdventureMapPanel | undefined> {
     const saved = MapState.safeParse(state);
     await this.campaigns.ready();
-    const target = saved.success ? { campaignRoot: saved.data.campaignRoot, adventureId: saved.data.adventureId } : undefined;
+    const target = saved.success ? saved.data : undefined;
     const adventure = target && this.knowledge.get(target.campaignRoot)?.session.playIfAny?.getAdventure(target.adventureId);
-    if (!target || !adventure || this.maps.get(mapKey(target))) {
-      panel.dispose();
-      return undefined;
-    }
-    return this.maps.revealOrCreate(mapKey(target), () => this.adopt(panel, target));
+    return this.maps.adopt(adventure ? mapKey(target!) : undefined, panel, () => this.adopt(panel, target!));
   }
 
   private adopt(panel: vscode.WebviewPanel, target: MapTarget): AdventureMapPanel {

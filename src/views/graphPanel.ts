@@ -186,13 +186,12 @@ export class GraphPanels extends Disposable {
     const saved = GraphState.safeParse(state);
     await this.campaigns.ready();
     const index = saved.success ? this.knowledge.get(saved.data.campaignRoot) : undefined;
-    if (!saved.success || !index || this.panels.get(index.campaign.root)) {
-      panel.dispose();
-      return undefined;
-    }
     // The webview saved its layout with every picture it drew: the newest there is.
-    this.layouts.set(index.campaign.root, { placed: saved.data.placed });
-    return this.panels.revealOrCreate(index.campaign.root, () => this.adopt(panel, index));
+    const placed = saved.data?.placed ?? [];
+    return this.panels.adopt(index?.campaign.root, panel, () => {
+      this.layouts.set(index!.campaign.root, { placed });
+      return this.adopt(panel, index!);
+    });
   }
 
   private adopt(panel: vscode.WebviewPanel, index: CampaignIndex): GraphPanel {

@@ -64,6 +64,18 @@ export class KeyedPanels<T extends vscode.Disposable & { readonly panel: vscode.
     return made;
   }
 
+  /**
+   * A panel VS Code brought back after a window reload, under `key` (undefined: what it showed is gone). It
+   * is closed instead of left blank when there is nothing to show or the key's panel is already open.
+   */
+  adopt(key: string | undefined, panel: vscode.WebviewPanel, create: () => T): T | undefined {
+    if (key === undefined || this.open.has(key)) {
+      panel.dispose();
+      return undefined;
+    }
+    return this.revealOrCreate(key, create);
+  }
+
   dispose(): void {
     for (const panel of this.list()) panel.dispose();
   }

@@ -178,7 +178,9 @@ function visible(): GraphNode[] {
 }
 
 const open = (id: string): void => vscode.postMessage({ type: 'open', id });
-const openAt = (side: { path: string; line: number }): void => vscode.postMessage({ type: 'openAt', path: side.path, line: side.line });
+/** A place in a campaign file, 1-based line: each side of a conflict or suggestion. */
+type FileLine = { path: string; line: number };
+const openAt = (side: FileLine): void => vscode.postMessage({ type: 'openAt', path: side.path, line: side.line });
 function focusOn(id: string): void {
   focus = id;
   render();
@@ -243,8 +245,8 @@ function contradictionMark(c: GraphConflict | GraphSuggestion, kind: 'conflict' 
 }
 
 /** A contradiction in the list: its mark (coloured as its edge), its words, each side's file and line a button that opens it there. */
-function contradictionLine(className: string, mark: string, lead: string, a: { path: string; line: number }, between: string, b: { path: string; line: number }): HTMLDivElement {
-  const side = (s: { path: string; line: number }): HTMLButtonElement => {
+function contradictionLine(className: string, mark: string, lead: string, a: FileLine, between: string, b: FileLine): HTMLDivElement {
+  const side = (s: FileLine): HTMLButtonElement => {
     const button = el('button', 'link-button side', `${s.path}:${s.line}`);
     button.type = 'button';
     button.setAttribute('aria-label', `Open ${s.path} at line ${s.line}`);
