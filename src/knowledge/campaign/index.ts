@@ -19,3 +19,5 @@ export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SelectiveLogic, SemanticState, SourceIssue, SourceRecord } from './types';
 export { isRegexKey, triggersOf, worldInfoOf } from './triggers';
 export type { SourceTriggers, WorldInfoFields } from './triggers';
+export { parseStatSchema, StatSchemaError } from './statSchema';
+export type { StatDef, StatSchema } from './statSchema';
