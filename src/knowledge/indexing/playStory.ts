@@ -103,12 +103,13 @@ export function storyProblem(db: Db, adventureId?: string): PlayStoryProblem | u
     }
   }
   // One pass finds a link that does not hold; the turn's own check says why (and finds a cycle through it).
+  // A parent that is missing, elsewhere or the turn itself is named before the depths it puts out of step.
   const broken = db
     .prepare(
       `SELECT t.id FROM turns t LEFT JOIN turns p ON p.id = t.parent_id
        WHERE NOT (CASE WHEN t.parent_id IS NULL THEN t.depth IS 0
                        ELSE p.adventure_id IS t.adventure_id AND typeof(t.depth) = 'integer' AND p.depth IS t.depth - 1 END) ${only('t.adventure_id')}
-       ORDER BY t.rowid LIMIT 1`,
+       ORDER BY (t.parent_id IS NOT NULL AND (p.adventure_id IS NOT t.adventure_id OR p.id = t.id)) DESC, t.rowid LIMIT 1`,
     )
     .get(params) as { id: string } | undefined;
   if (broken) return turnLinkProblem(db, broken.id) ?? { adventureId: null, turnId: broken.id, reason: 'its link to its parent does not hold' };
