@@ -64,7 +64,7 @@ function nodeHeadersDir(): string {
   return cached;
 }
 
-/** The code-server binary, installed once into .cache/code-server (610 MB; 2 to 12 minutes on 2 cores, see README). */
+/** The code-server binary, installed once into .cache/code-server (610 MB; 2 to 12 minutes on 2 cores, see docs/development.md). */
 export function ensureCodeServer(): string {
   const dir = path.join(CACHE_DIR, 'code-server');
   const bin = path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
