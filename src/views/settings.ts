@@ -142,7 +142,8 @@ export class Settings extends Disposable {
     this.refresh(false);
   }
 
-  private confirmedServers(): string[] {
+  /** The servers this workspace names that the writer confirmed for it. */
+  confirmedServers(): string[] {
     return this.workspaceState?.get<string[]>(CONFIRMED_SERVERS) ?? [];
   }
 
@@ -153,12 +154,10 @@ export class Settings extends Disposable {
     this.reread(false);
   }
 
-  /** Forgets every server confirmed for this workspace, returning them; the writer's own servers are used again. */
-  async forgetServers(): Promise<string[]> {
-    const forgotten = this.confirmedServers();
+  /** Forgets every server confirmed for this workspace: the writer's own servers are used again. */
+  async forgetServers(): Promise<void> {
     await this.workspaceState?.update(CONFIRMED_SERVERS, undefined);
     this.reread(false);
-    return forgotten;
   }
 
   /** Where API keys live (the extension context's SecretStorage); until then no server gets a key. */

@@ -62,9 +62,10 @@ export class WorkspaceServers extends Disposable {
   }
 
   private async forget(): Promise<string[]> {
-    const forgotten = await this.settings.forgetServers();
-    // Taken back on purpose: asked about again only when the writer asks.
+    const forgotten = this.settings.confirmedServers();
+    // Taken back on purpose: asked about again only when the writer asks, not by the re-read forgetting causes.
     for (const url of forgotten) this.declined.add(url);
+    await this.settings.forgetServers();
     void vscode.window.showInformationMessage(
       forgotten.length === 0 ? 'No model server was confirmed for this workspace.' : `Forgot ${forgotten.join(', ')}: Storyteller uses the servers in your own settings until you confirm again.`,
     );
