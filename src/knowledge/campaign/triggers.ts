@@ -1,4 +1,5 @@
 import type { FrontMatter } from './frontMatter';
+import { isRegexKey } from './patterns';
 import { SELECTIVE_LOGIC, type SelectiveLogic } from './types';
 
 /**
@@ -6,9 +7,6 @@ import { SELECTIVE_LOGIC, type SelectiveLogic } from './types';
  * keys with their selective logic and match options (the lorebook import writes exactly these fields), and
  * the names the writer gave it. Retrieval decides what is mentioned; this is the shared vocabulary.
  */
-
-/** A regular-expression key (`/pattern/flags`): SillyTavern runs it; here an imported pattern is never run. */
-export const isRegexKey = (key: string): boolean => /^\/(.+)\/([dgimsuvy]*)$/s.test(key);
 
 export interface SourceTriggers {
   /** Any one of these mentioned makes the source eligible (subject to the secondary keys). */
