@@ -229,14 +229,13 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
   const result: FrontMatterSplit = { meta: {}, body, bodyStartLine, present: true, issues: [] };
   const block = text.slice(fences.yamlStart, fences.yamlEnd);
   if (fences.syntax === 'toml') {
-    const { fields, tables } = readTomlFrontMatter(block);
-    for (const table of tables) {
-      if (table.name in FIELD_SCHEMAS) {
-        result.issues.push({ severity: 'warning', code: 'front-matter-toml', line: fileLine(table.line), message: `TOML table [${table.name}] is not read; write '${table.name}' in YAML front matter (between --- lines)` });
-      }
+    const toml = readTomlFrontMatter(block);
+    if ('error' in toml) {
+      result.issues.push({ severity: 'error', code: 'front-matter-toml', line: fileLine(toml.line), message: `front matter is not valid TOML: ${toml.error}` });
+      return result;
     }
     result.meta = validateFields(
-      fields.map((f) => ({ key: f.key, value: f.value, line: fileLine(f.line), unreadable: f.value === undefined })),
+      toml.fields.map((f) => ({ key: f.key, value: f.value, line: fileLine(f.line) })),
       result.issues,
     );
     return result;
@@ -265,31 +264,22 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
     const keyNode = pair.key;
     const offset = isScalar(keyNode) && keyNode.range ? keyNode.range[0] : 0;
     const value: unknown = isScalar(pair.value) ? pair.value.toJSON() : (pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null;
-    return { key: isScalar(keyNode) ? String(keyNode.value) : String(keyNode), value, line: fileLine(lines.linePos(offset).line), unreadable: false };
+    return { key: isScalar(keyNode) ? String(keyNode.value) : String(keyNode), value, line: fileLine(lines.linePos(offset).line) };
   });
   result.meta = validateFields(fields, result.issues);
   return result;
 }
 
 /** Each field checked against its schema: the valid ones kept, every other one reported on its line. */
-function validateFields(fields: readonly { key: string; value: unknown; line: number; unreadable: boolean }[], issues: SourceIssue[]): FrontMatter {
+function validateFields(fields: readonly { key: string; value: unknown; line: number }[], issues: SourceIssue[]): FrontMatter {
   const meta: Record<string, unknown> = {};
-  for (const { key, value, line, unreadable } of fields) {
+  for (const { key, value, line } of fields) {
     const schema = (FIELD_SCHEMAS as Record<string, z.ZodType>)[key];
     if (!schema) {
       const suggestion = nearestKey(key);
       if (suggestion) {
         issues.push({ severity: 'warning', code: 'front-matter-unknown-key', line, message: `unknown front matter key '${key}' is ignored; did you mean '${suggestion}'?` });
       }
-      continue;
-    }
-    if (unreadable) {
-      issues.push({
-        severity: 'error',
-        code: key === 'class' ? 'front-matter-class' : 'front-matter-field',
-        line,
-        message: `front matter '${key}' is not a TOML value this reader understands: write it on one line as "text", a number, true/false or a [list]`,
-      });
       continue;
     }
     const parsed = schema.safeParse(value);
