@@ -7,6 +7,7 @@ import type { Adventure } from '../story';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import type { AdventuresNode } from './playTrees';
+import { trustedFor } from './workspaceTrust';
 
 /**
  * Propose Canon Updates…: the canon edits an adventure's branch implies, as ONE WorkspaceEdit in VS Code's
@@ -63,6 +64,7 @@ export class ProposalCommands extends Disposable {
   }
 
   async propose(node?: ProposalNode): Promise<ProposalOutcome | undefined> {
+    if (!trustedFor('Propose Canon Updates')) return undefined;
     const picked = node ?? (await this.pickAdventure());
     if (!picked) return undefined;
     const index = this.knowledge.list().find((i) => i.campaign.playPath === picked.playPath);
