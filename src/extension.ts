@@ -24,6 +24,7 @@ import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
 import { ModelServers } from './views/modelServers';
+import { WorkspaceToolSupport } from './views/toolSupport';
 import { ProposalCommands } from './views/proposals';
 import { TranscriptDocuments } from './views/transcripts';
 
@@ -98,6 +99,9 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     super();
     const extensionUri = context.extensionUri;
     this.settings.useSecrets(context.secrets);
+    const toolSupport = new WorkspaceToolSupport(context.workspaceState);
+    this.knowledge.useToolSupport(toolSupport);
+    this.servers.useToolSupport(toolSupport);
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.servers));
     const readers = new PlayReaders(this.knowledge);
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
