@@ -4,7 +4,7 @@ import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 import { ModelServerError } from './servers';
 import type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolSpec } from './toolCalls';
-import { ToolsRefusedError, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply } from './toolReply';
+import { MAX_TOOL_CALLS_PER_REPLY, ToolsRefusedError, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply, tooManyToolCalls } from './toolReply';
 
 /** A streamed chunk's choice: tool calls come in pieces, each piece naming the call it extends by `index`. */
 const StreamChoice = z.object({
@@ -12,7 +12,7 @@ const StreamChoice = z.object({
     .object({
       content: z.string().nullish(),
       tool_calls: z
-        .array(z.object({ index: z.number().int().min(0).max(63), id: z.string().nullish(), function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish() }))
+        .array(z.object({ index: z.number().int().min(0), id: z.string().nullish(), function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish() }))
         .nullish(),
     })
     .nullish(),
@@ -91,6 +91,7 @@ export class OpenAIToolChat implements ToolChatClient {
         const choice = WholeChoice.safeParse((reply as { choices?: unknown[] }).choices?.[0]);
         if (!choice.success) throw new ModelServerError('mid-stream', `${this.server} sent a reply that is not a chat completion`);
         content = choice.data.message.content ?? '';
+        if ((choice.data.message.tool_calls?.length ?? 0) > MAX_TOOL_CALLS_PER_REPLY) throw tooManyToolCalls(this.server);
         for (const [i, call] of (choice.data.message.tool_calls ?? []).entries()) calls.set(i, { id: call.id, name: call.function.name, argumentsText: call.function.arguments });
         finishReason = choice.data.finish_reason ?? 'stop';
         written = content.length + [...calls.values()].reduce((n, c) => n + c.argumentsText.length, 0);
@@ -107,6 +108,7 @@ export class OpenAIToolChat implements ToolChatClient {
           content += piece;
           written += piece.length;
           for (const part of delta?.tool_calls ?? []) {
+            if (part.index >= MAX_TOOL_CALLS_PER_REPLY) throw tooManyToolCalls(this.server);
             const call = calls.get(part.index) ?? { id: '', name: '', argumentsText: '' };
             if (part.id) call.id = part.id;
             if (part.function?.name) call.name += part.function.name;
