@@ -344,6 +344,12 @@ function validateFields(fields: readonly { key: string; value: unknown; line: nu
   for (const { key, value, line } of fields) {
     const schema = (FIELD_SCHEMAS as Record<string, z.ZodType>)[key];
     if (!schema) {
+      // Keys are read as written, so `Locked: true` protects nothing: said, since the writer meant `locked`.
+      const spelled = FRONT_MATTER_KEYS.find((known) => known === key.toLowerCase());
+      if (spelled) {
+        issues.push({ severity: 'warning', code: 'front-matter-key-case', line, message: `front matter key '${key}' is ignored: keys are case-sensitive; write '${spelled}'` });
+        continue;
+      }
       const suggestion = nearestKey(key);
       if (suggestion) {
         issues.push({ severity: 'warning', code: 'front-matter-unknown-key', line, message: `unknown front matter key '${key}' is ignored; did you mean '${suggestion}'?` });

@@ -143,6 +143,17 @@ describe('attacks: a proposal never changes what decides who reads a file, what 
     assert.doesNotMatch(await context('player'), /Tomas runs it since the bridge fell/);
   });
 
+  it('a file the writer locked with a mistyped `Locked: true` is protected canon all the same: its change becomes a new file', async () => {
+    const ford = '---\ntitle: The Ford\nentities: [Ford]\nLocked: true\n---\n# The Ford\n\nShallow in summer.\n';
+    fs.writeFileSync(path.join(root, 'places', 'ford.md'), ford);
+    fake.queue({ toolCalls: [call({ file: 'places/ford.md', old_text: 'Shallow in summer.', new_text: 'Deep since the bridge fell.', reason: 'the river rose', turns: [2] })] }, { chunks: ['Done.'] });
+    const out = await propose('--write', '--json');
+    assert.equal(out.code, 0, out.stderr);
+    const standIn = (JSON.parse(out.stdout) as ProposeJson).proposals.find((p) => p.newText.includes('Deep since the bridge fell.'))!;
+    assert.equal(standIn.file, 'places/ford-update.md');
+    assert.equal(read('places/ford.md'), ford);
+  });
+
   it('a NUL or another control character in a proposal is refused, naming the character; nothing of it is written', async () => {
     const mara = read('characters/mara.md');
     const calls = [
