@@ -29,5 +29,7 @@ export type { TextEdit } from './textEdit';
 export { countWords, estimateTokens, tokensFor } from './tokens';
 export { CHUNKING_VERSION, KNOWLEDGE_CLASSES, PARSER_VERSION, PRIORITIES, SCOPES, SELECTIVE_LOGIC, VISIBILITIES } from './types';
 export type { ClassOrigin, DraftPassage, KnowledgeClass, LexicalState, PassageRecord, Priority, SelectiveLogic, SemanticState, SourceIssue, SourceRecord } from './types';
-export { isRegexKey, triggersOf, worldInfoOf } from './triggers';
+export { regexKeyIssues, triggersOf, worldInfoOf } from './triggers';
+export { isRegexKey, refusedRegexKeys, regexKey, regexKeyRefusal } from './patterns';
+export type { CompiledPattern, FilePattern } from './patterns';
 export type { SourceTriggers, WorldInfoFields } from './triggers';
