@@ -323,9 +323,10 @@ export class StoryEngine {
 
   private async generateTurn(adventure: Adventure, parentId: string | null, action: PlayerAction, handlers: TurnHandlers, signal: AbortSignal): Promise<TurnOutcome> {
     const model = this.settings.model;
-    const parent = parentId === null ? null : this.store.turn(parentId);
+    // The branch is walked before the action is stored: a damaged one is named, and nothing is added to it.
+    const parent = parentId === null ? null : (this.store.lineage(parentId).at(-1) ?? this.store.turn(parentId));
     const parentState = this.stateAt(adventure, parent);
-    // The action is committed before anything can fail.
+    // The action is committed before anything else can fail.
     let turn = this.store.createTurn({ adventureId: adventure.id, parentId, action, model, stateAfter: parentState });
     handlers.onAccepted?.(turn);
     const failed = (error: Error, context: AssembledContext | null): TurnOutcome => {

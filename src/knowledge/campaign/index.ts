@@ -33,3 +33,5 @@ export { regexKeyIssues, triggersOf, worldInfoOf } from './triggers';
 export { isRegexKey, refusedRegexKeys, regexKey, regexKeyRefusal } from './patterns';
 export type { CompiledPattern, FilePattern } from './patterns';
 export type { SourceTriggers, WorldInfoFields } from './triggers';
+export { parseStatSchema, StatSchemaError } from './statSchema';
+export type { StatDef, StatSchema } from './statSchema';
