@@ -80,7 +80,7 @@ export const proposeCommand: Command = {
       }
       let written: string[];
       try {
-        written = writeProposals(campaign.root, set.proposals);
+        written = await writeProposals(campaign.root, set.proposals, (holder) => io.stderr.write(`storyteller propose: another run (${holder}) is writing this campaign's files; waiting for it to finish\n`));
       } catch (error) {
         if (!(error instanceof ProposalWriteError)) throw error;
         await session.reindex();
