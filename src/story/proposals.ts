@@ -17,7 +17,7 @@ import { analyzeStoreConflicts, attributeKey, clearConflictDecision, loadConflic
 import type { FactStatement } from '../knowledge/conflicts';
 import type { WorldFact } from '../knowledge/retrieval';
 import { EntityModel, entitySourcesFromStore } from '../knowledge/entities';
-import { WriteConflictError, withWriteLock, writeFailure, writeFileSet, type SetFile } from '../knowledge/files';
+import { WriteConflictError, writeFailure, writeFileSet, type SetFile } from '../knowledge/files';
 import { isCandidateSource, type Db, type KnowledgeStore } from '../knowledge/indexing';
 import type { PlayStore } from './playStore';
 import type { Adventure, Memory, Turn } from './types';
@@ -634,35 +634,28 @@ export class ProposalWriteError extends Error {}
 /**
  * Writes proposals into the campaign (the CLI's `--write`) as one set, all or nothing: each file's edits
  * together, each replaced text checked again against the file as it is now, a new file never written over
- * one that appeared since. One run writes at a time (the campaign's write lock): a second waits, then finds
- * the text it meant to replace already changed and is told so. Returns the files written. Throws
+ * one that appeared since. The caller holds the campaign's write lock (withWriteLock) from proposing to
+ * writing, so two runs never draft from files the other is changing. Returns the files written. Throws
  * ProposalWriteError naming every file that could not be written; then nothing was.
  */
-export async function writeProposals(root: string, proposals: readonly CanonProposal[], onWait?: (holder: string) => void): Promise<string[]> {
+export function writeProposals(root: string, proposals: readonly CanonProposal[]): string[] {
   const byFile = new Map<string, CanonProposal[]>();
   for (const p of proposals) byFile.set(p.file, [...(byFile.get(p.file) ?? []), p]);
-  const dataDir = path.join(root, DATA_DIR);
-  return withWriteLock(
-    dataDir,
-    async () => {
-      const set: SetFile[] = [];
-      const failures: string[] = [];
-      for (const [file, edits] of byFile) {
-        const refusal = editedFile(path.join(root, ...file.split('/')), edits);
-        if (typeof refusal === 'string') failures.push(`${file}: ${refusal}`);
-        else set.push({ path: file, ...refusal });
-      }
-      if (failures.length > 0) throw new ProposalWriteError(`not written: ${failures.join('; ')}; so none of the set was written`);
-      try {
-        writeFileSet(root, dataDir, set);
-      } catch (error) {
-        if (error instanceof WriteConflictError) throw new ProposalWriteError(`nothing was written: ${error.message}; propose again`);
-        throw new ProposalWriteError(`nothing was written: ${writeFailure(error)}`);
-      }
-      return set.map((f) => f.path);
-    },
-    onWait ? { onWait } : {},
-  );
+  const set: SetFile[] = [];
+  const failures: string[] = [];
+  for (const [file, edits] of byFile) {
+    const refusal = editedFile(path.join(root, ...file.split('/')), edits);
+    if (typeof refusal === 'string') failures.push(`${file}: ${refusal}`);
+    else set.push({ path: file, ...refusal });
+  }
+  if (failures.length > 0) throw new ProposalWriteError(`not written: ${failures.join('; ')}; so none of the set was written`);
+  try {
+    writeFileSet(root, path.join(root, DATA_DIR), set);
+  } catch (error) {
+    if (error instanceof WriteConflictError) throw new ProposalWriteError(`nothing was written: ${error.message}; propose again`);
+    throw new ProposalWriteError(`nothing was written: ${writeFailure(error)}`);
+  }
+  return set.map((f) => f.path);
 }
 
 /** A file's new content with all its edits, checked against the file as it is now, or why it cannot be written. */

@@ -56,7 +56,7 @@ describe('canon proposals: from play back to the bible', () => {
 
   it('applied, the canon agrees with play: the files say so, the index follows, and nothing is proposed again', async () => {
     const set = await propose();
-    const written = await writeProposals(root, set.proposals);
+    const written = writeProposals(root, set.proposals);
     assert.deepEqual(written.sort(), ['characters/mara.md', 'characters/tomas-the-smuggler.md', 'places/bridge.md', 'places/north-gate-update.md']);
     assert.match(read('characters/mara.md'), /- \*\*Age:\*\* 52\n- \*\*Role:\*\* Keeper of the Old Abbey's infirmary\n- \*\*Home:\*\* the Old Abbey\n- \*\*Trust:\*\* 55\n/);
     assert.match(read('places/north-gate.md'), /- \*\*Status:\*\* open/, 'the locked file is untouched');
@@ -93,7 +93,7 @@ describe('canon proposals: from play back to the bible', () => {
     const set = await propose({}, fresh);
     assert.deepEqual(summary(set), [`settled-conflict characters/mara.md: "- **Role:** Keeper of the Old Abbey's infirmary" → "- **Role:** Abbess of the Old Abbey" []`]);
     assert.deepEqual(set.proposals[0]!.settles, [conflict.key]);
-    await writeProposals(root, set.proposals);
+    writeProposals(root, set.proposals);
     settleAnswer(session.play.db, session.campaign.id, fresh.id, set.proposals, diskReader(root));
     assert.equal(loadConflictDecisions(session.play.db, session.campaign.id).has(conflict.key), false);
   });
@@ -117,7 +117,7 @@ describe('canon proposals: from play back to the bible', () => {
     const set = await propose();
     fs.writeFileSync(path.join(root, 'places', 'bridge.md'), read('places/bridge.md').replace('standing', 'swaying'));
     const bridge = set.proposals.filter((p: CanonProposal) => p.file === 'places/bridge.md');
-    await assert.rejects(writeProposals(root, bridge), /not written: places\/bridge\.md: the text to replace is no longer in it exactly once/);
+    assert.throws(() => writeProposals(root, bridge), /not written: places\/bridge\.md: the text to replace is no longer in it exactly once/);
     assert.match(read('places/bridge.md'), /swaying/);
   });
 });

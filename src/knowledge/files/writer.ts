@@ -261,8 +261,12 @@ export function finishInterruptedWrites(root: string, dataDir: string): Finished
     const journal = readJournal(file);
     const owner = journal && parseProcessOwner(journal.owner);
     if (owner && processOwnerAlive(owner)) continue;
+    // Unreadable: cut by a kill while it was first written (before anything was staged), or being written by the process its name gives.
+    if (!journal && processOwnerAlive({ pid: Number(name.split('.')[0]) })) continue;
     if (journal?.state === 'commit') rollForward(root, journal, done);
     else if (journal) undo(root, journal);
+    // The commit's own temporary file, if the kill cut that rename.
+    for (const temp of fs.readdirSync(dir).filter((n) => n.startsWith(`.${name}.`) && n.endsWith(TEMP_SUFFIX))) fs.rmSync(path.join(dir, temp), { force: true });
     fs.rmSync(file, { force: true });
   }
   return done;
@@ -297,9 +301,11 @@ export function writeFileSet(root: string, dataDir: string, files: readonly SetF
     folders: folders.map(rel),
     files: planned.map((f) => ({ path: f.path, temp: rel(f.temp), create: f.create === true, ...(f.expect !== undefined ? { before: sha256(f.expect) } : {}), after: sha256(f.data) })),
   };
-  const journalFile = path.join(dataDir, JOURNALS, `${randomBytes(8).toString('hex')}.json`);
+  const journalFile = path.join(dataDir, JOURNALS, `${process.pid}.${randomBytes(8).toString('hex')}.json`);
   fs.mkdirSync(path.dirname(journalFile), { recursive: true });
-  replaceFile(journalFile, JSON.stringify(journal));
+  // Written in place: cut by a kill, it is unreadable and nothing was staged yet; the commit replaces it whole.
+  writeDurably(journalFile, JSON.stringify(journal));
+  syncFolder(path.dirname(journalFile));
   const applied: typeof planned = [];
   try {
     for (const folder of folders) fs.mkdirSync(folder, { recursive: true });
