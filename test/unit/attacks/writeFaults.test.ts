@@ -16,12 +16,12 @@ import { requireBuiltCli, runBuiltCli, spawnCli, type Spawned } from './attackSu
  * job with exactly one copy of everything.
  */
 
-/** Kills `run` at the `count`-th change the writer makes (a staged file or a journal) under `root`; false if it finished first. */
+/** Kills `run` at the `count`-th change to the campaign's files under `root` (the index and play data aside); false if it finished first. */
 function killAtWrite(run: Spawned, root: string, count: number): Promise<boolean> {
   return new Promise((resolve) => {
     let seen = 0;
     const watcher = fs.watch(root, { recursive: true }, (_event, name) => {
-      if (!name || !/storyteller-tmp|[/\\]writes[/\\]/.test(name) || ++seen < count) return;
+      if (!name || /^\.storyteller[/\\](?!writes)/.test(name) || ++seen < count) return;
       watcher.close();
       run.child.kill('SIGKILL');
     });
@@ -48,9 +48,9 @@ function campaignYaml(root: string): Record<string, unknown> {
   return YAML.parse(text) as Record<string, unknown>;
 }
 
-const ENTRIES = 300;
+const ENTRIES = 150;
 
-/** A Character Card V2 whose book has 300 entries and activation settings campaign.yaml gains on import. */
+/** A Character Card V2 whose book has 150 entries and activation settings campaign.yaml gains on import. */
 function bigCard(file: string): void {
   const entries = Array.from({ length: ENTRIES }, (_, i) => ({ id: i, keys: [`omen ${i}`], content: `Omen ${i}: ${'the bells ring under the water. '.repeat(40)}`, comment: `Omen ${i}`, enabled: true }));
   const card = { spec: 'chara_card_v2', spec_version: '2.0', data: { name: 'Seer', description: 'Reads omens.', character_book: { name: 'Omens', scan_depth: 6, token_budget: 900, entries } } };
@@ -85,7 +85,7 @@ describe('attacks: kills aimed at the writer', function () {
     const all = Array.from({ length: ENTRIES }, (_, i) => String(i)).sort();
     let killed = 0;
     // A few changes per entry (staged, flushed, linked, the staged name removed): these land from the first staged file to the last link.
-    for (const [i, at] of [1, 40, 200, 450, 700, 900, 1050, 1150].entries()) {
+    for (const [i, at] of [1, 30, 150, 300, 450, 580].entries()) {
       const root = path.join(dir, `campaign-${i}`);
       fs.cpSync(EXAMPLE_CAMPAIGN, root, { recursive: true, filter: (src) => !src.includes('.storyteller') });
       const run = spawnCli(['import-lorebook', book, '--class', 'canon', '--campaign', root]);
@@ -111,7 +111,7 @@ describe('attacks: kills aimed at the writer', function () {
       assert.equal((campaignYaml(root).world_info as { scan_depth?: number }).scan_depth, 6);
       assert.equal(integrity(path.join(root, '.storyteller', 'index.db')), 'ok');
     }
-    assert.ok(killed >= 4, `most kills landed while it wrote (${killed} of 8)`);
+    assert.ok(killed >= 3, `most kills landed while it wrote (${killed} of 6)`);
   });
 
   it('two imports of one book at once: exactly one copy of each entry, and a loser is told plainly, naming the file', async () => {
