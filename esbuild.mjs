@@ -4,6 +4,8 @@ import path from 'node:path';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
+// `npm run package` builds its production bundles apart, so the checkout's dist/ (what tests and `npm start` run) stays as it was.
+const outdir = process.argv.find((arg) => arg.startsWith('--outdir='))?.slice('--outdir='.length) ?? 'dist';
 
 // src/models, src/knowledge, src/story and src/session are the vscode-free core: importing `vscode` there fails the build.
 const coreStaysVscodeFree = {
@@ -65,11 +67,11 @@ const node = {
 };
 
 const builds = [
-  { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, plugins: [...node.plugins, commandsInTheirOwnBundle] },
-  { ...node, entryPoints: { 'cli-run': 'src/cli/run.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { 'parse-worker': 'src/knowledge/indexing/parseWorker.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { 'index-worker': 'src/knowledge/indexing/indexWorker.ts' }, outdir: 'dist' },
+  { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir },
+  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir, banner: { js: '#!/usr/bin/env node' }, plugins: [...node.plugins, commandsInTheirOwnBundle] },
+  { ...node, entryPoints: { 'cli-run': 'src/cli/run.ts' }, outdir },
+  { ...node, entryPoints: { 'parse-worker': 'src/knowledge/indexing/parseWorker.ts' }, outdir },
+  { ...node, entryPoints: { 'index-worker': 'src/knowledge/indexing/indexWorker.ts' }, outdir },
   {
     bundle: true,
     platform: 'browser',
@@ -79,7 +81,7 @@ const builds = [
     minify: production,
     // The play panel, the Campaign Graph (with its layout library, d3-force) and the Adventure Map each load only their own script.
     entryPoints: { webview: 'webview-ui/main.ts', graph: 'webview-ui/graph/main.ts', map: 'webview-ui/map/main.ts' },
-    outdir: 'dist',
+    outdir,
     logLevel: 'info',
   },
 ];

@@ -90,7 +90,7 @@ const noCycles = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.e2e/**', 'artifacts/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.e2e/**', 'artifacts/**', '.package/**'] },
   js.configs.recommended,
   { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: globals.node } },
   ...tseslint.configs.recommended,

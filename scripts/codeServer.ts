@@ -64,7 +64,7 @@ function nodeHeadersDir(): string {
   return cached;
 }
 
-/** The code-server binary, installed once into .cache/code-server (610 MB; 2 to 12 minutes on 2 cores, see README). */
+/** The code-server binary, installed once into .cache/code-server (610 MB; 2 to 12 minutes on 2 cores, see docs/development.md). */
 export function ensureCodeServer(): string {
   const dir = path.join(CACHE_DIR, 'code-server');
   const bin = path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
@@ -108,22 +108,34 @@ export function extensionId(manifest: ExtensionManifest): string {
   return `${manifest.publisher}.${manifest.name}`;
 }
 
+/** The extension's own bundles in dist/ (dist/cli.js and dist/cli-run.js are the CLI's). */
+export const EXTENSION_BUNDLES = ['extension.js', 'parse-worker.js', 'index-worker.js', 'webview.js', 'graph.js', 'map.js'];
+
 /**
- * What the built extension needs at run time, the same set the VSIX ships (.vscodeignore): the
- * manifest, the bundles, media, and better-sqlite3 unbundled (it finds its prebuilt binary by path;
- * its only dependency, node-addon-api, is build-time headers).
+ * Besides the manifest, the bundles and better-sqlite3's binary, what the extension needs at run time: one
+ * list for the VSIX (scripts/package.ts) and for the copy `npm start` and the workbench suite install, so a
+ * file the checkout has and the VSIX lacks fails the smoke suite instead of a writer's first start.
+ * better-sqlite3 stays unbundled (it finds its binary by path; its one dependency, node-addon-api, is
+ * build-time headers).
  */
-const RUNTIME_FILES = [
-  'package.json',
+export const SHIPPED_FILES = [
   'README.md',
-  'dist',
+  'LICENSE',
+  'CHANGELOG.md',
   'media',
   'node_modules/better-sqlite3/package.json',
+  'node_modules/better-sqlite3/LICENSE',
   'node_modules/better-sqlite3/lib',
-  'node_modules/better-sqlite3/prebuilds',
   // The walkthrough copies it out of the extension folder.
   'fixtures/example-campaign',
 ];
+
+/** Copies `rel` (a file or folder under `fromRoot`) to the same place under `toRoot`; a local index of the example is derived and never shipped. */
+export function copyShipped(fromRoot: string, toRoot: string, rel: string): void {
+  const from = path.join(fromRoot, rel);
+  if (!fs.existsSync(from)) throw new MissingPieceError(`${rel} is missing: build first (npm run build), or run npm ci`);
+  fs.cpSync(from, path.join(toRoot, rel), { recursive: true, dereference: true, filter: (src) => path.basename(src) !== '.storyteller' });
+}
 
 /** Copies the built extension into `<extensionsDir>/<publisher>.<name>-<version>`, replacing any older copy. */
 export function installBuiltExtension(extensionsDir: string): string {
@@ -133,15 +145,10 @@ export function installBuiltExtension(extensionsDir: string): string {
   const manifest = readManifest(PROJECT_ROOT);
   const target = path.join(extensionsDir, `${extensionId(manifest)}-${manifest.version}`);
   fs.rmSync(target, { recursive: true, force: true });
-  for (const rel of RUNTIME_FILES) {
-    const from = path.join(PROJECT_ROOT, rel);
-    if (!fs.existsSync(from)) {
-      if (rel === 'media') continue;
-      throw new MissingPieceError(`${rel} is missing: run npm ci`);
-    }
-    // A local index of the example is derived and never shipped (.vscodeignore says the same for the VSIX).
-    fs.cpSync(from, path.join(target, rel), { recursive: true, dereference: true, filter: (src) => path.basename(src) !== '.storyteller' });
-  }
+  // From the checkout: every platform's binary, and the bundles' source maps for readable stacks.
+  const maps = EXTENSION_BUNDLES.map((bundle) => `dist/${bundle}.map`).filter((rel) => fs.existsSync(path.join(PROJECT_ROOT, rel)));
+  const files = ['package.json', ...SHIPPED_FILES, 'node_modules/better-sqlite3/prebuilds', ...EXTENSION_BUNDLES.map((bundle) => `dist/${bundle}`), ...maps];
+  for (const rel of files) copyShipped(PROJECT_ROOT, target, rel);
   return target;
 }
 

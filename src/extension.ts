@@ -24,8 +24,10 @@ import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
 import { ModelServers } from './views/modelServers';
+import { WorkspaceToolSupport } from './views/toolSupport';
 import { ProposalCommands } from './views/proposals';
 import { TranscriptDocuments } from './views/transcripts';
+import { WorkspaceServers } from './views/workspaceServers';
 
 /** What the extension hands to other extensions and to the integration suite. */
 export interface StorytellerApi {
@@ -35,6 +37,8 @@ export interface StorytellerApi {
   readonly statusBar: StatusBar;
   /** The narrator's model server: preflight state, its status bar item and the model commands. */
   readonly servers: ModelServers;
+  /** Servers named by the workspace's settings, used only once the writer confirms them. */
+  readonly workspaceServers: WorkspaceServers;
   readonly sources: SourcesTree;
   readonly passages: PassagesTree;
   readonly play: PlayPanels;
@@ -93,11 +97,17 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
   readonly transcripts: TranscriptDocuments;
   readonly proposals: ProposalCommands;
   readonly reports = this._register(new ReportDocuments());
+  readonly workspaceServers: WorkspaceServers;
 
   constructor(context: vscode.ExtensionContext) {
     super();
     const extensionUri = context.extensionUri;
+    this.settings.useWorkspaceState(context.workspaceState);
     this.settings.useSecrets(context.secrets);
+    const toolSupport = new WorkspaceToolSupport(context.workspaceState);
+    this.knowledge.useToolSupport(toolSupport);
+    this.servers.useToolSupport(toolSupport);
+    this.workspaceServers = this._register(new WorkspaceServers(this.settings, this.log));
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.servers));
     const readers = new PlayReaders(this.knowledge);
     this.adventures = this._register(new AdventuresTree(this.campaigns, this.knowledge, readers, this.play.onDidPlay));
@@ -152,6 +162,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     if (this.sqliteProblem) return;
     void this.campaigns.ready();
     void this.servers.check();
+    void this.workspaceServers.askPending();
   }
 }
 

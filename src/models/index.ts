@@ -15,9 +15,11 @@ export type { ChatMessage, GenerateRequest, GenerateResult, Narrator, NarratorEr
 export { OpenAICompatibleNarrator, narratorFor } from './openaiNarrator';
 export { OllamaJsonChat } from './jsonChat';
 export { DEFAULT_REPLY_DEADLINE_MS, DEFAULT_REPLY_TOKENS, MAX_REPLY_BYTES, ReplyTooLargeError, cappedFetch } from './replyLimits';
-export { neutralizedLength, neutralizeMarkers, promptField } from './promptField';
+export { neutralizedLength, neutralizeMarkers, plainLine, promptField } from './promptField';
 export type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolProtocol, ToolSpec } from './toolCalls';
 export { toolChatFor } from './toolChatFor';
 export { OllamaToolChat } from './ollamaToolChat';
 export { OpenAIToolChat } from './openaiToolChat';
 export { ToolsRefusedError } from './toolReply';
+export { ProcessToolSupport, SERVER_TOOL_TRAITS, toolSupportKey, toolSupportName } from './modelCapabilities';
+export type { ServerToolTraits, ToolSupportMemory, ToolSupportVerdict } from './modelCapabilities';

@@ -3,7 +3,7 @@ import { cappedFetch, replyTooLargeIn } from './replyLimits';
 import { describeBackend, type ModelBackend } from './backend';
 import { ModelServerError } from './servers';
 import type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolSpec } from './toolCalls';
-import { ToolsRefusedError, argumentsObject, argumentsText, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply } from './toolReply';
+import { MAX_TOOL_CALLS_PER_REPLY, ToolsRefusedError, argumentsObject, argumentsText, checkedArguments, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply, tooManyToolCalls } from './toolReply';
 
 const ShowReply = z.object({ capabilities: z.array(z.string()).optional() });
 
@@ -93,7 +93,8 @@ export class OllamaToolChat implements ToolChatClient {
       content += piece;
       written += piece.length;
       for (const call of line.message?.tool_calls ?? []) {
-        const args = argumentsText(call.function.arguments);
+        if (calls.length === MAX_TOOL_CALLS_PER_REPLY) throw tooManyToolCalls(this.server);
+        const args = argumentsText(checkedArguments(this.server, call.function.name, call.function.arguments));
         written += args.length;
         calls.push({ id: call.id ?? `call-${calls.length + 1}`, name: call.function.name, argumentsText: args });
       }

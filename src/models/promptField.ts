@@ -10,12 +10,30 @@ export function promptField(text: string): string {
     .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
 }
 
+/** The prompt's frame markers ⟦ ⟧ as the plain brackets they look like. */
+const bracketMarkers = (text: string) => text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
+
 /**
  * Keeps a passage from closing its own frame early or opening a section of the prompt: its line breaks are
  * its own, but a line of it that starts like a heading (`## Narrator`) is escaped into plain text.
  */
 export function neutralizeMarkers(text: string): string {
-  return text.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']')).replace(/^#/gm, '\\#');
+  return bracketMarkers(text).replace(/^#/gm, '\\#');
+}
+
+/**
+ * A value written into a line of a campaign file (`- **Mood:** calm`): one line of plain text. Line breaks and
+ * tabs become single spaces, so it cannot start a heading, a `---` fence or any other block of its own; frame
+ * markers become brackets; other control characters go. Mid-line, a `#` needs no escape.
+ */
+export function plainLine(text: string): string {
+  return (
+    bracketMarkers(text)
+      // eslint-disable-next-line no-control-regex -- removing control characters is the point
+      .replace(/[\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g, '')
+      .replace(/[\s\u0085]+/g, ' ')
+      .trim()
+  );
 }
 
 /** Where `^` of a multiline pattern matches after: the line terminators of JavaScript's regular expressions. */

@@ -32,9 +32,45 @@ export function stoppedReply(server: string, options: ToolChatOptions, timedOut:
     : new ModelServerError('cancelled', 'cancelled');
 }
 
+/**
+ * Most tool calls one reply may make. Research and proposals make a handful; a server past this is looping,
+ * or sending something other than a model's reply.
+ */
+export const MAX_TOOL_CALLS_PER_REPLY = 64;
+
+/**
+ * Deepest nesting of a tool call's arguments (objects and arrays): a tool's arguments are a few levels deep,
+ * and serialising a value nested tens of thousands deep overflows the stack.
+ */
+export const MAX_ARGUMENT_DEPTH = 64;
+
+/** The failure for a reply past MAX_TOOL_CALLS_PER_REPLY, naming the limit. */
+export function tooManyToolCalls(server: string): ModelServerError {
+  return new ModelServerError('mid-stream', `${server} sent more than ${MAX_TOOL_CALLS_PER_REPLY} tool calls in one reply, the most one reply may make; stopped the reply`);
+}
+
+/** The arguments as sent, or a failure naming the limit when they nest deeper than MAX_ARGUMENT_DEPTH; measured without recursion. */
+export function checkedArguments(server: string, name: string, value: unknown): unknown {
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > MAX_ARGUMENT_DEPTH) {
+      throw new ModelServerError('mid-stream', `${server} sent a tool call (${JSON.stringify(name.slice(0, 40))}) whose arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels; stopped the reply`);
+    }
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return value;
+}
+
 /** The server's refusal of a request with tools: asked again in the JSON protocol, or, with `nativeOnly`, the caller's to handle. */
 export class ToolsRefusedError extends ModelServerError {
-  constructor(server: string, model: string, detail: string) {
+  constructor(
+    server: string,
+    model: string,
+    /** The server's own words. */
+    readonly detail: string,
+  ) {
     super('refused', `'${model}' cannot use tools on ${server} (${detail})`);
     this.name = 'ToolsRefusedError';
   }
@@ -114,8 +150,10 @@ export function parseJsonProtocolReply(text: string, server: string): { content:
     const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
     throw new ModelServerError('mid-stream', `the model on ${server} did not answer in the JSON reply protocol: ${JSON.stringify(shown)}`);
   }
+  const calls = parsed.tool_calls ?? [];
+  if (calls.length > MAX_TOOL_CALLS_PER_REPLY) throw tooManyToolCalls(server);
   return {
     content: parsed.content ?? '',
-    toolCalls: (parsed.tool_calls ?? []).map((c, i) => ({ id: `call-${i + 1}`, name: c.name, argumentsText: argumentsText(c.arguments) })),
+    toolCalls: calls.map((c, i) => ({ id: `call-${i + 1}`, name: c.name, argumentsText: argumentsText(checkedArguments(server, c.name, c.arguments)) })),
   };
 }

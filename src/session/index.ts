@@ -3,3 +3,4 @@ export { DEFAULTS, defaultSettings, resolveServers, type EmbeddingProvider, type
 export { FILE_DEBOUNCE_MS, IndexingQueue, isIndexFile, systemClock, type Clock, type IndexChange, type IndexState, type Indexer } from './indexingQueue';
 export { CampaignSession, embedderFor, engineSettings, openSession, openSessionAt, type SessionLog, type SessionOptions } from './session';
 export { DiskWorkspace, Emitter, type FileChange, type Workspace } from './workspace';
+export { decideServerSources, SERVER_SETTINGS, serverUrlOf, UNTRUSTED_PROBLEM, type ServerSetting, type ServerSources, type SettingLayers, type WorkspaceServer } from './serverSources';

@@ -3,15 +3,21 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   DATA_DIR,
+  WRITER_ONLY_FIELDS,
   atxHeading,
-  frontMatterData,
+  changedWriterOnlyFields,
+  frontMatterBlock,
   linkLeavingCampaign,
   splitFrontMatter,
   unsafeName,
   unsafeRelativePath,
   withFrontMatterField,
   withFrontMatterListItem,
+  withoutFrontMatterFields,
+  writerOnlyField,
+  writerOnlyFieldsOf,
   type Campaign,
+  type WriterOnlyField,
 } from '../knowledge/campaign';
 import { analyzeStoreConflicts, attributeKey, clearConflictDecision, loadConflictDecisions, supersededByState, type ConflictAnalysis } from '../knowledge/conflicts';
 import type { FactStatement } from '../knowledge/conflicts';
@@ -19,6 +25,7 @@ import type { WorldFact } from '../knowledge/retrieval';
 import { EntityModel, entitySourcesFromStore } from '../knowledge/entities';
 import { WriteConflictError, writeFailure, writeFileSet, type SetFile } from '../knowledge/files';
 import { isCandidateSource, type Db, type KnowledgeStore } from '../knowledge/indexing';
+import { plainLine } from '../models';
 import type { PlayStore } from './playStore';
 import type { Adventure, Memory, Turn } from './types';
 import { initialState, normalizeState, stateWorldFacts, type WorldState } from './worldState';
@@ -33,7 +40,9 @@ import { initialState, normalizeState, stateWorldFacts, type WorldState } from '
  * Every proposal, whoever drafted it — the deterministic rules below or a model through `propose_edit` — is
  * validated the same way (validateProposals): inside the campaign, an indexed canon source or a new markdown
  * file, never a locked one (its change becomes a new canon file that supersedes it), the replaced text found
- * exactly once, sizes bounded, and no say over `class`, `locked` or `enabled`.
+ * exactly once, sizes bounded, no control characters, and no say over the front-matter fields only the writer may
+ * change (WRITER_ONLY_FIELDS: what a file is, who may read it, what is pinned, what activates it): an edit that
+ * touches one is refused, and a new page goes without them, with the campaign's defaults, and says so.
  */
 
 export type ProposalOrigin = 'world-state' | 'settled-conflict' | 'new-character' | 'model';
@@ -74,6 +83,8 @@ export interface CanonProposal {
   settles: string[];
   /** Set when the proposal is a new canon file standing in for an edit to this locked file. */
   supersedes?: string;
+  /** Writer-only front-matter fields the drafted new page set, left out of it (keys as written), and why. */
+  dropped?: { fields: string[]; reason: string };
 }
 
 export interface RefusedProposal {
@@ -92,9 +103,6 @@ export const PROPOSAL_LIMITS = {
   reasonChars: 1_000,
   proposals: 60,
 } as const;
-
-/** Front-matter fields only the writer sets: what a file is, whether it is protected, whether it is used. */
-const WRITER_ONLY_FIELDS = ['class', 'locked', 'enabled'] as const;
 
 const oneLine = (text: string, max = 80) => {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -219,7 +227,8 @@ function valueEdit(statement: FactStatement, value: string, read: ReadFile): { o
   const line = text.split(/\r?\n/)[statement.line - 1];
   const at = line === undefined ? -1 : line.lastIndexOf(statement.value);
   if (line === undefined || line.trim() !== statement.quote || at === -1) return `${statement.path}:${statement.line} changed since it was indexed`;
-  return lineEdit(text, statement.line - 1, (l) => l.slice(0, at) + value + l.slice(at + statement.value.length)) ?? `${statement.path}:${statement.line} is not written once in its file`;
+  const written = plainLine(value);
+  return lineEdit(text, statement.line - 1, (l) => l.slice(0, at) + written + l.slice(at + statement.value.length)) ?? `${statement.path}:${statement.line} is not written once in its file`;
 }
 
 /** A canon line the state contradicts, rewritten to the value play gave it. */
@@ -317,7 +326,11 @@ export function deterministicDrafts(ctx: ProposalContext, branch: BranchView, ca
   const { analysis, entities } = canon;
   const drafts: ProposalDraft[] = [];
   const skipped: RefusedProposal[] = [];
-  const facts = stateWorldFacts(adventure.statSchema, branch.state).filter((f) => f.statePath !== undefined && branch.changedAt.has(f.statePath));
+  // Names, stats and values come from play (a reply, a bundle): each is written as one line of plain text.
+  const facts = stateWorldFacts(adventure.statSchema, branch.state)
+    .filter((f) => f.statePath !== undefined && branch.changedAt.has(f.statePath))
+    .map((f) => ({ ...f, entity: plainLine(f.entity), value: plainLine(f.value), ...(f.attribute !== undefined ? { attribute: plainLine(f.attribute) } : {}) }))
+    .filter((f) => f.entity !== '' && f.value !== '');
   const turnOf = (f: WorldFact) => branch.changedAt.get(f.statePath!)!;
 
   // A canon line another canon source (or the writer) already supersedes has its correction in canon.
@@ -332,7 +345,7 @@ export function deterministicDrafts(ctx: ProposalContext, branch: BranchView, ca
     else drafts.push(draft);
   }
 
-  const npcIds = new Map(Object.entries(adventure.statSchema.npcs).map(([id, npc]) => [npc.name, id]));
+  const npcIds = new Map(Object.entries(adventure.statSchema.npcs).map(([id, npc]) => [plainLine(npc.name), id]));
   const unknownCharacters = new Map<string, { fact: WorldFact; turn: Turn }[]>();
   for (const fact of facts) {
     if (contradicted.some((c) => c.current === fact)) continue;
@@ -347,7 +360,9 @@ export function deterministicDrafts(ctx: ProposalContext, branch: BranchView, ca
   }
   const folder = characterFolder(entities);
   for (const [name, list] of unknownCharacters) {
-    drafts.push(newCharacter(name, adventure.statSchema.npcs[npcIds.get(name)!]?.desc, list, folder));
+    const desc = plainLine(adventure.statSchema.npcs[npcIds.get(name)!]?.desc ?? '');
+    // On a line of its own, a description that starts like a heading, a fence or a quote stays a paragraph.
+    drafts.push(newCharacter(name, desc.replace(/^(?=[#`~<>|=*_+-])/, '\\'), list, folder));
   }
 
   for (const conflict of analysis.conflicts) {
@@ -383,10 +398,25 @@ export interface ProposalTarget {
   fromTurn: (turns: readonly ProposalTurn[]) => string;
 }
 
-type Checked =
+export type Checked =
   | { kind: 'edit'; file: string; at: number; end: number }
-  | { kind: 'new'; file: string }
+  /** A new page: its text without the writer-only fields the drafter set, and those fields' keys as written. */
+  | { kind: 'new'; file: string; text: string; dropped: string[] }
   | { kind: 'locked'; file: string; at: number };
+
+/** Control characters a text file never holds (tab and line breaks aside): a NUL makes the file binary to the index. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+
+/** Why writer-only fields are never a proposal's, naming what each decides. */
+function writerOnlyReason(fields: readonly WriterOnlyField[]): string {
+  return `${fields.map((f) => `'${f}' decides ${WRITER_ONLY_FIELDS[f]}`).join('; ')}: the writer's to set, never a proposal's`;
+}
+
+/** Why the writer-only fields a drafted new page set (keys as written) were left out of it. */
+function droppedReason(keys: readonly string[]): string {
+  return `${writerOnlyReason([...new Set(keys.map((k) => writerOnlyField(k)!))])}; the page has the campaign's defaults`;
+}
 
 /**
  * Why `draft` may not be proposed, or where it applies. Shared by the final validation and the model's
@@ -397,6 +427,13 @@ export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checke
   if (draft.oldText.length > PROPOSAL_LIMITS.oldTextChars) return `the text to replace is ${draft.oldText.length} characters; at most ${PROPOSAL_LIMITS.oldTextChars} are allowed`;
   if (draft.newText.length > PROPOSAL_LIMITS.newTextChars) return `the new text is ${draft.newText.length} characters; at most ${PROPOSAL_LIMITS.newTextChars} are allowed`;
   if (draft.reason.length > PROPOSAL_LIMITS.reasonChars) return `the reason is ${draft.reason.length} characters; at most ${PROPOSAL_LIMITS.reasonChars} are allowed`;
+  for (const [part, text] of [['file name', draft.file], ['text to replace', draft.oldText], ['new text', draft.newText], ['reason', draft.reason]] as const) {
+    const control = CONTROL_CHARACTER.exec(text);
+    if (control) {
+      const code = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+      return `the ${part} holds a control character (${code}) at character ${control.index + 1}: campaign files are plain text`;
+    }
+  }
   const unsafe = unsafeRelativePath(draft.file);
   if (unsafe) return `the path ${unsafe}: only files inside the campaign may be edited`;
   if (draft.file === DATA_DIR || draft.file.startsWith(`${DATA_DIR}/`)) return `${DATA_DIR}/ holds the index and play data, never canon`;
@@ -408,14 +445,16 @@ export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checke
   if (draft.oldText === '') {
     if (existing !== undefined || fs.existsSync(path.join(target.campaign.root, ...draft.file.split('/')))) return 'the file exists: an edit must name the exact text it replaces';
     if (!draft.file.endsWith('.md') || !isCandidateSource(target.campaign, draft.file)) return 'a new canon file must be a markdown (.md) file the campaign indexes (not hidden, not ignored)';
-    const forbidden = writerOnlyFieldsIn(draft.newText);
-    if (forbidden) return forbidden;
+    const split = splitFrontMatter(draft.newText);
+    if (split.issues.some((i) => i.severity === 'error')) return `the new file's front matter is not valid: ${split.issues[0]!.message}`;
     try {
-      asCanonFile(draft.newText, '');
+      // What the page may not say is left out, not refused: the rest of the page is the story.
+      const page = withoutFrontMatterFields(draft.newText, (key) => writerOnlyField(key) !== undefined);
+      asCanonFile(page.text, '');
+      return { kind: 'new', file: draft.file, ...page };
     } catch (error) {
       return `the new file's front matter cannot take class and from_turn: ${(error as Error).message}`;
     }
-    return { kind: 'new', file: draft.file };
   }
   const source = target.store.getSourceByPath(draft.file);
   if (existing === undefined || !source) return 'no such campaign file is indexed';
@@ -424,28 +463,21 @@ export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checke
   if (count === 0) return 'the text to replace is not in the file';
   if (count > 1) return 'the text to replace occurs more than once in the file; quote more of it';
   const at = existing.indexOf(draft.oldText);
-  if (splitFrontMatter(existing).meta.locked === true) return { kind: 'locked', file: draft.file, at };
-  const after = existing.slice(0, at) + draft.newText + existing.slice(at + draft.oldText.length);
-  for (const field of WRITER_ONLY_FIELDS) {
-    if (writerField(existing, field) !== writerField(after, field)) return `front matter '${field}' is the writer's to set, never a proposal's`;
+  const end = at + draft.oldText.length;
+  const before = writerOnlyFieldsOf(existing);
+  if (before === undefined) {
+    // Unreadable front matter hides what it says: only the body, after its closing fence, may be edited.
+    const block = frontMatterBlock(existing);
+    if (!block || at < block.bodyStart) return "the file's front matter cannot be read: fix it before anything in it is proposed";
+  } else {
+    const after = writerOnlyFieldsOf(existing.slice(0, at) + draft.newText + existing.slice(end));
+    if (after === undefined) return 'the edit would break the front matter';
+    const changed = changedWriterOnlyFields(before, after);
+    if (changed.length > 0) return `front matter ${writerOnlyReason(changed)}`;
+    // A mistyped `Locked: true` still says what the writer meant.
+    if (before.get('locked')?.some((f) => f.value === true)) return { kind: 'locked', file: draft.file, at };
   }
-  if (splitFrontMatter(existing).issues.every((i) => i.code !== 'front-matter-yaml') && splitFrontMatter(after).issues.some((i) => i.code === 'front-matter-yaml')) {
-    return 'the edit would break the front matter';
-  }
-  return { kind: 'edit', file: draft.file, at, end: at + draft.oldText.length };
-}
-
-/** A writer-only field as the file states it, in YAML or TOML front matter, valid or not. */
-function writerField(text: string, field: (typeof WRITER_ONLY_FIELDS)[number]): string | undefined {
-  const stated = frontMatterData(text)[field] ?? splitFrontMatter(text).meta[field];
-  return stated === undefined ? undefined : JSON.stringify(stated);
-}
-
-function writerOnlyFieldsIn(text: string): string | undefined {
-  const split = splitFrontMatter(text);
-  if (split.issues.some((i) => i.severity === 'error')) return `the new file's front matter is not valid: ${split.issues[0]!.message}`;
-  const field = WRITER_ONLY_FIELDS.find((f) => writerField(text, f) !== undefined);
-  return field ? `front matter '${field}' is the writer's to set, never a proposal's` : undefined;
+  return { kind: 'edit', file: draft.file, at, end };
 }
 
 /** The new file's text with what the code, not the drafter, says about it: canon, and where it came from. */
@@ -524,7 +556,11 @@ export function validateProposals(drafts: readonly ProposalDraft[], target: Prop
         continue;
       }
       newFiles.add(checked.file);
-      const proposal = { ...toProposal(draft), newText: asCanonFile(draft.newText, target.fromTurn(draft.turns)) };
+      const proposal: CanonProposal = {
+        ...toProposal(draft),
+        newText: asCanonFile(checked.text, target.fromTurn(draft.turns)),
+        ...(checked.dropped.length > 0 ? { dropped: { fields: checked.dropped, reason: droppedReason(checked.dropped) } } : {}),
+      };
       byIdentity.set(identity, proposal);
       proposals.push(proposal);
     } else {

@@ -15,6 +15,7 @@ import type { Settings } from './settings';
 import { CLASS_LABEL, describeOrigin, sourceUri, type SourcesNode } from './sourcesTree';
 import { embedderFor } from '../session';
 import { walkthroughDone } from './walkthrough';
+import { trustedFor } from './workspaceTrust';
 
 const SEARCH_DEBOUNCE_MS = 150;
 const SEARCH_LIMIT = 20;
@@ -269,6 +270,7 @@ export class Commands extends Disposable {
    * Sources lists it. `then` lets a caller decide instead of asking.
    */
   private async newCampaign(options: { parent?: vscode.Uri; title?: string; then?: 'ask' | 'add' | 'none' } = {}): Promise<vscode.Uri | undefined> {
+    if (!trustedFor('New Campaign')) return undefined;
     const parent = await chooseFolderOutsideCampaigns(this.campaigns, options.parent, {
       openLabel: 'Create the Campaign Here',
       title: 'New Campaign: choose an empty folder for it (outside any campaign)',

@@ -17,6 +17,7 @@ import type { KnowledgeStore } from '../knowledge/indexing';
 import { currentAdventureStates } from '../story/playStore';
 import { stateWorldFacts } from '../story/worldState';
 import { INDEX_CHANGE_REDRAW_MS, throttled } from './throttle';
+import { trustedFor } from './workspaceTrust';
 
 /**
  * Canon conflicts in the editor: Problems entries on both statements (each pointing at the other), a hover
@@ -441,6 +442,7 @@ export class ConflictFeatures implements vscode.Disposable {
    * campaign, and says what it checked: a pair the model could not answer is never counted as consistent.
    */
   private async checkConsistency(options: { campaignRoot?: string } = {}): Promise<ConsistencyCheckSummary | undefined> {
+    if (!trustedFor('Check Canon Consistency')) return undefined;
     const ollama = this.deps.ollama();
     if (!ollama) {
       void vscode.window.showWarningMessage('Check Canon Consistency needs a narrator model on Ollama: set storyteller.provider to ollama and storyteller.narrator.model.');

@@ -20,6 +20,7 @@ import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
 import { walkthroughDone } from './walkthrough';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
+import { trustedFor } from './workspaceTrust';
 
 const CLASS_MEANING: Record<KnowledgeClass, string> = {
   canon: 'campaign truth',
@@ -141,6 +142,7 @@ export class InterchangeCommands extends Disposable {
   }
 
   private async importFile(files: vscode.Uri[] | undefined, options: { campaignRoot?: string; class?: KnowledgeClass; folder?: string } = {}): Promise<FileImportResult | undefined> {
+    if (!trustedFor('Import File into Campaign')) return undefined;
     const chosen =
       files ??
       (await vscode.window.showOpenDialog({
@@ -183,6 +185,7 @@ export class InterchangeCommands extends Disposable {
    * campaign as it would before a turn (the only model call; cancellable); nothing is played or written.
    */
   private async previewContext(options: { campaignRoot?: string; action?: string; research?: boolean } = {}): Promise<vscode.TextDocument | undefined> {
+    if (options.research && !trustedFor('Preview Context with Research')) return undefined;
     const index = await this.campaign(options.campaignRoot);
     if (!index) return undefined;
     const { research: mode, narratorModel } = this.settings.current;
@@ -267,6 +270,7 @@ export class InterchangeCommands extends Disposable {
   }
 
   private async importCampaign(options: { bundle?: vscode.Uri; target?: vscode.Uri; addToWorkspace?: boolean } = {}): Promise<ImportBundleSummary | undefined> {
+    if (!trustedFor('Import Campaign')) return undefined;
     const bundle =
       options.bundle ??
       (await vscode.window.showOpenDialog({ filters: { 'Campaign bundle': ['json'] }, openLabel: 'Import Campaign', title: 'Choose a campaign bundle' }))?.[0];
@@ -323,6 +327,7 @@ export class InterchangeCommands extends Disposable {
   }
 
   private async importLorebook(clicked?: vscode.Uri, options: { campaignRoot?: string; class?: KnowledgeClass; folder?: string } = {}): Promise<LorebookImportResult | undefined> {
+    if (!trustedFor('Import Lorebook')) return undefined;
     const file =
       clicked ??
       (
@@ -383,6 +388,7 @@ export class InterchangeCommands extends Disposable {
    * own folder is read-only and replaced on update), then opens it.
    */
   private async openExampleCampaign(options: { parent?: vscode.Uri; then?: 'ask' | 'none' } = {}): Promise<vscode.Uri | undefined> {
+    if (!trustedFor('Open Example Campaign')) return undefined;
     const parent = await chooseFolderOutsideCampaigns(this.campaigns, options.parent, {
       openLabel: 'Copy the Example Here',
       title: 'Where should the example campaign be copied? (outside any campaign)',

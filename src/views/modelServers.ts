@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
-import { checkServer, describeBackend, listModels, ModelServerError, NarratorError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../models';
+import { checkServer, describeBackend, listModels, ModelServerError, NarratorError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel, type ToolSupportMemory } from '../models';
 import { Disposable } from './disposable';
+import { trustedFor } from './workspaceTrust';
 import type { Settings } from './settings';
 import type { ResearchRecord } from '../story/types';
 import { RESEARCH_MODE, researchHeadline } from '../story/contextReport';
@@ -10,6 +11,7 @@ export type ServerState =
   | { kind: 'checking' }
   | { kind: 'ready'; contextLength: number | null }
   | { kind: 'misconfigured'; message: string }
+  | { kind: 'untrusted'; message: string }
   | { kind: 'no-server'; failure: ServerFailureKind; message: string }
   | { kind: 'model-missing'; message: string };
 
@@ -70,16 +72,19 @@ export class ModelServers extends Disposable {
     clearTimeout(this.recheck);
     this.setState({ kind: 'checking' });
     await this.settings.keysLoaded;
-    const { narratorBackend, narratorModel, backendProblem } = this.settings.current;
+    const { narratorBackend, narratorModel, backendProblem, untrusted } = this.settings.current;
     let state: ServerState;
-    if (!narratorBackend) {
+    if (untrusted) {
+      state = { kind: 'untrusted', message: backendProblem ?? 'this workspace is not trusted' };
+    } else if (!narratorBackend) {
       state = { kind: 'misconfigured', message: backendProblem ?? 'no model server is configured' };
     } else {
       const found = await checkServer(narratorBackend, narratorModel);
       state = found.kind === 'ready' ? { kind: 'ready', contextLength: found.contextLength } : found.kind === 'no-server' ? { kind: 'no-server', failure: found.failure, message: found.message } : { kind: 'model-missing', message: found.message };
     }
     if (mine !== this.generation) return this.state;
-    if (state.kind !== 'ready') {
+    // Nothing to ask again: trust is granted by the writer, and a grant re-reads the settings.
+    if (state.kind !== 'ready' && state.kind !== 'untrusted') {
       this.log.warn(`model server: ${state.message}`);
       this.recheck = setTimeout(() => void this.check(), RECHECK_MS);
     }
@@ -92,12 +97,27 @@ export class ModelServers extends Disposable {
    * and the status bar and the panel's header say how the turn's research ran.
    */
   afterTurn(error: Error | null, research: ResearchRecord | undefined): void {
+    // Said once: the turn that learned it; later turns' tooltips give the reason research was left out.
+    if (research?.learned) void vscode.window.showInformationMessage(`${sentence(research.learned)} ("Forget Model Tool Support" asks again).`);
     if (research !== this.research) {
       this.research = research;
       this.setState(this.state);
     }
     const aboutServer = error instanceof NarratorError && ['server-down', 'model-missing', 'unauthorized'].includes(error.kind);
     if (aboutServer || (error === null && this.state.kind !== 'ready')) void this.check();
+  }
+
+  /** Keeps what research on auto learns of models' tools in `memory`, and offers the command that forgets it. */
+  useToolSupport(memory: ToolSupportMemory): void {
+    this._register(
+      vscode.commands.registerCommand('storyteller.forgetToolSupport', () => {
+        const forgotten = memory.forget();
+        void vscode.window.showInformationMessage(
+          forgotten.length === 0 ? 'Research had learned nothing of any model\'s tools.' : `Research on auto will offer tools again to ${forgotten.join(', ')}.`,
+        );
+        return forgotten;
+      }),
+    );
   }
 
   /** One line for the play panel's header: the narrator, its server, and what is wrong when something is. */
@@ -124,7 +144,9 @@ export class ModelServers extends Disposable {
         ? [`$(sync~spin) ${narratorModel} · checking ${server}`, `Checking ${server}…`]
         : state.kind === 'ready'
           ? [`$(vm-active) ${narratorModel} · ${server}`, `Narrator ${narratorModel} on ${server}${state.contextLength ? ` (context ${state.contextLength.toLocaleString('en')} tokens)` : ''}. Click to choose another model.`]
-          : state.kind === 'misconfigured'
+          : state.kind === 'untrusted'
+            ? ['$(shield) Storyteller waits for workspace trust', `${sentence(state.message)}. Click to manage workspace trust.`]
+            : state.kind === 'misconfigured'
             ? ['$(warning) Model server not set', `${sentence(state.message)}. Click to fix.`]
             : state.kind === 'model-missing'
               ? [`$(warning) ${narratorModel} missing on ${server}`, `${sentence(state.message)}. Click to ${narratorBackend?.provider === 'ollama' ? 'pull it or ' : ''}choose another model.`]
@@ -132,8 +154,10 @@ export class ModelServers extends Disposable {
                 ? [`$(key) API key needed · ${server}`, `${sentence(state.message)}. Click to set the key.`]
                 : [`$(vm-outline) ${server} unreachable`, `${sentence(state.message)}. Click for what to do.`];
     const research = this.research && state.kind === 'ready' ? this.research : undefined;
+    const unconfirmed = this.settings.current.unconfirmedServers.map((s) => s.url);
+    const workspaceAsks = unconfirmed.length > 0 ? `\nThis workspace's settings name ${unconfirmed.join(', ')}, not used until you confirm: "Storyteller: Use Model Servers This Workspace Names".` : '';
     this.item.text = research ? `${text} · research: ${RESEARCH_MODE[research.ran]}` : text;
-    this.item.tooltip = research ? `${tooltip}\nLast turn's ${researchHeadline(research)}: ${research.reason}.` : tooltip;
+    this.item.tooltip = `${research ? `${tooltip}\nLast turn's ${researchHeadline(research)}: ${research.reason}.` : tooltip}${workspaceAsks}`;
     this.item.command = 'storyteller.fixModelServer';
     this.item.backgroundColor = state.kind === 'ready' || state.kind === 'checking' ? undefined : new vscode.ThemeColor('statusBarItem.warningBackground');
     this.item.show();
@@ -146,6 +170,10 @@ export class ModelServers extends Disposable {
     if (state.kind === 'checking') return;
     if (state.kind === 'ready') {
       await this.selectModel('narrator');
+      return;
+    }
+    if (state.kind === 'untrusted') {
+      await vscode.commands.executeCommand('workbench.trust.manage');
       return;
     }
     if (state.kind === 'no-server' && state.failure === 'unauthorized') {
@@ -298,6 +326,7 @@ export class ModelServers extends Disposable {
    * missing. Returns the model when it arrived.
    */
   async pullModel(model?: string): Promise<string | undefined> {
+    if (!trustedFor('Pull Model')) return undefined;
     const backend = this.settings.current.narratorBackend;
     if (backend?.provider !== 'ollama') {
       void vscode.window.showInformationMessage(`Pulling models is an Ollama command; on ${backend ? describeBackend(backend) : 'this server'} load the model on the server itself.`);

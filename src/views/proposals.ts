@@ -7,6 +7,7 @@ import type { Adventure } from '../story';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import type { AdventuresNode } from './playTrees';
+import { trustedFor } from './workspaceTrust';
 
 /**
  * Propose Canon Updates…: the canon edits an adventure's branch implies, as ONE WorkspaceEdit in VS Code's
@@ -63,6 +64,7 @@ export class ProposalCommands extends Disposable {
   }
 
   async propose(node?: ProposalNode): Promise<ProposalOutcome | undefined> {
+    if (!trustedFor('Propose Canon Updates')) return undefined;
     const picked = node ?? (await this.pickAdventure());
     if (!picked) return undefined;
     const index = this.knowledge.list().find((i) => i.campaign.playPath === picked.playPath);
@@ -132,7 +134,7 @@ export class ProposalCommands extends Disposable {
       const doc = list.some((p) => p.oldText !== '') ? await vscode.workspace.openTextDocument(uri) : undefined;
       for (const p of list) {
         const turns = p.turns.length > 0 ? `Turn ${p.turns.map((t) => t.number).join(', ')}` : 'Settled conflict';
-        const metadata: vscode.WorkspaceEditEntryMetadata = { label: `${turns}: ${p.reason}`, description: [...(p.origin === 'model' ? ['drafted by the model'] : []), ...p.evidence].join(' · '), needsConfirmation: true };
+        const metadata: vscode.WorkspaceEditEntryMetadata = { label: `${turns}: ${p.reason}`, description: [...(p.origin === 'model' ? ['drafted by the model'] : []), ...(p.dropped ? [`front matter left out: ${p.dropped.fields.join(', ')} — ${p.dropped.reason}`] : []), ...p.evidence].join(' · '), needsConfirmation: true };
         if (p.oldText === '') {
           edit.createFile(uri, { overwrite: false, ignoreIfExists: false, contents: Buffer.from(p.newText, 'utf8') }, metadata);
           continue;

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { resolveOllamaHost } from '../models';
-import { DEFAULTS, resolveServers, type StorytellerSettings as CoreSettings } from '../session';
+import { decideServerSources, DEFAULTS, resolveServers, SERVER_SETTINGS, UNTRUSTED_PROBLEM, type ServerSources, type StorytellerSettings as CoreSettings, type WorkspaceServer } from '../session';
 import { Disposable } from './disposable';
 
 const SECTION = 'storyteller';
@@ -55,18 +55,25 @@ const DEFAULT_OF: RawSettings = {
 export interface StorytellerSettings extends CoreSettings {
   /** Messages for the settings that were rejected, e.g. "storyteller.context.length must be at least 512 tokens". */
   problems: string[];
+  /** Servers this workspace names that the writer has not confirmed: the writer's own are used meanwhile. */
+  unconfirmedServers: WorkspaceServer[];
+  /** The workspace is not trusted: no server is named, so nothing is sent. */
+  untrusted: boolean;
 }
+
+/** Where the servers a workspace named and the writer confirmed are remembered, in that workspace's state. */
+const CONFIRMED_SERVERS = 'storyteller.confirmedServers';
 
 /** Where SecretStorage keeps the key of one OpenAI-compatible server: a key belongs to the server it was given for. */
 export function apiKeySecretId(baseUrl: string): string {
   return `storyteller.apiKey:${baseUrl}`;
 }
 
-/** `apiKeys`: keys read from SecretStorage, by base URL. */
-export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: ReadonlyMap<string, string> = new Map()): StorytellerSettings {
+/** `apiKeys`: keys read from SecretStorage, by base URL; `sources`: the server settings' values, decided from where each came. */
+function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: ReadonlyMap<string, string>, sources: ServerSources): StorytellerSettings {
   const problems: string[] = [];
   const value = <K extends SettingKey>(key: K): RawSettings[K] => {
-    const raw = config.get(key);
+    const raw = key in sources.values ? (sources.values[key as keyof ServerSources['values']] ?? DEFAULT_OF[key]) : config.get(key);
     const parsed = SETTINGS[key].safeParse(raw);
     if (parsed.success) return parsed.data as RawSettings[K];
     problems.push(`${SECTION}.${key} ${parsed.error.issues[0]?.message ?? 'is invalid'}; using the default`);
@@ -82,8 +89,9 @@ export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: Rea
   });
   return {
     ollamaHost,
-    ...servers,
-    backendProblem: servers.backendProblem && `${SECTION}.openaiCompatible.baseUrl: ${servers.backendProblem}`,
+    ...(sources.untrusted
+      ? { narratorBackend: null, embeddingBackend: null, backendProblem: UNTRUSTED_PROBLEM }
+      : { ...servers, backendProblem: servers.backendProblem && `${SECTION}.openaiCompatible.baseUrl: ${servers.backendProblem}` }),
     narratorModel: value('narrator.model'),
     embeddingModel: value('embedding.model'),
     contextLength: value('context.length'),
@@ -93,6 +101,8 @@ export function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: Rea
     maxReplyTokens: value('narrator.maxReplyTokens'),
     research: value('research'),
     problems,
+    unconfirmedServers: sources.unconfirmed,
+    untrusted: sources.untrusted,
   };
 }
 
@@ -104,6 +114,7 @@ export class Settings extends Disposable {
   /** API keys read from SecretStorage, by base URL: kept in memory only, so reading settings stays synchronous. */
   private readonly apiKeys = new Map<string, string>();
   private secrets: vscode.SecretStorage | undefined;
+  private workspaceState: vscode.Memento | undefined;
   /** Settles once the key of the configured server has been read from SecretStorage. */
   keysLoaded: Promise<void> = Promise.resolve();
 
@@ -112,11 +123,41 @@ export class Settings extends Disposable {
     this.current = this.read();
     this._register(
       vscode.workspace.onDidChangeConfiguration((event) => {
-        if (!event.affectsConfiguration(SECTION)) return;
-        this.refresh();
-        this.keysLoaded = this.loadKey();
+        if (event.affectsConfiguration(SECTION)) this.reread();
       }),
     );
+    // Trust decides which settings may name a server, and whether any may be sent to.
+    this._register(vscode.workspace.onDidGrantWorkspaceTrust(() => this.reread()));
+  }
+
+  /** Reads the settings again and then the API keys of the servers they now name. */
+  private reread(warn = true): void {
+    this.refresh(warn);
+    this.keysLoaded = this.loadKey();
+  }
+
+  /** Where confirmed workspace servers are remembered (the extension context's workspace state); until then none is. */
+  useWorkspaceState(state: vscode.Memento): void {
+    this.workspaceState = state;
+    this.refresh(false);
+  }
+
+  /** The servers this workspace names that the writer confirmed for it. */
+  confirmedServers(): string[] {
+    return this.workspaceState?.get<string[]>(CONFIRMED_SERVERS) ?? [];
+  }
+
+  /** The writer agreed that this workspace's server may receive the story: remembered for this workspace. */
+  async confirmServer(url: string): Promise<void> {
+    if (!this.workspaceState) throw new Error('servers cannot be confirmed before the extension has started');
+    await this.workspaceState.update(CONFIRMED_SERVERS, [...new Set([...this.confirmedServers(), url])]);
+    this.reread(false);
+  }
+
+  /** Forgets every server confirmed for this workspace: the writer's own servers are used again. */
+  async forgetServers(): Promise<void> {
+    await this.workspaceState?.update(CONFIRMED_SERVERS, undefined);
+    this.reread(false);
   }
 
   /** Where API keys live (the extension context's SecretStorage); until then no server gets a key. */
@@ -163,7 +204,12 @@ export class Settings extends Disposable {
   }
 
   private read(warn = true): StorytellerSettings {
-    const settings = readSettings(vscode.workspace.getConfiguration(SECTION), this.apiKeys);
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const confirmed = new Set(this.confirmedServers());
+    // inspect(), not get(): whether a server may be used depends on whose settings named it.
+    const layers = Object.fromEntries(SERVER_SETTINGS.map((key) => [key, config.inspect(key) ?? {}])) as Parameters<typeof decideServerSources>[0];
+    const sources = decideServerSources(layers, { trusted: vscode.workspace.isTrusted, confirmed: (url) => confirmed.has(url) });
+    const settings = readSettings(config, this.apiKeys, sources);
     if (!warn) return settings;
     if (settings.backendProblem) this.log.warn(settings.backendProblem);
     for (const problem of settings.problems) {

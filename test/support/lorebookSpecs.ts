@@ -191,14 +191,19 @@ export function v1Card(): Record<string, unknown> {
   return { name: 'Brother Tam', description: 'A {{char}} who brews ale.', personality: 'Gruff, kind.', scenario: 'The abbey kitchen.', first_mes: 'Hello {{user}}.', mes_example: '<START>' };
 }
 
-/** A zip of `files` (deflated), as a CharX card is. */
-export function zip(files: Record<string, string | Buffer>): Buffer {
+/**
+ * A zip of `files` (deflated, as a CharX card is, or stored), given as a map or as a list of names and contents
+ * (which may repeat a name, as a crafted archive can).
+ */
+export function zip(files: Record<string, string | Buffer> | [string, string | Buffer][], options: { stored?: boolean } = {}): Buffer {
+  const members = Array.isArray(files) ? files : Object.entries(files);
+  const method = options.stored ? 0 : 8;
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;
-  for (const [name, content] of Object.entries(files)) {
+  for (const [name, content] of members) {
     const data = Buffer.isBuffer(content) ? content : Buffer.from(content);
-    const packed = zlib.deflateRawSync(data);
+    const packed = options.stored ? data : zlib.deflateRawSync(data);
     const nameBytes = Buffer.from(name);
     const header = (signature: number, size: number): Buffer => {
       const b = Buffer.alloc(size);
@@ -207,7 +212,7 @@ export function zip(files: Record<string, string | Buffer>): Buffer {
     };
     const local = header(0x04034b50, 30);
     local.writeUInt16LE(20, 4);
-    local.writeUInt16LE(8, 8);
+    local.writeUInt16LE(method, 8);
     local.writeUInt32LE(zlib.crc32(data), 14);
     local.writeUInt32LE(packed.length, 18);
     local.writeUInt32LE(data.length, 22);
@@ -215,7 +220,7 @@ export function zip(files: Record<string, string | Buffer>): Buffer {
     const central = header(0x02014b50, 46);
     central.writeUInt16LE(20, 4);
     central.writeUInt16LE(20, 6);
-    central.writeUInt16LE(8, 10);
+    central.writeUInt16LE(method, 10);
     central.writeUInt32LE(zlib.crc32(data), 16);
     central.writeUInt32LE(packed.length, 20);
     central.writeUInt32LE(data.length, 24);
@@ -228,8 +233,8 @@ export function zip(files: Record<string, string | Buffer>): Buffer {
   const directory = Buffer.concat(centrals);
   const end = Buffer.alloc(22);
   end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(Object.keys(files).length, 8);
-  end.writeUInt16LE(Object.keys(files).length, 10);
+  end.writeUInt16LE(members.length, 8);
+  end.writeUInt16LE(members.length, 10);
   end.writeUInt32LE(directory.length, 12);
   end.writeUInt32LE(offset, 16);
   return Buffer.concat([...locals, directory, end]);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { splitFrontMatter, withFrontMatterField } from '../../src/knowledge/campaign/frontMatter';
+import { changedWriterOnlyFields, splitFrontMatter, withFrontMatterField, withoutFrontMatterFields, writerOnlyField, writerOnlyFieldsOf } from '../../src/knowledge/campaign/frontMatter';
 
 describe('knowledge: front matter', () => {
   it('reads every known field and says where the body starts', () => {
@@ -82,6 +82,34 @@ describe('knowledge: front matter', () => {
 
     it('refuses to edit front matter that is broken rather than guessing', () => {
       assert.throws(() => withFrontMatterField('---\ntitle: [x\n---\n', 'enabled', false), /not valid YAML/);
+    });
+  });
+
+  describe('the fields only the writer may change', () => {
+    const claimed = (before: string, after: string) => changedWriterOnlyFields(writerOnlyFieldsOf(before)!, writerOnlyFieldsOf(after)!);
+
+    it('sees a change to one in YAML or TOML, whatever the case of its key, and nothing else', () => {
+      const yaml = '---\ntitle: Aldric\nvisibility: hidden\n---\n# Aldric\n';
+      assert.deepEqual(claimed(yaml, yaml.replace('title: Aldric', 'title: Brother Aldric')), []);
+      assert.deepEqual(claimed(yaml, yaml.replace('hidden', 'normal')), ['visibility']);
+      assert.deepEqual(claimed(yaml, yaml.replace('visibility: hidden\n', '')), ['visibility']);
+      assert.deepEqual(claimed(yaml, yaml.replace('---\n#', 'Visibility: normal\n---\n#')), ['visibility']);
+      assert.deepEqual(claimed(yaml, yaml.replace('---\n#', 'sillytavern: {entry: {constant: true}}\n---\n#')), ['sillytavern']);
+      const toml = '+++\ntitle = "Gate"\nlocked = true\n+++\n# Gate\n';
+      assert.deepEqual(claimed(toml, toml.replace('locked = true', 'Locked = true')), ['locked']);
+      assert.deepEqual(claimed('# No front matter\n', '---\nalways_include: true\n---\n# No front matter\n'), ['always_include']);
+      assert.equal(writerOnlyFieldsOf('---\nvisibility: [\n---\n'), undefined, 'unreadable front matter says nothing for sure');
+      assert.equal(writerOnlyField(' Secondary_Keys '), 'secondary_keys');
+      assert.equal(writerOnlyField('title'), undefined);
+    });
+
+    it('are left out of a page line by line, every other byte kept, comments and line endings too', () => {
+      const page = '---\r\ntitle: The Ferry # named in play\r\nAlways_Include: true\r\nsupersedes:\r\n  - places/gate.md # the old one\r\n  - places/bridge.md\r\nentities: [Ferry]\r\nnotes: |\r\n  keep\r\n---\r\n# The Ferry\r\n';
+      const { text, dropped } = withoutFrontMatterFields(page, (key) => writerOnlyField(key) !== undefined);
+      assert.deepEqual(dropped, ['Always_Include', 'supersedes']);
+      assert.equal(text, '---\r\ntitle: The Ferry # named in play\r\nentities: [Ferry]\r\nnotes: |\r\n  keep\r\n---\r\n# The Ferry\r\n');
+      assert.equal(withoutFrontMatterFields('---\ntitle: x\n---\n', () => false).text, '---\ntitle: x\n---\n');
+      assert.throws(() => withoutFrontMatterFields('---\n{class: canon, title: x}\n---\n', (key) => key === 'class'), /one \{…\} map/);
     });
   });
 });

@@ -145,7 +145,7 @@ for (const start of [ollama, openai]) {
       assert.deepEqual(modelProposals(set), ['characters/mara.md']);
     });
 
-    it('every call out of bounds is refused with its reason, and the model is told it; nothing leaves the campaign', async () => {
+    it('every call out of bounds is refused with its reason, and the model is told it; nothing leaves the campaign; a new page goes without what only the writer sets', async () => {
       const outside = path.join(dir, 'outside');
       fs.mkdirSync(outside);
       fs.symlinkSync(outside, path.join(root, 'linked'));
@@ -165,28 +165,28 @@ for (const start of [ollama, openai]) {
         { name: 'delete_file', arguments: { file: 'canon.md' } },
       ]);
       const set = await propose();
-      assert.match(set.drafting, new RegExp(`^${server.model.replaceAll('.', '\\.')} drafted 0 of 12 proposed edits through native tool calls`));
+      assert.match(set.drafting, new RegExp(`^${server.model.replaceAll('.', '\\.')} drafted 1 of 12 proposed edits through native tool calls`));
       const refusals = set.refused.map((r) => `${r.file}: ${r.refusal}`);
-      assert.deepEqual(refusals.slice(0, 10), [
+      assert.deepEqual(refusals.slice(0, 9), [
         "../outside.md: the path has an empty, '.' or '..' segment: only files inside the campaign may be edited",
         '/etc/passwd: the path is absolute: only files inside the campaign may be edited',
         `linked/escape.md: the path leads outside the campaign through a symbolic link (to ${fs.realpathSync(outside)})`,
         ".VSCode/tasks.md: the path '.VSCode' is .vscode in another spelling (file systems that fold case or Unicode read it so), which is a folder imported content never writes into",
         'places/old-abbey.md: the text to replace is not in the file',
         'reference.md: it is reference, not canon: reference and inspiration files are never edited',
-        "characters/mara.md: front matter 'class' is the writer's to set, never a proposal's",
-        "places/ferry.md: front matter 'locked' is the writer's to set, never a proposal's",
-        "places/ford.md: front matter 'class' is the writer's to set, never a proposal's",
+        "characters/mara.md: front matter 'class' decides what the file is: the writer's to set, never a proposal's",
+        'places/ford.md: the new file\'s front matter cannot take class and from_turn: front matter is TOML (+++); edit it by hand, or write it as YAML between --- lines',
         'characters/mara.md: no turn 9 in this branch (it has 3)',
       ]);
-      assert.match(refusals[10]!, /^: the arguments are not a propose_edit call \((file: |.*JSON)/);
-      assert.equal(refusals[11], ': there is no tool named "delete_file"');
+      assert.match(refusals[9]!, /^: the arguments are not a propose_edit call \((file: |.*JSON)/);
+      assert.equal(refusals[10], ': there is no tool named "delete_file"');
       const answers = server.sent(1).filter((m) => m.role === 'tool').map((m) => m.content!);
       assert.equal(answers.length, 12);
-      assert.ok(answers.every((a) => a.startsWith('refused: ')), answers.join('\n'));
-      // The deterministic proposals stand beside the refusals.
-      assert.equal(set.proposals.length, 5);
-      assert.equal(set.proposals.some((p) => p.origin === 'model'), false);
+      assert.deepEqual(answers.filter((a) => !a.startsWith('refused: ')), ["accepted without the front matter locked (the writer's to set): the writer will review it"]);
+      // The deterministic proposals stand beside the refusals, and the ferry's page without its lock.
+      assert.equal(set.proposals.length, 6);
+      const ferry = set.proposals.find((p) => p.origin === 'model')!;
+      assert.deepEqual([ferry.file, ferry.newText, ferry.dropped?.fields], ['places/ferry.md', '---\nclass: canon\nfrom_turn: The Night Watch, turn 2\n---\n# The Ferry\n', ['locked']]);
       assert.deepEqual(fs.readdirSync(outside), [], 'nothing written outside');
       assert.equal(read('places/old-abbey.md'), before);
     });

@@ -28,6 +28,7 @@ function describeProposal(proposal: CanonProposal, index: number, diff: string):
   const from = [turns, proposal.origin === 'model' ? 'drafted by the model' : ''].filter(Boolean).join('; ');
   return [
     `${index + 1}. ${oneLine(proposal.file)}${from ? ` (${from})` : ''}: ${oneLine(proposal.reason)}`,
+    ...(proposal.dropped ? [`   front matter left out: ${proposal.dropped.fields.map(oneLine).join(', ')} — ${oneLine(proposal.dropped.reason)}`] : []),
     ...proposal.evidence.map((e) => `   ${oneLine(e)}`),
     diff,
   ].join('\n');

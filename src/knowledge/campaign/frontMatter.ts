@@ -90,6 +90,74 @@ const FIELD_SCHEMAS = {
 
 export const FRONT_MATTER_KEYS = Object.keys(FIELD_SCHEMAS) as (keyof FrontMatter)[];
 
+/**
+ * The one list of front-matter fields only the writer may change, each with what it decides: what a file is and
+ * whether it is used, who may read it, what is pinned or wins, and what activates it (World Info keys and their
+ * options; `sillytavern` holds the kept entry's constant, probability, sticky, cooldown, delay and group). A
+ * proposal, drafted by the rules or a model, never adds, changes or removes one; a proposed page goes without them.
+ */
+export const WRITER_ONLY_FIELDS = {
+  class: 'what the file is',
+  enabled: 'whether it is used at all',
+  visibility: 'who may read it (hidden is narrator-only)',
+  always_include: 'whether it is pinned into every prompt',
+  priority: 'which canon a full budget keeps',
+  locked: 'whether it is protected',
+  supersedes: 'which files it wins over',
+  keys: 'which words activate it',
+  secondary_keys: 'which words activate it',
+  selective_logic: 'how its keys combine',
+  case_sensitive: 'how its keys match',
+  match_whole_words: 'how its keys match',
+  sillytavern: 'how its World Info entry activates',
+} as const satisfies Partial<Record<keyof FrontMatter, string>>;
+
+export type WriterOnlyField = keyof typeof WRITER_ONLY_FIELDS;
+
+/** The writer-only field a key claims whatever its case or spacing: a mistyped `Locked:` is still a claim on `locked`. */
+export function writerOnlyField(key: string): WriterOnlyField | undefined {
+  const name = key.trim().toLowerCase();
+  return Object.hasOwn(WRITER_ONLY_FIELDS, name) ? (name as WriterOnlyField) : undefined;
+}
+
+/** A writer-only field as one front matter states it: the key as written and its value as data. */
+export interface StatedField {
+  key: string;
+  value: unknown;
+}
+
+/**
+ * The writer-only fields `text`'s front matter states (YAML or TOML, every case variant of a key), or undefined
+ * when its front matter cannot be read (never closed, not valid YAML, not `key: value` lines).
+ */
+export function writerOnlyFieldsOf(text: string): Map<WriterOnlyField, StatedField[]> | undefined {
+  const fences = locateFences(text);
+  if (fences === undefined) return new Map();
+  if (fences === 'unclosed') return undefined;
+  const block = text.slice(fences.yamlStart, fences.yamlEnd);
+  let fields: StatedField[];
+  if (fences.syntax === 'toml') {
+    const toml = readTomlFrontMatter(block);
+    if ('error' in toml) return undefined;
+    fields = toml.fields;
+  } else {
+    const { doc } = parseYaml(block);
+    if (doc.errors.length > 0 || (doc.contents !== null && !isMap(doc.contents))) return undefined;
+    fields = Object.entries((doc.toJSON() ?? {}) as Record<string, unknown>).map(([key, value]) => ({ key, value }));
+  }
+  const stated = new Map<WriterOnlyField, StatedField[]>();
+  for (const field of fields) {
+    const name = writerOnlyField(field.key);
+    if (name) stated.set(name, [...(stated.get(name) ?? []), field]);
+  }
+  return stated;
+}
+
+/** The writer-only fields whose statements differ between two readings of writerOnlyFieldsOf. */
+export function changedWriterOnlyFields(before: Map<WriterOnlyField, StatedField[]>, after: Map<WriterOnlyField, StatedField[]>): WriterOnlyField[] {
+  return (Object.keys(WRITER_ONLY_FIELDS) as WriterOnlyField[]).filter((name) => JSON.stringify(before.get(name) ?? []) !== JSON.stringify(after.get(name) ?? []));
+}
+
 export interface FrontMatterSplit {
   /** The fields that validated; a field with an issue is left out rather than guessed. */
   meta: FrontMatter;
@@ -229,14 +297,13 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
   const result: FrontMatterSplit = { meta: {}, body, bodyStartLine, present: true, issues: [] };
   const block = text.slice(fences.yamlStart, fences.yamlEnd);
   if (fences.syntax === 'toml') {
-    const { fields, tables } = readTomlFrontMatter(block);
-    for (const table of tables) {
-      if (table.name in FIELD_SCHEMAS) {
-        result.issues.push({ severity: 'warning', code: 'front-matter-toml', line: fileLine(table.line), message: `TOML table [${table.name}] is not read; write '${table.name}' in YAML front matter (between --- lines)` });
-      }
+    const toml = readTomlFrontMatter(block);
+    if ('error' in toml) {
+      result.issues.push({ severity: 'error', code: 'front-matter-toml', line: fileLine(toml.line), message: `front matter is not valid TOML: ${toml.error}` });
+      return result;
     }
     result.meta = validateFields(
-      fields.map((f) => ({ key: f.key, value: f.value, line: fileLine(f.line), unreadable: f.value === undefined })),
+      toml.fields.map((f) => ({ key: f.key, value: f.value, line: fileLine(f.line) })),
       result.issues,
     );
     return result;
@@ -265,31 +332,28 @@ export function splitFrontMatter(text: string): FrontMatterSplit {
     const keyNode = pair.key;
     const offset = isScalar(keyNode) && keyNode.range ? keyNode.range[0] : 0;
     const value: unknown = isScalar(pair.value) ? pair.value.toJSON() : (pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null;
-    return { key: isScalar(keyNode) ? String(keyNode.value) : String(keyNode), value, line: fileLine(lines.linePos(offset).line), unreadable: false };
+    return { key: isScalar(keyNode) ? String(keyNode.value) : String(keyNode), value, line: fileLine(lines.linePos(offset).line) };
   });
   result.meta = validateFields(fields, result.issues);
   return result;
 }
 
 /** Each field checked against its schema: the valid ones kept, every other one reported on its line. */
-function validateFields(fields: readonly { key: string; value: unknown; line: number; unreadable: boolean }[], issues: SourceIssue[]): FrontMatter {
+function validateFields(fields: readonly { key: string; value: unknown; line: number }[], issues: SourceIssue[]): FrontMatter {
   const meta: Record<string, unknown> = {};
-  for (const { key, value, line, unreadable } of fields) {
+  for (const { key, value, line } of fields) {
     const schema = (FIELD_SCHEMAS as Record<string, z.ZodType>)[key];
     if (!schema) {
+      // Keys are read as written, so `Locked: true` protects nothing: said, since the writer meant `locked`.
+      const spelled = FRONT_MATTER_KEYS.find((known) => known === key.toLowerCase());
+      if (spelled) {
+        issues.push({ severity: 'warning', code: 'front-matter-key-case', line, message: `front matter key '${key}' is ignored: keys are case-sensitive; write '${spelled}'` });
+        continue;
+      }
       const suggestion = nearestKey(key);
       if (suggestion) {
         issues.push({ severity: 'warning', code: 'front-matter-unknown-key', line, message: `unknown front matter key '${key}' is ignored; did you mean '${suggestion}'?` });
       }
-      continue;
-    }
-    if (unreadable) {
-      issues.push({
-        severity: 'error',
-        code: key === 'class' ? 'front-matter-class' : 'front-matter-field',
-        line,
-        message: `front matter '${key}' is not a TOML value this reader understands: write it on one line as "text", a number, true/false or a [list]`,
-      });
       continue;
     }
     const parsed = schema.safeParse(value);
@@ -378,6 +442,35 @@ export function withFrontMatterListItem(text: string, key: 'supersedes' | 'tags'
   if (!range) throw new Error(`front matter '${key}' cannot be read; edit it by hand`);
   const values = [...existing.filter(Boolean), item].map(renderScalar);
   return text.slice(0, base + range[0]) + `[${values.join(', ')}]` + text.slice(base + range[1]);
+}
+
+/**
+ * `text` with every top-level front-matter field `drop` picks removed, line by line, every other byte unchanged,
+ * and the keys it removed as written. Throws as withFrontMatterField when the front matter cannot be edited
+ * safely, or when it is one `{…}` map (whose fields share a line).
+ */
+export function withoutFrontMatterFields(text: string, drop: (key: string) => boolean): { text: string; dropped: string[] } {
+  const open = openForEdit(text);
+  const map = open.block?.doc.contents;
+  if (!open.block || !isMap(map)) return { text, dropped: [] };
+  const keyOf = (pair: (typeof map.items)[number]) => String(isScalar(pair.key) ? pair.key.value : pair.key);
+  const doomed = map.items.filter((pair) => drop(keyOf(pair)));
+  if (doomed.length === 0) return { text, dropped: [] };
+  if (map.flow) throw new Error('front matter is one {…} map; write it as `key: value` lines');
+  const base = open.block.fences.yamlStart;
+  const block = text.slice(base, open.block.fences.yamlEnd);
+  // Each pair's lines: from its key's line to the end of the line its value ends on (a list's last item).
+  const spans = doomed.map((pair) => {
+    const keyRange = (pair.key as { range?: [number, number, number] } | null)?.range;
+    if (!keyRange) throw new Error(`front matter '${keyOf(pair)}' cannot be read; edit it by hand`);
+    const from = block.lastIndexOf('\n', keyRange[0] - 1) + 1;
+    const last = Math.max((pair.value as { range?: [number, number, number] } | null)?.range?.[1] ?? keyRange[1], keyRange[1]);
+    const lineBreak = block.indexOf('\n', last - 1);
+    return { from, to: lineBreak === -1 ? block.length : lineBreak + 1 };
+  });
+  let kept = block;
+  for (const { from, to } of spans.reverse()) kept = kept.slice(0, from) + kept.slice(to);
+  return { text: text.slice(0, base) + kept + text.slice(open.block.fences.yamlEnd), dropped: doomed.map(keyOf) };
 }
 
 function renderScalar(value: string): string {

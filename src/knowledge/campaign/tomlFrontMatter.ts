@@ -1,96 +1,64 @@
-/**
- * Hugo-style TOML front matter (between `+++` lines), read as far as this product's fields need: top-level
- * `key = value` lines whose value is a string, a number, true/false or a one-line list of those. Tables
- * (`[params]`), inline tables and multi-line values are other tools' business; a field of ours written in one
- * is reported, never guessed.
- */
+import { parse, TomlError } from 'smol-toml';
 
-export type TomlScalar = string | number | boolean;
-export type TomlValue = TomlScalar | TomlValue[];
+/**
+ * Hugo-style TOML front matter (between `+++` lines), read by a complete TOML parser: a `locked = true` line
+ * inside a multi-line string is text, never a field, and tables (`[params]`) hold their own keys, not the file's.
+ */
 
 export interface TomlField {
   key: string;
-  /** undefined when the value is one this reader does not understand. */
-  value: TomlValue | undefined;
-  /** 1-based line inside the block. */
+  /** The value as data; dates are their TOML text, as YAML front matter reads them. */
+  value: unknown;
+  /** 1-based line inside the block where the key is written. */
   line: number;
 }
 
-export interface TomlTable {
-  name: string;
-  line: number;
+export type TomlFrontMatter = { fields: TomlField[] } | { error: string; /** 1-based line inside the block. */ line: number };
+
+/** A line that starts a key (`key =`, `"key" =`, `key.sub =`) or a table (`[key]`, `[[key]]`, `[key.sub]`). */
+const KEY_START = /^(\s*(?:\[\[?\s*)?)([A-Za-z0-9_-]+|"[^"\\\r\n]*"|'[^'\r\n]*')(?=\s*[.=\]])/;
+
+function plain(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(plain);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  return value;
 }
 
-const KEY_LINE = /^\s*([A-Za-z0-9_-]+|"[^"\\]*")\s*=\s*(.*)$/;
-const TABLE_LINE = /^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$/;
-const NUMBER = /^[+-]?(\d[\d_]*)(\.\d[\d_]*)?([eE][+-]?\d+)?/;
-
-/** One value at `at`: its value and where it ends, or undefined when it is not one this reader knows. */
-function valueAt(text: string, at: number): { value: TomlValue; end: number } | undefined {
-  const ch = text[at];
-  if (ch === '"') {
-    for (let i = at + 1; i < text.length; i++) {
-      if (text[i] === '\\') i++;
-      else if (text[i] === '"') {
-        try {
-          // A TOML basic string's escapes are JSON's (\U and \e aside, which JSON refuses: reported, not guessed).
-          return { value: JSON.parse(text.slice(at, i + 1)) as string, end: i + 1 };
-        } catch {
-          return undefined;
-        }
-      }
+/**
+ * The line each top-level key is written on. The parser gives no positions, so every line that looks like a
+ * key has its first key renamed to carry its line number, and the renamed text is parsed again: only lines
+ * that are really keys of the top-level table come back as top-level keys (a look-alike inside a string just
+ * changes that string). A key found nowhere is placed on the block's first line.
+ */
+function keyLines(lines: readonly string[]): Map<string, number> {
+  const renamed = lines.map((text, i) =>
+    text.replace(KEY_START, (_, lead: string, key: string) => lead + JSON.stringify(`${i + 1}:${key.startsWith('"') || key.startsWith("'") ? key.slice(1, -1) : key}`)),
+  );
+  const found = new Map<string, number>();
+  try {
+    for (const numbered of Object.keys(parse(renamed.join('\n'), { unsafeKeyBehaviour: 'drop' }))) {
+      const colon = numbered.indexOf(':');
+      const line = Number(numbered.slice(0, colon));
+      const key = numbered.slice(colon + 1);
+      const earlier = found.get(key);
+      if (earlier === undefined || line < earlier) found.set(key, line);
     }
-    return undefined;
+  } catch {
+    // The renaming made the text invalid where the original was not: the keys keep the first line.
   }
-  if (ch === "'") {
-    const close = text.indexOf("'", at + 1);
-    return close === -1 ? undefined : { value: text.slice(at + 1, close), end: close + 1 };
-  }
-  if (ch === '[') {
-    const items: TomlValue[] = [];
-    let i = at + 1;
-    for (;;) {
-      while (text[i] === ' ' || text[i] === '\t') i++;
-      if (text[i] === ']') return { value: items, end: i + 1 };
-      const item = valueAt(text, i);
-      if (!item) return undefined;
-      items.push(item.value);
-      i = item.end;
-      while (text[i] === ' ' || text[i] === '\t') i++;
-      if (text[i] === ',') i++;
-      else if (text[i] !== ']') return undefined;
-    }
-  }
-  for (const word of ['true', 'false'] as const) {
-    if (text.startsWith(word, at)) return { value: word === 'true', end: at + word.length };
-  }
-  const number = NUMBER.exec(text.slice(at));
-  if (number) return { value: Number(number[0].replaceAll('_', '')), end: at + number[0].length };
-  return undefined;
+  return found;
 }
 
-/** The block's top-level fields and its table headers; lines that are neither (continuations, comments) are skipped. */
-export function readTomlFrontMatter(block: string): { fields: TomlField[]; tables: TomlTable[] } {
-  const fields: TomlField[] = [];
-  const tables: TomlTable[] = [];
-  const lines = block.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    const table = TABLE_LINE.exec(lines[i]!);
-    if (table) {
-      // Every key after a table header belongs to that table, not to the file.
-      for (let j = i; j < lines.length; j++) {
-        const header = TABLE_LINE.exec(lines[j]!);
-        if (header) tables.push({ name: header[1]!, line: j + 1 });
-      }
-      break;
-    }
-    const match = KEY_LINE.exec(lines[i]!);
-    if (!match) continue;
-    const key = match[1]!.replace(/^"|"$/g, '');
-    const raw = match[2]!;
-    const parsed = valueAt(raw, 0);
-    const rest = parsed ? raw.slice(parsed.end).trim() : '';
-    fields.push({ key, value: parsed && (rest === '' || rest.startsWith('#')) ? parsed.value : undefined, line: i + 1 });
+/** The block's top-level keys with their values and lines, or why the block is not TOML and on which line. */
+export function readTomlFrontMatter(block: string): TomlFrontMatter {
+  let table: Record<string, unknown>;
+  try {
+    table = parse(block, { unsafeKeyBehaviour: 'drop' });
+  } catch (error) {
+    if (!(error instanceof TomlError)) throw error;
+    return { error: error.message.split('\n')[0]!.replace(/^Invalid TOML document: /, ''), line: error.line };
   }
-  return { fields, tables };
+  const lines = keyLines(block.split(/\r?\n/));
+  return { fields: Object.entries(table).map(([key, value]) => ({ key, value: plain(value), line: lines.get(key) ?? 1 })) };
 }

@@ -4,6 +4,8 @@ export { SOURCE_EXTENSIONS, documentKind, importCampaign, indexFile, isCandidate
 export type { FileOutcome, ImportOptions, ImportReport } from './importer';
 export { INDEX_MIGRATIONS } from './indexSchema';
 export { PLAY_MIGRATIONS } from './playSchema';
+export { DamagedPlayError, describePlayProblem, playDataProblem, readStoredStatSchema, storyProblem, turnLinkProblem } from './playStory';
+export type { PlayStoryProblem } from './playStory';
 export { campaignStatus, findSource, locateCampaign, rebuildIndex, sourceStatus } from './operations';
 export { inThreadParser, workerParser } from './parsePool';
 export { inProcessWriter, workerWriter } from './indexWriter';

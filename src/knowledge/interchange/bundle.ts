@@ -10,7 +10,7 @@ import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
 import { KnowledgeStore } from '../indexing';
 import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceRecord } from '../campaign';
-import { PLAY_MIGRATIONS } from '../indexing';
+import { PLAY_MIGRATIONS, describePlayProblem, playDataProblem } from '../indexing';
 
 /**
  * A campaign bundle: one versioned JSON file holding every file of the campaign (exact bytes), the
@@ -684,7 +684,7 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
       options.onProgress?.({ step: 'writing', done: index + 1, total: files.length });
     }
     let campaign = loadCampaign(temp);
-    if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
+    if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file, refuseBrokenStory(file));
     const renamed = options.renameAs?.(bundle.campaign);
     if (renamed) campaign = renameRestored(campaign, renamed);
     restored = campaign;
@@ -736,13 +736,25 @@ export function bundleImportReport(summary: ImportBundleSummary, shownTarget: st
   ];
 }
 
-/** Creates the database at the bundle's schema version, restores its rows, then migrates it to the newest. */
-function restoreDatabase(dbFile: string, migrations: readonly Migration[], data: BundleDatabase, what: string, bundleFile: string): void {
+/**
+ * Creates the database at the bundle's schema version, restores its rows, migrates it to the newest, then
+ * asks `check` of the result (it throws to refuse the bundle; the restore's folder is removed with it).
+ */
+function restoreDatabase(dbFile: string, migrations: readonly Migration[], data: BundleDatabase, what: string, bundleFile: string, check?: (db: Db) => void): void {
   const db = createAtVersion(dbFile, migrations, data.schema_version, what, bundleFile);
   try {
     restoreTables(db, data.tables, what, bundleFile);
     migrate(db, migrations);
+    check?.(db);
   } finally {
     db.close();
   }
+}
+
+/** Refuses play data that cannot be read as a story (see `playDataProblem`), naming the adventure, the turn and why. */
+function refuseBrokenStory(bundleFile: string): (db: Db) => void {
+  return (db) => {
+    const problem = playDataProblem(db);
+    if (problem) throw new BundleError(bundleFile, `play data refused, ${describePlayProblem(problem)}; nothing was written`);
+  };
 }

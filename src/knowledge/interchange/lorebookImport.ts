@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, unsafeName, unsafeRelativePath } from '../campaign';
+import { loadCampaign, CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, refusedRegexKeys, regexKeyRefusal, unsafeName, unsafeRelativePath } from '../campaign';
 import { WriteConflictError, writeFailure, writeFileSet, type SetFile } from '../files';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesOfEntry, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
@@ -76,6 +76,8 @@ export interface LorebookImportResult {
   /** The book's activation settings written into campaign.yaml's `world_info:`, and those left as campaign.yaml says. */
   campaignSettings: { applied: string[]; notApplied: string[] };
   exportOnly: ExportOnlyBehaviour[];
+  /** Regex keys kept in their entry's file that play never runs: "regex key not run: /…/ uses a backreference …". */
+  refusedKeys: { entryId: string; title: string; refusal: string }[];
   notes: string[];
 }
 
@@ -236,6 +238,14 @@ function readText(file: string): string | undefined {
   }
 }
 
+function refusedKeys(book: ParsedLorebook): LorebookImportResult['refusedKeys'] {
+  return book.entries.flatMap((entry) => {
+    const { fields } = entryToFrontMatter(entry.worldInfo, entry.title);
+    const keys = [fields.keys, fields.secondary_keys].flatMap((k) => (Array.isArray(k) ? (k as string[]) : []));
+    return refusedRegexKeys(keys).map(({ key, reason }) => ({ entryId: entry.sourceId, title: entry.title, refusal: regexKeyRefusal(key, reason) }));
+  });
+}
+
 function existingNames(dir: string): Set<string> {
   try {
     return new Set(fs.readdirSync(dir).map((n) => n.toLowerCase()));
@@ -287,6 +297,7 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
     bookSettings: { kept: Object.keys(book.settings), dropped: book.droppedSettings },
     campaignSettings: settings.result,
     exportOnly: exportOnlyBehaviour(book),
+    refusedKeys: refusedKeys(book),
     notes: book.notes,
   };
 }
@@ -399,6 +410,9 @@ export function lorebookImportReport(result: LorebookImportResult, shownFile: st
           "Kept for export, not acted on in play here (outlets, vector matching, character and generation-type filters, and matching beyond the chat):",
           ...result.exportOnly.map((b) => `  ${b.field}: ${b.values.join(', ')} in entries ${listIds(b.entries)}`),
         ]
+      : []),
+    ...(result.refusedKeys.length > 0
+      ? ['', 'Regex keys kept but never run (play runs every pattern from a file in a linear-time engine):', ...result.refusedKeys.map((r) => `  entry ${r.entryId} (${r.title}): ${r.refusal}`)]
       : []),
     ...result.notes.map((n) => `Note: ${n}`),
   ];

@@ -671,6 +671,12 @@ function toSelected(w: Working, reason: string): SelectedPassage {
   return rowSelected(w.row, w.headingPath, w.decision.tokenCount, w.decision.score, reason);
 }
 
+/** The writer's rule that placed a passage, if one did: a fired World Info entry, or a key of its file this turn mentions. */
+function placedByRule(w: Working): SelectedPassage['placedBy'] {
+  if (w.worldInfo) return w.worldInfo.fired ? 'world-info' : undefined;
+  return w.trigger?.kind === 'key' ? 'keys' : undefined;
+}
+
 function emptySections(): Record<KnowledgeSection, SelectedPassage[]> {
   return { alwaysInclude: [], canon: [], reference: [], inspiration: [] };
 }
@@ -831,7 +837,10 @@ export async function retrieveKnowledge(store: KnowledgeStore, query: RetrievalQ
   if (query.measure) for (const w of [...ranked.alwaysInclude, ...ranked.admitted, ...ranked.rest]) w.decision.tokenCount = query.measure.passage(toSelected(w, ''));
   const { selected, conflicts } = selectWithinBudgets(ranked, query.budgets, query.measure ?? STORED_COUNT);
   const sections = emptySections();
-  for (const w of selected) sections[w.decision.section!].push(toSelected(w, w.decision.reason));
+  for (const w of selected) {
+    const rule = placedByRule(w);
+    sections[w.decision.section!].push({ ...toSelected(w, w.decision.reason), ...(rule ? { placedBy: rule } : {}) });
+  }
   // In a section, World Info entries come first, in SillyTavern's prompt order (by position, the highest order last).
   for (const key of Object.keys(sections) as KnowledgeSection[]) {
     const st = sections[key].filter((p) => inserted.has(p.passageId)).sort((a, b) => insertionOrder(inserted.get(a.passageId)!, inserted.get(b.passageId)!));

@@ -157,6 +157,11 @@ export interface SelectedPassage extends PassageIdentity {
   reason: string;
   startLine: number;
   endLine: number;
+  /**
+   * The writer's rule that placed it in a prompt's sections: a fired World Info entry, or a `keys:` entry
+   * the turn mentions. Absent: relevance placed it (or it is a pin, which its section says).
+   */
+  placedBy?: 'world-info' | 'keys';
 }
 
 export interface BudgetConflict {

@@ -161,3 +161,88 @@ describe('model servers', () => {
     assert.equal(api.settings.current.embeddingModel, '');
   });
 });
+
+/**
+ * A cloned campaign's workspace settings name a server of their own (a rogue that records what it is sent):
+ * the story goes to the writer's server until the writer confirms the workspace's, and home again once forgotten.
+ */
+describe('a model server named by the workspace settings', () => {
+  let api: StorytellerApi;
+  let home: FakeOpenAI;
+  let rogue: FakeOpenAI;
+  let adventureId: string;
+  let playPath: string;
+  const config = () => vscode.workspace.getConfiguration('storyteller');
+  const USER_SETTINGS = ['provider', 'openaiCompatible.baseUrl', 'narrator.model', 'research'] as const;
+  const ASKED = (url: string) => `This workspace asks Storyteller to send your story to ${url}. Use it?`;
+  const DIALOG_BUTTON = (label: string) => `.monaco-dialog-box .monaco-button:has-text("${label}")`;
+  const turnsTo = (server: FakeOpenAI) => server.requestsTo('/v1/chat/completions').length;
+
+  before(async () => {
+    api = (await activatedExtension()).exports as StorytellerApi;
+    await settled(api.knowledge, 'every campaign index');
+    home = await FakeOpenAI.start({ chatModels: { 'abbey-narrator': 8192 } });
+    rogue = await FakeOpenAI.start({ chatModels: { 'abbey-narrator': 8192 } });
+    const { campaign } = api.knowledge.get(path.resolve(harnessConfig().workspace))!;
+    playPath = campaign.playPath;
+    adventureId = inPlayDb(playPath, `process.stdout.write(store.createAdventure({ campaignId: process.env.CAMPAIGN, title: 'A stranger at the gate' }).id);`, { CAMPAIGN: campaign.id });
+    const user = { provider: 'openai-compatible', 'openaiCompatible.baseUrl': home.baseUrl, 'narrator.model': 'abbey-narrator', research: 'off' };
+    // Research off: one request per turn, so each server's count is the turns it was sent.
+    for (const key of USER_SETTINGS) await config().update(key, user[key], vscode.ConfigurationTarget.Global);
+    await waitFor(() => api.servers.state.kind === 'ready' && api.settings.current.narratorBackend?.baseUrl === home.baseUrl, 10_000, "the preflight to find the writer's server");
+  });
+
+  after(async () => {
+    await config().update('openaiCompatible.baseUrl', undefined, vscode.ConfigurationTarget.Workspace);
+    await api.settings.forgetServers();
+    for (const key of USER_SETTINGS) await config().update(key, undefined, vscode.ConfigurationTarget.Global);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    inPlayDb(playPath, 'store.deleteAdventure(process.env.ADVENTURE);', { ADVENTURE: adventureId });
+    await home.close();
+    await rogue.close();
+  });
+
+  async function playTurn(name: string, action: string, narration: string): Promise<void> {
+    await panelShows(name, (t) => t.includes(narration), [
+      { action: 'fill', selector: '#action textarea', text: action },
+      { action: 'click', selector: '#do' },
+    ]);
+  }
+
+  it("sends no turn to it until the writer confirms it, the writer's server meanwhile; once confirmed it gets the turns, and Forget sends them home", async () => {
+    // As a cloned campaign's settings would: written into this window's workspace settings, not the writer's.
+    await config().update('openaiCompatible.baseUrl', rogue.baseUrl, vscode.ConfigurationTarget.Workspace);
+    await workbenchShows('workspace-server-asked', (t) => t.includes(ASKED(rogue.baseUrl)));
+    assert.equal(api.settings.current.narratorBackend?.baseUrl, home.baseUrl, 'the question is asked before the server is used');
+    await capture('workspace-server-declined', 300, [{ action: 'click', selector: DIALOG_BUTTON('Cancel') }]);
+    await workbenchShows('workspace-server-dialog-closed', (t) => !t.includes(ASKED(rogue.baseUrl)));
+
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    await vscode.commands.executeCommand('storyteller.openPlayPanel', { campaignRoot: path.resolve(harnessConfig().workspace), adventureId });
+    home.queue({ chunks: ['A lantern swings ', 'behind the grille.'] });
+    await playTurn('workspace-server-turn-home', 'I ring the bell at the gate', 'A lantern swings behind the grille.');
+    assert.equal(turnsTo(home), 1);
+    assert.deepEqual(
+      rogue.requests.map((r) => r.path),
+      [],
+      'the workspace server got nothing: no turn, no model list, no preflight',
+    );
+
+    const asked = vscode.commands.executeCommand('storyteller.confirmWorkspaceServers');
+    await workbenchShows('workspace-server-asked-again', (t) => t.includes(ASKED(rogue.baseUrl)));
+    await capture('workspace-server-confirmed', 300, [{ action: 'click', selector: DIALOG_BUTTON('Use This Server') }]);
+    await within(asked, 10_000, 'the confirmation to be taken');
+    await waitFor(() => api.settings.current.narratorBackend?.baseUrl === rogue.baseUrl, 10_000, "the confirmed workspace server to be used");
+    rogue.queue({ chunks: ['A voice answers ', 'from the dark.'] });
+    await playTurn('workspace-server-turn-confirmed', 'I give my name', 'A voice answers from the dark.');
+    assert.equal(turnsTo(rogue), 1);
+    assert.equal(turnsTo(home), 1);
+
+    await vscode.commands.executeCommand('storyteller.forgetWorkspaceServers');
+    await waitFor(() => api.settings.current.narratorBackend?.baseUrl === home.baseUrl, 10_000, "the writer's server to be used again");
+    home.queue({ chunks: ['The grille ', 'slams shut.'] });
+    await playTurn('workspace-server-turn-forgotten', 'I wait', 'The grille slams shut.');
+    assert.equal(turnsTo(home), 2);
+    assert.equal(turnsTo(rogue), 1, 'nothing more went to the forgotten server');
+  });
+});

@@ -11,28 +11,18 @@ import { requireBuiltCli, spawnCli, until } from './attackSupport';
  * live process: the next run takes the lock over instead of waiting for a process that never held it.
  */
 
-const LAST_PID = '/proc/sys/kernel/ns_last_pid';
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
-/**
- * Starts a long-lived process under exactly `pid`, by telling Linux which id it handed out last. Other
- * processes on the machine may take the id first, so it tries again; undefined when the system does not let it.
- */
-async function processWithPid(pid: number): Promise<ChildProcess | undefined> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      fs.writeFileSync(LAST_PID, String(pid - 1));
-    } catch {
-      return undefined;
-    }
-    const child = spawn('sleep', ['600'], { stdio: 'ignore' });
-    await new Promise((resolve) => child.once('spawn', resolve));
-    if (child.pid === pid) return child;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  }
-  return undefined;
+/** A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), as the lock records it. */
+function startTime(pid: number): string | undefined {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+}
+
+async function longLived(): Promise<ChildProcess> {
+  const child = spawn('sleep', ['600'], { stdio: 'ignore' });
+  await new Promise((resolve) => child.once('spawn', resolve));
+  return child;
 }
 
 describe('attacks: a stale index lock whose process id was reused', function () {
@@ -58,9 +48,14 @@ describe('attacks: a stale index lock whose process id was reused', function () 
     assert.equal((await first.exit).signal, 'SIGKILL', 'the run was killed while it held the lock');
     assert.ok(fs.existsSync(lock), 'the killed run left its lock behind');
 
-    const impostor = await processWithPid(first.child.pid!);
-    if (!impostor) return this.skip(); // the system does not let a test choose the next process id (not Linux, or not permitted)
+    // The system handing the killed run's id to another process, without steering the machine's process ids
+    // (which other programs share): the lock is made to name a live process that started at another time.
+    if (!fs.existsSync('/proc/self/stat')) return this.skip(); // no start times to tell processes apart: the process id alone decides
+    const impostor = await longLived();
     cleanup.push(impostor);
+    const held = JSON.parse(fs.readFileSync(lock, 'utf8')) as { pid: number; started?: string };
+    assert.notEqual(startTime(impostor.pid!), held.started, 'the impostor started after the killed run');
+    fs.writeFileSync(lock, `${JSON.stringify({ ...held, pid: impostor.pid })}\n`);
 
     const second = spawnCli(['index', root]);
     await until(() => second.stderr().includes('waiting') || second.child.exitCode !== null, 'the second run finishes or waits');
@@ -72,12 +67,10 @@ describe('attacks: a stale index lock whose process id was reused', function () 
 
   it('takes over a lock written before the machine restarted, whatever its process id names now', async function () {
     if (!fs.existsSync(BOOT_ID)) return this.skip(); // no boot id on this system: the process id alone decides
-    const alive = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const alive = await longLived();
     cleanup.push(alive);
-    await new Promise((resolve) => alive.once('spawn', resolve));
     // As a run killed by a power cut leaves it, its process id (and here even its start time) taken again after the restart.
-    const stat = fs.readFileSync(`/proc/${alive.pid}/stat`, 'utf8');
-    const started = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const started = startTime(alive.pid!);
     const lock = path.join(root, '.storyteller', 'index.db.lock');
     fs.mkdirSync(path.dirname(lock), { recursive: true });
     fs.writeFileSync(lock, `${JSON.stringify({ pid: alive.pid, started, boot: 'an-earlier-boot' })}\n`);
