@@ -49,7 +49,7 @@ export function embedderFor(settings: StorytellerSettings): Embedder | undefined
 
 /** The story engine's settings from the writer's. */
 export function engineSettings(settings: StorytellerSettings): Partial<EngineSettings> & { model: string } {
-  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets, research: settings.research };
+  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets, research: settings.research, ...(settings.researchContextWindow > 0 ? { researchContextWindow: settings.researchContextWindow } : {}) };
 }
 
 /** The campaign with the settings its campaign.yaml does not decide applied (the size cap). */
