@@ -37,6 +37,8 @@ export interface EngineSettings {
   /** Research before narration: always (in the JSON protocol where tools are refused), never, or when the model can use tools. */
   research: ResearchMode;
   researchLimits?: Partial<ResearchLimits>;
+  /** The researching model's context window where its server does not report one; research's prompt fits the smallest known. */
+  researchContextWindow?: number;
 }
 
 export const RESEARCH_MODES = ['auto', 'on', 'off'] as const;
@@ -263,6 +265,7 @@ export class StoryEngine {
       model,
       knowledge,
       ...input,
+      contextWindow: await this.researchContextWindow(),
       estimator: this.estimator(),
       ...(this.settings.researchLimits ? { limits: this.settings.researchLimits } : {}),
       nativeOnly: auto,
@@ -270,6 +273,15 @@ export class StoryEngine {
     });
     if (auto) this.learnToolSupport(key, outcome);
     return outcome;
+  }
+
+  /**
+   * The researching model's window: the smallest of what its server reports (Ollama's /api/show, vLLM's
+   * max_model_len), the writer's research setting and the context length setting, as the narrator is capped.
+   */
+  private async researchContextWindow(): Promise<number> {
+    const reported = this.narrator ? await this.modelContextLength().catch(() => null) : null;
+    return Math.min(reported ?? Infinity, this.settings.researchContextWindow ?? Infinity, this.settings.contextLength);
   }
 
   /**

@@ -216,6 +216,8 @@ export interface ResearchRecord {
   runtimeMs: number;
   /** Each passage shown to the model by the name a writer reads (title › headings), by id; absent in older records. */
   names?: Record<string, string>;
+  /** The model's context window research fitted its prompt to; absent when unknown, and in older records. */
+  contextWindow?: number;
   /** False when the model kept what it found without calling finish (it ended in prose); absent where it fell back, and in older records. */
   finished?: boolean;
   /** What this turn learned of the model's tools and research on auto will remember (said once, on this turn). */

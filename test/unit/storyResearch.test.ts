@@ -314,6 +314,46 @@ describe('research on Ollama', () => {
     }
   });
 
+  it("fits the researcher's prompt to the model's window: a 4,096-token model still researches, and a smaller window sees a shorter catalogue", async () => {
+    const fake = await FakeOllama.start({ capabilities: ['completion', 'tools'], contextLength: 4096 });
+    const knowledge = await IndexedExampleCampaign.open();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-research-'));
+    const store = new PlayStore(path.join(dir, 'play.db'));
+    try {
+      const adventureId = store.createAdventure({ campaignId: 'westhaven', title: 'Fog', persona: KAELEN, statSchema: STAT_SCHEMA }).id;
+      const make = (settings: Partial<EngineSettings> = {}) =>
+        new StoryEngine(store, knowledge.port, new OllamaNarrator({ host: fake.url }), { model: 'llama3.2', autoMemories: false, research: 'auto', ...settings }, new OllamaToolChat(resolveBackend('ollama', fake.url)));
+      const action = { kind: 'do' as const, text: 'ask Mara about the crypt door of the Old Abbey and Brother Aldric' };
+      type Asked = { messages: { role: string; content: string }[]; options: { num_ctx?: number } };
+      const firstAsked = () => fake.requestsTo('/api/chat').at(-1)!.body as Asked;
+      const catalogueLines = (asked: Asked) => asked.messages[1]!.content.split('\n').filter((l) => l.startsWith('⟦passage') || l.startsWith('⟦SECRET')).length;
+
+      fake.queue({ toolCalls: [{ name: 'search', arguments: { query: 'crypt door' } }] }, { toolCalls: [{ name: 'finish', arguments: { keep: [] } }] });
+      const small = await make().previewContext(adventureId, action, undefined, { research: true });
+      assert.equal(small.research!.ran, 'native', 'a 4,096-token model researches');
+      assert.deepEqual(small.research!.steps.map((s) => [s.tool, s.outcome]), [['search', 'answered'], ['finish', 'answered']]);
+      assert.equal(small.research!.contextWindow, 4096);
+      const asked = fake.requestsTo('/api/chat').at(-2)!.body as Asked;
+      assert.equal(asked.options.num_ctx, 4096, 'Ollama is asked for the window the prompt was fitted to, not left at its default');
+      const wide = catalogueLines(asked);
+      assert.ok(wide > 0);
+
+      // The writer's context length caps the window as it caps the narrator's.
+      fake.queue({ toolCalls: [{ name: 'finish', arguments: { keep: [] } }] });
+      const tiny = await make({ contextLength: 1400 }).previewContext(adventureId, action, undefined, { research: true });
+      assert.equal(tiny.research!.ran, 'native', 'a window of 1,400 tokens still researches');
+      assert.equal(firstAsked().options.num_ctx, 1400);
+      const narrow = catalogueLines(firstAsked());
+      assert.ok(narrow < wide, `a smaller window sees fewer catalogue lines (${narrow} < ${wide})`);
+      assert.match(firstAsked().messages[1]!.content, /\(\d+ more passages? left out to fit your context window: search for them\)/);
+    } finally {
+      store.close();
+      knowledge.dispose();
+      await fake.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a hidden passage is refused to the player stage, and a passage of no index by id', async () => {
     const knowledge = await IndexedExampleCampaign.open();
     try {
