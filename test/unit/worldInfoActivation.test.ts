@@ -290,6 +290,44 @@ describe('World Info activation (SillyTavern semantics)', () => {
     assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1, minActivationsDepthMax: 2 } })), []);
   });
 
+  describe('edges, as SillyTavern 1.12.6 runs them (checkWorldInfo in public/scripts/world-info.js)', () => {
+    it('counts only the text earlier passes gave recursion against a later pass: preventRecursion entries no longer do', () => {
+      // Pass 1 fires 'loud' (50 tokens, preventRecursion) and 'inn' (10, whose text names Brisk). SillyTavern
+      // prices pass 2 as the tokens of the recursion text so far (inn's 10) plus its own new entries: 10 + 45
+      // < 100, so 'brisk' fires; counting loud too (105) would cut it.
+      const loud = entry('loud', { constant: true, preventRecursion: true }, 'A loud and long entry.', 50);
+      const inn = entry('inn', { keys: ['inn'] }, 'The inn is run by Brisk.', 10);
+      const brisk = entry('brisk', { keys: ['Brisk'] }, 'Brisk keeps a dagger.', 45);
+      const r = run([loud, inn, brisk], ['the inn'], { budget: 100, settings: { recursive: true } });
+      assert.deepEqual(new Set(fired(r)), new Set(['loud', 'inn', 'brisk']));
+      assert.equal(r.used, 105, 'what the entries cost together is still said');
+    });
+
+    it("keeps an entry's own scan depth while min activations widens the campaign's", () => {
+      // SillyTavern's buffer takes entry.scanDepth ?? (scan depth + skew): the skew never reaches an entry's own.
+      const own = entry('own', { keys: ['mill'], scanDepth: 1 });
+      const wide = entry('wide', { keys: ['mill'] });
+      const r = run([own, wide], ['the mill', 'a', 'b'], { settings: { minActivations: 1 } });
+      assert.deepEqual(fired(r), ['wide']);
+      assert.match(reason(r, 'own'), /no key in the last message/);
+    });
+
+    it('runs delay-until-recursion levels after the normal scan with recursion off, reading the first pass\'s text', () => {
+      // SillyTavern presets the first level (1 here) for recursion passes; when no further scan is planned and
+      // levels are left, it starts a recursion-state pass at the next one, whatever world_info_recursive says,
+      // adding the text of what fired to the buffer first. With level 1 alone and recursion off, none comes.
+      const delayed = entry('secret', { keys: ['Brisk'], delayUntilRecursion: 1 });
+      assert.deepEqual(fired(run([delayed], ['Brisk'])), []);
+      const later = entry('later', { keys: ['dagger'], delayUntilRecursion: 2 });
+      const both = run([delayed, later], ['Brisk and a dagger']);
+      assert.deepEqual(both.verdicts.filter((v) => v.fired).map((v) => [v.id, v.step]), [['secret', 1], ['later', 1]]);
+      const inn = entry('inn', { keys: ['inn'] }, 'The inn is run by Brisk.');
+      const fromText = run([inn, delayed, later], ['the inn, a dagger']);
+      assert.deepEqual(new Set(fired(fromText)), new Set(['inn', 'secret', 'later']));
+      assert.match(reason(fromText, 'secret'), /key 'Brisk' in the text of an entry already activated/);
+    });
+  });
+
   it('plays an edited book by its new keys and order, and a book asked again after another by its own', () => {
     const book = [entry('inn', { keys: ['inn'], order: 10 }), entry('mill', { keys: ['mill'], order: 20 }), entry('Brisk', { keys: ['Brisk'], caseSensitive: true, order: 30 })];
     const chat = ['the inn by the mill; brisk weather'];

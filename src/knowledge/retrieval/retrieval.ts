@@ -13,7 +13,7 @@ import type {
   WorldInfoQuery,
   WorldInfoRecord,
 } from './retrievalTypes';
-import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
+import { activateSources, defaultWorldInfoQuery, entryContent, worldInfoSources } from './worldInfoEntries';
 import { insertionOrder, type EntryVerdict } from './worldInfo';
 import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemmedPassage, stemText, tellsWhy, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
@@ -286,7 +286,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const eligibleEntries = query.placePins ? worldInfoSources(store).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
   const wiQuery = eligibleEntries.length > 0 ? (query.worldInfo ?? defaultWorldInfoQuery({ input: query.input, recent: query.recent ?? [], budgets: query.budgets ?? DEFAULT_KNOWLEDGE_BUDGETS })) : null;
   const measure = query.measure;
-  const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (text) => measure?.text?.(text) ?? estimateTokens(text)) : null;
+  const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (text) => measure?.text?.(text) ?? estimateTokens(text), (source) => entryContent(store, source)) : null;
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
   const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {

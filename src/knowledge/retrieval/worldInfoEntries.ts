@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KnowledgeStore } from '../indexing';
-import type { Campaign, SourceTriggers, WorldInfoFields } from '../campaign';
+import { splitFrontMatter, type Campaign, type SourceTriggers, type WorldInfoFields } from '../campaign';
 import { CANDIDATE_COLUMNS, type CandidateRow } from './retrievalRows';
 import { indexVersion } from './retrievalScore';
 import type { RetrievalQuery, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
@@ -83,6 +83,26 @@ export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'rec
   };
 }
 
+const bodies = new WeakMap<KnowledgeStore, Map<string, string>>();
+
+/**
+ * An entry's content as SillyTavern holds it: its file's body, byte for byte what an export gives back (the
+ * passages strip markdown), kept by source version.
+ */
+export function entryContent(store: KnowledgeStore, source: WorldInfoSource): string {
+  let held = bodies.get(store);
+  if (!held) bodies.set(store, (held = new Map()));
+  const key = `${source.sourceId}:${source.hash}`;
+  let body = held.get(key);
+  if (body === undefined) {
+    const text = store.getSourceContent(source.sourceId);
+    body = text === undefined ? source.rows.map((r) => r.text).join('\n') : splitFrontMatter(text).body;
+    if (held.size > 10_000) held.clear();
+    held.set(key, body);
+  }
+  return body;
+}
+
 /**
  * SillyTavern's activation over the eligible sources: the record, and each source's verdict. `countTokens`
  * prices an entry's text as the prompt sends it (its passages, the text its file holds, without our frames).
@@ -91,12 +111,16 @@ export function activateSources(
   sources: readonly WorldInfoSource[],
   query: WorldInfoQuery,
   countTokens: (text: string) => number,
+  contentOf: (source: WorldInfoSource) => string,
 ): { record: WorldInfoRecord; verdicts: Map<string, EntryVerdict> } {
   const entries: ActivationEntry[] = sources.map((s) => ({
     id: s.sourceId,
     title: s.title,
     hash: s.hash,
-    content: s.rows.map((r) => r.text).join('\n'),
+    // Read only for an entry the pass prices or recurses into: a big book's others are never read.
+    get content() {
+      return contentOf(s);
+    },
     ...(s.fields.character ? { character: s.fields.character } : {}),
     fields: s.fields,
   }));
