@@ -1,3 +1,4 @@
+import { DamagedPlayError } from '../knowledge/indexing';
 import { EXIT, UsageError, parseCommandArgs, type CliIo } from './command';
 import { COMMANDS } from './commands';
 import { terminalSafeStream } from './terminalText';
@@ -42,6 +43,11 @@ export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
     if (error instanceof UsageError) {
       io.stderr.write(`storyteller ${entry.name}: ${error.message}\nusage: ${command.usage}\n`);
       return EXIT.usage;
+    }
+    // Any command that reads play data may find it damaged by hand; that is the data's failure, not the command's.
+    if (error instanceof DamagedPlayError) {
+      io.stderr.write(`storyteller ${entry.name}: ${error.message}\n`);
+      return EXIT.failure;
     }
     throw error;
   }

@@ -1,4 +1,4 @@
-import { childrenOf, firstWords } from './branches';
+import { ancestry, childrenOf, firstWords, parentIn } from './branches';
 import type { ActionKind, Memory, Turn, TurnStatus } from './types';
 
 /** One turn as the Adventure Map draws it: where it sits, what it says on hover, and how it stands to the head. */
@@ -51,7 +51,7 @@ function memoriesByTurn(memories: readonly Memory[], byId: ReadonlyMap<string, T
     const { anchorTurnId, sourceStart: start, sourceEnd: end } = memory;
     if (anchorTurnId === null || start === null || end === null) continue;
     // Up the anchor's own lineage, not today's branch: the block is the turns the memory was written from.
-    for (let at = byId.get(anchorTurnId); at && at.depth >= start; at = at.parentId ? byId.get(at.parentId) : undefined) {
+    for (let at = byId.get(anchorTurnId); at && at.depth >= start; at = parentIn(byId, at)) {
       if (at.depth <= end) told.set(at.id, `Memory of turns ${start + 1}–${end + 1}: ${memory.text}`);
     }
   }
@@ -73,8 +73,7 @@ function replySummary(turn: Turn): string {
 export function adventureMap(turns: readonly Turn[], headTurnId: string | null, memories: readonly Memory[] = []): AdventureMap {
   const byParent = childrenOf(turns);
   const byId = new Map(turns.map((t) => [t.id, t]));
-  const current = new Set<string>();
-  for (let at = headTurnId ? byId.get(headTurnId) : undefined; at; at = at.parentId ? byId.get(at.parentId) : undefined) current.add(at.id);
+  const current = new Set(ancestry(byId, headTurnId).map((t) => t.id));
   const told = memoriesByTurn(memories, byId);
 
   // Run starts, in the order they were played; each turn's place among its siblings on the way.

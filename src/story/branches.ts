@@ -20,14 +20,33 @@ export interface SiblingPosition {
   nextId: string | null;
 }
 
-/** Children of each turn (the roots under null), oldest first. */
+/**
+ * The turn's parent among `byId`, when it is one step up: the store's walk keeps the same rule, so a walk up
+ * the parents ends on any data (the depth falls at each step), even turns that point at each other.
+ */
+export function parentIn(byId: ReadonlyMap<string, Turn>, turn: Turn): Turn | undefined {
+  const parent = turn.parentId === null ? undefined : byId.get(turn.parentId);
+  return parent && parent.depth === turn.depth - 1 ? parent : undefined;
+}
+
+/** From the first turn down to `turnId`, following `parentIn`: the branch a turn ends. */
+export function ancestry(byId: ReadonlyMap<string, Turn>, turnId: string | null): Turn[] {
+  const up: Turn[] = [];
+  for (let at = turnId === null ? undefined : byId.get(turnId); at; at = parentIn(byId, at)) up.push(at);
+  return up.reverse();
+}
+
+/** Children of each turn (the roots under null), oldest first; a turn is a child only one step down (`parentIn`). */
 export function childrenOf(turns: readonly Turn[]): Map<string | null, Turn[]> {
+  const byId = new Map(turns.map((t) => [t.id, t]));
   const byParent = new Map<string | null, Turn[]>();
   const ordered = [...turns].sort((a, b) => a.depth - b.depth || a.createdAt.localeCompare(b.createdAt));
   for (const turn of ordered) {
-    const list = byParent.get(turn.parentId) ?? [];
+    const parent = turn.parentId === null ? null : parentIn(byId, turn)?.id;
+    if (parent === undefined) continue;
+    const list = byParent.get(parent) ?? [];
     list.push(turn);
-    byParent.set(turn.parentId, list);
+    byParent.set(parent, list);
   }
   return byParent;
 }
@@ -53,8 +72,7 @@ export function latestLeaf(turns: readonly Turn[], turnId: string): Turn {
 export function branchesOf(turns: readonly Turn[], headTurnId: string | null): Branch[] {
   const byParent = childrenOf(turns);
   const byId = new Map(turns.map((t) => [t.id, t]));
-  const headLineage: Turn[] = [];
-  for (let at = headTurnId ? byId.get(headTurnId) : undefined; at; at = at.parentId ? byId.get(at.parentId) : undefined) headLineage.unshift(at);
+  const headLineage = ancestry(byId, headTurnId);
   const root = headLineage[0] ?? byParent.get(null)?.at(-1);
   if (!root) return [];
   const main = headLineage.length > 0 ? [...headLineage, ...newestRun(headLineage.at(-1)!, byParent).slice(1)] : newestRun(root, byParent);

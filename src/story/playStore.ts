@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
-import { THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, statementCache, type Db } from '../knowledge/indexing';
+import { DamagedPlayError, THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, readStoredStatSchema, statementCache, storyProblem, turnLinkProblem, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from '../knowledge/indexing';
 import type { ResearchRecord } from './types';
@@ -35,7 +35,12 @@ interface AdventureRow {
   head_turn_id: string | null;
   created_at: string;
   updated_at: string;
+  /** The adventure the head turn belongs to (read with the row), which must be this one. */
+  head_owner: string | null;
 }
+
+/** Adventures as the store reads them: with the adventure of the head turn, to check it is their own. */
+const ADVENTURES = 'SELECT a.*, h.adventure_id AS head_owner FROM adventures a LEFT JOIN turns h ON h.id = a.head_turn_id';
 
 interface TurnRow {
   id: string;
@@ -120,7 +125,19 @@ const now = () => {
   return new Date(lastStamp).toISOString();
 };
 
-function toAdventure(row: AdventureRow): Adventure {
+/** An adventure row as the story reads it; one whose stat schema or head cannot be read is named as damaged in `file`. */
+function toAdventure(row: AdventureRow, file: string): Adventure {
+  const damaged = (reason: string) => new DamagedPlayError(file, { adventureId: row.id, turnId: null, reason });
+  if (row.head_turn_id !== null && row.head_owner !== row.id) {
+    throw damaged(row.head_owner === null ? `its head turn ${row.head_turn_id} is not a turn of this play data` : `its head turn ${row.head_turn_id} belongs to another adventure (${row.head_owner})`);
+  }
+  let statSchema: StatSchema;
+  try {
+    statSchema = readStoredStatSchema(row.stat_schema);
+  } catch (error) {
+    if (error instanceof StatSchemaError) throw damaged(error.message);
+    throw error;
+  }
   return {
     id: row.id,
     campaignId: row.campaign_id,
@@ -128,7 +145,7 @@ function toAdventure(row: AdventureRow): Adventure {
     persona: { name: row.persona_name, pronouns: row.persona_pronouns, description: row.persona_desc },
     plotEssentials: row.plot_essentials,
     authorsNote: row.authors_note,
-    statSchema: parseStatSchema(JSON.parse(row.stat_schema)),
+    statSchema,
     headTurnId: row.head_turn_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -184,12 +201,12 @@ function clean(text: string | undefined, field: string, max: number): string {
 export function currentAdventureStates(db: Db, campaignId: string): { adventure: Adventure; state: WorldState }[] {
   const rows = db
     .prepare(
-      `SELECT a.*, t.state_after AS head_state FROM adventures a LEFT JOIN turns t ON t.id = a.head_turn_id
+      `SELECT a.*, t.adventure_id AS head_owner, t.state_after AS head_state FROM adventures a LEFT JOIN turns t ON t.id = a.head_turn_id
        WHERE a.campaign_id = ? ORDER BY a.updated_at DESC, a.rowid DESC`,
     )
     .all(campaignId) as (AdventureRow & { head_state: string | null })[];
   return rows.map((row) => {
-    const adventure = toAdventure(row);
+    const adventure = toAdventure(row, db.name);
     const schema = adventure.statSchema;
     return { adventure, state: row.head_state === null ? initialState(schema) : normalizeState(schema, JSON.parse(row.head_state) as WorldState) };
   });
@@ -271,7 +288,8 @@ export class PlayStore {
   }
 
   getAdventure(id: string): Adventure | undefined {
-    return this.byId('adventures', id, toAdventure);
+    const row = this.statement(`${ADVENTURES} WHERE a.id = ?`).get(id) as AdventureRow | undefined;
+    return row && toAdventure(row, this.db.name);
   }
 
   /** Like getAdventure, for ids that must exist. */
@@ -282,10 +300,10 @@ export class PlayStore {
   listAdventures(campaignId?: string): Adventure[] {
     const rows = (
       campaignId === undefined
-        ? this.db.prepare('SELECT * FROM adventures ORDER BY updated_at DESC, rowid DESC').all()
-        : this.db.prepare('SELECT * FROM adventures WHERE campaign_id = ? ORDER BY updated_at DESC, rowid DESC').all(campaignId)
+        ? this.db.prepare(`${ADVENTURES} ORDER BY a.updated_at DESC, a.rowid DESC`).all()
+        : this.db.prepare(`${ADVENTURES} WHERE a.campaign_id = ? ORDER BY a.updated_at DESC, a.rowid DESC`).all(campaignId)
     ) as AdventureRow[];
-    return rows.map(toAdventure);
+    return rows.map((row) => toAdventure(row, this.db.name));
   }
 
   /** The writer's edits. The model has no path here: its output only ever reaches turns. */
@@ -353,16 +371,12 @@ export class PlayStore {
   }
 
   getTurn(id: string): Turn | undefined {
-    return this.byId('turns', id, toTurn);
+    const row = this.statement('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
+    return row && toTurn(row);
   }
 
   turn(id: string): Turn {
     return mustExist(this.getTurn(id), `turn with id ${id}`);
-  }
-
-  private byId<Row, T>(table: 'adventures' | 'turns', id: string, map: (row: Row) => T): T | undefined {
-    const row = this.statement(`SELECT * FROM ${table} WHERE id = ?`).get(id) as Row | undefined;
-    return row && map(row);
   }
 
   /** Children of a turn (or the roots, for null), oldest first: retries and forks are siblings. */
@@ -375,20 +389,36 @@ export class PlayStore {
     return rows.map(toTurn);
   }
 
-  /** Every turn of the adventure, for drawing the tree. */
+  /**
+   * Every turn of the adventure, for drawing the tree; every surface walks its branches in memory, so the
+   * story is checked first and a damaged one named (DamagedPlayError) rather than walked.
+   */
   allTurns(adventureId: string): Turn[] {
+    const problem = storyProblem(this.db, adventureId);
+    if (problem) throw new DamagedPlayError(this.db.name, problem);
     return (this.db.prepare('SELECT * FROM turns WHERE adventure_id = ? ORDER BY depth, created_at, rowid').all(adventureId) as TurnRow[]).map(toTurn);
   }
 
-  /** Root first, ending at the turn: the one story this branch has lived. */
+  /**
+   * Root first, ending at the turn: the one story this branch has lived. Every branch walk is this one. A
+   * parent is followed only one step up, within the adventure, so the depth falls at each step and the walk
+   * ends on any data (a cycle, a parent elsewhere); a branch that does not reach the first turn that way is
+   * damaged, and named (DamagedPlayError).
+   */
   lineage(turnId: string | null): Turn[] {
     if (turnId === null) return [];
     const rows = this.statement(
-      `WITH RECURSIVE up(id, parent_id) AS (
-         SELECT id, parent_id FROM turns WHERE id = ?
-         UNION ALL SELECT t.id, t.parent_id FROM turns t JOIN up ON t.id = up.parent_id)
+      `WITH RECURSIVE up(id, parent_id, adventure_id, depth) AS (
+         SELECT id, parent_id, adventure_id, depth FROM turns WHERE id = ?
+         UNION ALL
+         SELECT t.id, t.parent_id, t.adventure_id, t.depth FROM turns t JOIN up ON t.id = up.parent_id
+         WHERE t.adventure_id = up.adventure_id AND t.depth = up.depth - 1)
        SELECT turns.* FROM turns JOIN up ON turns.id = up.id ORDER BY turns.depth`,
     ).all(turnId) as TurnRow[];
+    const first = rows[0];
+    if (first && (first.parent_id !== null || first.depth !== 0)) {
+      throw new DamagedPlayError(this.db.name, turnLinkProblem(this.db, first.id) ?? { adventureId: first.adventure_id, turnId: first.id, reason: 'its branch does not reach the adventure\'s first turn' });
+    }
     return rows.map(toTurn);
   }
 

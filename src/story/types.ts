@@ -1,5 +1,5 @@
+import type { StatDef, StatSchema } from '../knowledge/campaign';
 import type { RetrievalRecord, TimedState } from '../knowledge/retrieval';
-import { z } from 'zod';
 import type { ChatMessage } from '../models';
 import type { RetrievalResult } from '../knowledge/retrieval';
 
@@ -22,39 +22,8 @@ export interface PlayerAction {
 
 export type { ChatMessage };
 
-/** An adventure's stat schema (`stats.yaml`): what its world state may hold. */
-const StatDefSchema = z
-  .object({
-    initial: z.union([z.number(), z.string()]),
-    min: z.number().optional(),
-    max: z.number().optional(),
-    /** Allowed values of a text stat. */
-    options: z.array(z.string()).optional(),
-    desc: z.string().optional(),
-  })
-  .strict();
-
-const NpcSchema = z
-  .object({
-    name: z.string().min(1),
-    desc: z.string().optional(),
-    keys: z.array(z.string()).optional(),
-    stats: z.record(z.string(), StatDefSchema).default({}),
-  })
-  .strict();
-
-export const StatSchemaSchema = z
-  .object({
-    world: z.record(z.string(), StatDefSchema).default({}),
-    player: z.record(z.string(), StatDefSchema).default({}),
-    npcs: z.record(z.string(), NpcSchema).default({}),
-    flags: z.record(z.string(), z.object({ initial: z.boolean().default(false), desc: z.string().optional() }).strict()).default({}),
-    milestones: z.record(z.string(), z.object({ desc: z.string().optional() }).strict()).default({}),
-  })
-  .strict();
-
-export type StatDef = z.infer<typeof StatDefSchema>;
-export type StatSchema = z.infer<typeof StatSchemaSchema>;
+/** An adventure's stat schema (campaign.yaml's `stats:`) is read with the campaign's files. */
+export type { StatDef, StatSchema };
 export type StateValue = number | string | boolean;
 /** Flat map from path to value. */
 export type WorldState = Record<string, StateValue>;
@@ -247,6 +216,12 @@ export interface ResearchRecord {
   runtimeMs: number;
   /** Each passage shown to the model by the name a writer reads (title › headings), by id; absent in older records. */
   names?: Record<string, string>;
+  /** The model's context window research fitted its prompt to; absent when unknown, and in older records. */
+  contextWindow?: number;
+  /** False when the model kept what it found without calling finish (it ended in prose); absent where it fell back, and in older records. */
+  finished?: boolean;
+  /** What this turn learned of the model's tools and research on auto will remember (said once, on this turn). */
+  learned?: string;
 }
 
 /** What the model is told of the moment it researches for, each part already one prompt-safe text. */
@@ -262,4 +237,8 @@ export interface ResearchTask {
 export interface ResearchOutcome {
   result: RetrievalResult;
   record: ResearchRecord;
+  /** What the reply showed of the model's tool use: it called them natively, the server refused them, or it answered in prose when first offered them. */
+  tools?: 'used' | 'refused' | 'ignored';
+  /** The server's words when it refused tools. */
+  refusal?: string;
 }

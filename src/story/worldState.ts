@@ -1,10 +1,13 @@
 import { worldFactsFromState } from '../knowledge/conflicts';
 import type { WorldFact } from '../knowledge/retrieval';
 import { promptField } from '../models';
-import { StatSchemaSchema, type Persona, type StatDef, type StatSchema, type StateValue, type WorldState } from './types';
+import { parseStatSchema, StatSchemaError } from '../knowledge/campaign';
+import type { Persona, StatDef, StatSchema, StateValue, WorldState } from './types';
 
-// The state's types live with the rest of story's types; they are named here too, beside the code that reads them.
+// The schema is read with the campaign's files (a restored bundle's play data is checked against it); the state's
+// types live with the rest of story's types. All are named here too, beside the code that reads them.
 export type { StatDef, StatSchema, StateValue, WorldState };
+export { parseStatSchema, StatSchemaError };
 
 /**
  * World state from the adventure's stat schema. Values live under stable paths (`player.hp`,
@@ -12,17 +15,6 @@ export type { StatDef, StatSchema, StateValue, WorldState };
  * name: replayed history holds literal paths, and a rename must not break them. The name appears only in
  * labels ("Kaelen (player): hp 100/100").
  */
-
-export class StatSchemaError extends Error {}
-
-export function parseStatSchema(input: unknown): StatSchema {
-  const parsed = StatSchemaSchema.safeParse(input ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new StatSchemaError(`stat schema: ${issue.path.join('.') || 'schema'}: ${issue.message}`);
-  }
-  return parsed.data;
-}
 
 /** The state as facts about the entities canon describes (`npc.gwen.*` about the schema's "Gwen"), to supersede stale canon. */
 export function stateWorldFacts(schema: StatSchema, state: WorldState): WorldFact[] {

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { DamagedPlayError } from '../knowledge/indexing';
 import { adventureMap } from '../story/adventureMap';
 import { MapHostMessage, MapState, MapWebviewMessage } from '../../webview-ui/map/protocol';
 import type { CampaignIndex } from './campaignIndex';
@@ -52,7 +53,16 @@ export class AdventureMapPanel extends Disposable {
   }
 
   private postMap(): void {
-    const map = this.map();
+    let map: ReturnType<AdventureMapPanel['map']>;
+    try {
+      map = this.map();
+    } catch (error) {
+      // A story that cannot be read (a play.db damaged by hand) is named rather than drawn.
+      if (!(error instanceof DamagedPlayError)) throw error;
+      void vscode.window.showErrorMessage(error.message);
+      this.dispose();
+      return;
+    }
     // The adventure was deleted or its campaign closed: nothing left to draw.
     if (!map) {
       this.dispose();

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
+import { DamagedPlayError } from '../knowledge/indexing';
 import { worldInfoLines } from '../knowledge/retrieval';
 import { TurnInProgressError, type StoryEngine, type TurnHandlers } from '../story/engine';
 import { branchesOf, firstWords, siblingPosition } from '../story/branches';
@@ -227,8 +228,9 @@ export class PlayPanel extends Disposable {
     try {
       await run();
     } catch (error) {
-      // State first: it clears the error line, and the writer must still read what went wrong.
-      this.postState();
+      // State first: it clears the error line, and the writer must still read what went wrong. A story that
+      // cannot be read (a play.db damaged by hand) has no state to draw: only what is wrong with it is said.
+      if (!(error instanceof DamagedPlayError)) this.postState();
       const refused = error instanceof TurnInProgressError ? ' (Stop ends it; nothing you typed was lost)' : '';
       this.post({ type: 'error', message: `${(error as Error).message}${refused}` });
     }

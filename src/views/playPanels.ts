@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { DamagedPlayError } from '../knowledge/indexing';
 import { PanelState } from '../../webview-ui/protocol';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
@@ -79,7 +80,16 @@ export class PlayPanels extends Disposable {
       void vscode.window.showErrorMessage((error as Error).message);
       return undefined;
     }
-    const play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.servers, adventureId);
+    let play: PlayPanel;
+    try {
+      play = new PlayPanel(panel, this.extensionUri, index.campaign, index, this.servers, adventureId);
+    } catch (error) {
+      // An adventure whose head or stat schema cannot be read is named, and no panel is left open on it.
+      if (!(error instanceof DamagedPlayError)) throw error;
+      panel.dispose();
+      void vscode.window.showErrorMessage(error.message);
+      return undefined;
+    }
     walkthroughDone('played');
     this.open.add(play);
     play.onDidPlay((event) => this._onDidPlay.fire(event));

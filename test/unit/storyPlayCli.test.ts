@@ -59,7 +59,7 @@ describe('storyteller play', () => {
     assert.match(out, /\[prefix\] narrator/);
     assert.match(out, /Mara looks up\./);
     assert.match(out, /Back at [0-9a-f]{8}: listen for the bells/);
-    assert.match(out, /▶ [0-9a-f]{8} do: listen for the bells\n {4}[0-9a-f]{8} say: Hello, Mara\./);
+    assert.match(out, /\n {2}[0-9a-f]{8} do: listen for the bells\n▶ [0-9a-f]{8} do: listen for the bells\n {2}[0-9a-f]{8} say: Hello, Mara\./, 'a lone reply goes on at its turn\'s indent');
     assert.equal(fake.requestsTo('/api/chat').length, 3, 'the line after /quit is not played');
     const store = new PlayStore(path.join(dir, '.storyteller', 'play.db'));
     const [adventure] = store.listAdventures('westhaven');

@@ -96,14 +96,19 @@ describe('World Info activation (SillyTavern semantics)', () => {
       assert.deepEqual(fired(run([entry('m', { keys: ['old mill'], matchWholeWords: true })], ['the bold mills'])), ['m']);
     });
 
-    it('runs regex keys with their flags, and refuses a pattern that could run for ever', () => {
+    it('runs regex keys with their flags, and refuses a pattern a linear-time engine cannot run, saying why', () => {
       const re = entry('re', { keys: ['/defprot \\d+ (?:red|orange)/i'] });
       assert.deepEqual(fired(run([re], ['Computer, DefProt 7 Red!'])), ['re']);
       assert.deepEqual(fired(run([re], ['DefProt Red'])), []);
-      const slow = entry('slow', { keys: ['/(a+)+$/'] });
-      const r = run([slow], ['aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab']);
+      // A nested quantifier runs, in linear time, and answers as JavaScript would.
+      const nested = entry('nested', { keys: ['/(a+)+$/'] });
+      assert.deepEqual(fired(run([nested], ['aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab'])), []);
+      assert.deepEqual(fired(run([nested], ['baaaa'])), ['nested']);
+      const echo = entry('echo', { keys: ['/(\\w+) \\1/', 'bell'] });
+      const r = run([echo], ['knock knock']);
       assert.deepEqual(fired(r), []);
-      assert.match(reason(r, 'slow'), /could run too long, so it was not run/);
+      assert.equal(reason(r, 'echo'), 'no key in the last 2 messages; regex key not run: /(\\w+) \\1/ uses a backreference \\1, which a linear-time engine cannot run');
+      assert.match(reason(run([echo], ['a bell rang']), 'echo'), /^key 'bell' in message 1; regex key not run: \/\(\\w\+\) \\1\/ uses a backreference/);
     });
 
     it('applies secondary keys under each selective logic, as the documentation tells them', () => {

@@ -3,10 +3,11 @@ import { CampaignError, type Campaign } from '../../knowledge/campaign';
 import { calibratedModels } from '../../knowledge/retrieval';
 import { describeBackend, NarratorError } from '../../models';
 import { RESEARCH_MODES, type ResearchMode, type TurnOutcome } from '../../story/engine';
+import { childrenOf } from '../../story/branches';
 import { campaignAdventure, type PlayStore } from '../../story/playStore';
 import { defaultSettings, openSession, type CampaignSession } from '../../session';
 import { renderContextSummary, researchHeadline, researchLines } from '../../story/contextReport';
-import type { Adventure, PlayerAction, Turn } from '../../story/types';
+import type { Adventure, PlayerAction } from '../../story/types';
 import { hasWorldState, renderStateSection } from '../../story/worldState';
 import { EXIT, UsageError, stringOption, type CliIo, type Command } from '../command';
 import { buildIfEmpty, IndexMissingError } from '../knowledgeAccess';
@@ -41,18 +42,19 @@ function renderTree(store: PlayStore, adventure: Adventure): string {
   const head = new Set(store.lineage(adventure.headTurnId).map((t) => t.id));
   const turns = store.allTurns(adventure.id);
   if (turns.length === 0) return 'No turns yet.';
-  const byParent = new Map<string | null, Turn[]>();
-  for (const t of turns) byParent.set(t.parentId, [...(byParent.get(t.parentId) ?? []), t]);
+  const byParent = childrenOf(turns);
   const out: string[] = [];
-  const walk = (parent: string | null, indent: number) => {
-    for (const t of byParent.get(parent) ?? []) {
-      const mark = t.id === adventure.headTurnId ? '▶' : head.has(t.id) ? '•' : ' ';
-      const status = t.status === 'complete' ? '' : ` [${t.status}]`;
-      out.push(`${'  '.repeat(indent)}${mark} ${shortId(t.id)} ${t.action.kind}: ${t.action.text.slice(0, 60)}${status}`);
-      walk(t.id, indent + 1);
-    }
-  };
-  walk(null, 0);
+  // Depth first from a stack of its own, so a branch thousands of turns long needs no deeper a call stack. A
+  // turn's only child goes on at its indent; the replies to one moment (retries, forks) each indent a step.
+  const stack = [...(byParent.get(null) ?? [])].reverse().map((turn) => ({ turn, indent: 0 }));
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const { turn: t, indent } = next;
+    const mark = t.id === adventure.headTurnId ? '▶' : head.has(t.id) ? '•' : ' ';
+    const status = t.status === 'complete' ? '' : ` [${t.status}]`;
+    out.push(`${'  '.repeat(indent)}${mark} ${shortId(t.id)} ${t.action.kind}: ${t.action.text.slice(0, 60)}${status}`);
+    const children = byParent.get(t.id) ?? [];
+    for (const child of [...children].reverse()) stack.push({ turn: child, indent: children.length > 1 ? indent + 1 : indent });
+  }
   return out.join('\n');
 }
 
@@ -143,6 +145,7 @@ export const playCommand: Command = {
           say(turn.status === 'incomplete' ? `⚠ incomplete (${kind}): ${error.message} — the text so far is kept; /retry to ask again` : `✖ ${error.message} — your action is saved; /retry to try again`);
         }
         if (outcome.context?.research) say(`  ${researchHeadline(outcome.context.research)}`);
+        if (outcome.context?.research?.learned) say(`  ${outcome.context.research.learned} (this process remembers it until it ends)`);
         for (const [path, value] of Object.entries(outcome.applied)) say(`  state: ${path} → ${String(value)}`);
         for (const refusal of turn.refusals) say(`  state refused: ${refusal}`);
         if (outcome.memoryError) say(`  ! memory not written: ${outcome.memoryError}`);

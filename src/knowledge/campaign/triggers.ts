@@ -1,14 +1,12 @@
 import type { FrontMatter } from './frontMatter';
-import { SELECTIVE_LOGIC, type SelectiveLogic } from './types';
+import { isRegexKey, refusedRegexKeys, regexKeyRefusal } from './patterns';
+import { SELECTIVE_LOGIC, type SelectiveLogic, type SourceIssue } from './types';
 
 /**
  * What makes a source eligible by being mentioned, as its front matter declares it: SillyTavern World Info
  * keys with their selective logic and match options (the lorebook import writes exactly these fields), and
  * the names the writer gave it. Retrieval decides what is mentioned; this is the shared vocabulary.
  */
-
-/** A regular-expression key (`/pattern/flags`): SillyTavern runs it; here an imported pattern is never run. */
-export const isRegexKey = (key: string): boolean => /^\/(.+)\/([dgimsuvy]*)$/s.test(key);
 
 export interface SourceTriggers {
   /** Any one of these mentioned makes the source eligible (subject to the secondary keys). */
@@ -119,6 +117,13 @@ export function worldInfoOf(meta: FrontMatter): WorldInfoFields | undefined {
     ...(uidOf(entry.uid) !== undefined ? { uid: uidOf(entry.uid) } : {}),
     ...(meta.character?.trim() ? { character: meta.character.trim() } : {}),
   };
+}
+
+/** A warning for each regex key of the file's World Info entry that never runs, with the reason (lint shows them). */
+export function regexKeyIssues(meta: FrontMatter): SourceIssue[] {
+  const worldInfo = worldInfoOf(meta);
+  if (!worldInfo) return [];
+  return refusedRegexKeys([...worldInfo.keys, ...worldInfo.secondaryKeys]).map(({ key, reason }) => ({ severity: 'warning', code: 'regex-key', message: regexKeyRefusal(key, reason) }));
 }
 
 /** The triggers a source's front matter declares, or null when it declares none. */

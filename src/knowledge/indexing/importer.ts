@@ -5,7 +5,7 @@ import { CAMPAIGN_FILE, DATA_DIR, pathInside, readFailureReason, type Campaign }
 import { MIN_PASSAGE_TOKENS, type DocumentKind, type ParsedDocument } from './chunker';
 import { classifySource, isUnder, type Classification } from '../campaign';
 import { decodeSource, DEFAULT_SIZE_CAP_BYTES, oversizeIssue } from '../campaign';
-import { splitFrontMatter, triggersOf, type FrontMatter } from '../campaign';
+import { regexKeyIssues, splitFrontMatter, triggersOf, type FrontMatter } from '../campaign';
 import { withIndexLock } from './indexLock';
 import { inThreadParser, type Parser } from './parsePool';
 import { normalizeForIndex } from './indexText';
@@ -446,7 +446,7 @@ class ImportRun {
     const text = decoded.text;
     const sha256 = createHash('sha256').update(normalizeForIndex(text)).digest('hex');
     const split = splitFrontMatter(text);
-    const issues = [...decoded.issues, ...split.issues];
+    const issues = [...decoded.issues, ...split.issues, ...regexKeyIssues(split.meta)];
     if (split.issues.some((i) => i.severity === 'error')) {
       return { kind: 'done', outcome: this.writeError(relPath, issues, { ...facts, sha256, content: text, meta: split.meta }) };
     }

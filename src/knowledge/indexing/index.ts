@@ -4,14 +4,16 @@ export { SOURCE_EXTENSIONS, documentKind, importCampaign, indexFile, isCandidate
 export type { FileOutcome, ImportOptions, ImportReport } from './importer';
 export { INDEX_MIGRATIONS } from './indexSchema';
 export { PLAY_MIGRATIONS } from './playSchema';
+export { DamagedPlayError, describePlayProblem, playDataProblem, readStoredStatSchema, storyProblem, turnLinkProblem } from './playStory';
+export type { PlayStoryProblem } from './playStory';
 export { campaignStatus, findSource, locateCampaign, rebuildIndex, sourceStatus } from './operations';
 export { inThreadParser, workerParser } from './parsePool';
 export { inProcessWriter, workerWriter } from './indexWriter';
 export type { IndexWriter } from './indexWriter';
 export type { Parser } from './parsePool';
 export { assertFts5, migrate, openDatabase, statementCache } from './sqlite';
-export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
-export type { ProcessOwner } from './processOwner';
+export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from '../files';
+export type { ProcessOwner } from '../files';
 export type { Db, Migration } from './sqlite';
 export { CJK_CHARS, CJK_RUN, ftsText } from './indexText';
 export { KnowledgeStore } from './store';

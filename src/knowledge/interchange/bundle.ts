@@ -4,12 +4,13 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeName, unsafeRelativePath, type Campaign } from '../campaign';
-import { SOURCE_EXTENSIONS, THIS_PROCESS, documentKind, importCampaign, parseProcessOwner, processOwnerAlive, type ImportReport } from '../indexing';
+import { THIS_PROCESS, createFile, parseProcessOwner, processOwnerAlive, replaceFile, shortPath, writeFailure } from '../files';
+import { SOURCE_EXTENSIONS, documentKind, importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
 import { KnowledgeStore } from '../indexing';
 import { KNOWLEDGE_CLASSES, PRIORITIES, SCOPES, VISIBILITIES, type SourceRecord } from '../campaign';
-import { PLAY_MIGRATIONS } from '../indexing';
+import { PLAY_MIGRATIONS, describePlayProblem, playDataProblem } from '../indexing';
 
 /**
  * A campaign bundle: one versioned JSON file holding every file of the campaign (exact bytes), the
@@ -424,13 +425,10 @@ export function exportCampaignBundle(source: ExportSource, outFile: string, opti
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new BundleError(out, 'already exists; choose another name or pass --force to replace it');
   const { bundle, summary } = buildBundle(source, options);
-  const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    fs.writeFileSync(temp, serializeBundle(bundle), { flag: 'wx' });
-    fs.renameSync(temp, out);
+    (options.force ? replaceFile : createFile)(out, serializeBundle(bundle));
   } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw new BundleError(out, `could not write the bundle (${error instanceof Error ? error.message : String(error)})`);
+    throw new BundleError(out, (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'already exists; choose another name or pass --force to replace it' : `could not write the bundle (${writeFailure(error)})`);
   }
   return { ...summary, file: out };
 }
@@ -562,7 +560,7 @@ function renameRestored(campaign: Campaign, to: { id: string; title: string }): 
   const doc = YAML.parseDocument(fs.readFileSync(yamlFile, 'utf8'));
   doc.set('id', to.id);
   doc.set('title', to.title);
-  fs.writeFileSync(yamlFile, doc.toString());
+  replaceFile(yamlFile, doc.toString());
   if (fs.existsSync(campaign.playPath)) {
     const db = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
     try {
@@ -673,15 +671,20 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   let restored: Campaign;
   try {
     fs.mkdirSync(path.dirname(owner), { recursive: true });
-    fs.writeFileSync(owner, `${THIS_PROCESS}\n`);
+    createFile(owner, `${THIS_PROCESS}\n`);
+    // The folder is the set: its files are written whole here, and it is renamed into place only when all are.
     for (const [index, member] of files.entries()) {
       const abs = path.join(temp, ...member.path.split('/'));
-      fs.mkdirSync(path.dirname(abs), { recursive: true });
-      fs.writeFileSync(abs, member.bytes, { flag: 'wx' });
+      try {
+        fs.mkdirSync(path.dirname(abs), { recursive: true });
+        createFile(abs, member.bytes);
+      } catch (error) {
+        throw new BundleError(file, `file ${JSON.stringify(shortPath(member.path))} cannot be restored: ${writeFailure(error)}; nothing was written`);
+      }
       options.onProgress?.({ step: 'writing', done: index + 1, total: files.length });
     }
     let campaign = loadCampaign(temp);
-    if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file);
+    if (bundle.play) restoreDatabase(campaign.playPath, PLAY_MIGRATIONS, bundle.play, 'play', file, refuseBrokenStory(file));
     const renamed = options.renameAs?.(bundle.campaign);
     if (renamed) campaign = renameRestored(campaign, renamed);
     restored = campaign;
@@ -733,13 +736,25 @@ export function bundleImportReport(summary: ImportBundleSummary, shownTarget: st
   ];
 }
 
-/** Creates the database at the bundle's schema version, restores its rows, then migrates it to the newest. */
-function restoreDatabase(dbFile: string, migrations: readonly Migration[], data: BundleDatabase, what: string, bundleFile: string): void {
+/**
+ * Creates the database at the bundle's schema version, restores its rows, migrates it to the newest, then
+ * asks `check` of the result (it throws to refuse the bundle; the restore's folder is removed with it).
+ */
+function restoreDatabase(dbFile: string, migrations: readonly Migration[], data: BundleDatabase, what: string, bundleFile: string, check?: (db: Db) => void): void {
   const db = createAtVersion(dbFile, migrations, data.schema_version, what, bundleFile);
   try {
     restoreTables(db, data.tables, what, bundleFile);
     migrate(db, migrations);
+    check?.(db);
   } finally {
     db.close();
   }
+}
+
+/** Refuses play data that cannot be read as a story (see `playDataProblem`), naming the adventure, the turn and why. */
+function refuseBrokenStory(bundleFile: string): (db: Db) => void {
+  return (db) => {
+    const problem = playDataProblem(db);
+    if (problem) throw new BundleError(bundleFile, `play data refused, ${describePlayProblem(problem)}; nothing was written`);
+  };
 }

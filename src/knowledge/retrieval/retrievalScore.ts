@@ -512,6 +512,11 @@ function closest(a: readonly number[], b: readonly number[]): number {
 
 /** Words shorter than this are not respelled: too many real words lie one letter from them. */
 const RESPELL_MIN_LENGTH = 5;
+/**
+ * Nor longer than this: the edits of a word number 53 per letter and each is as long as the word, so the work
+ * grows with its square; a 5,000-letter "aaaa…" took seconds of a turn, and no word of a language is that long.
+ */
+const RESPELL_MAX_LENGTH = 60;
 
 /**
  * The campaign's spelling of a word it never uses and everyday English does not either ("frigtened",
@@ -522,7 +527,7 @@ const RESPELL_MIN_LENGTH = 5;
  * campaign writes, never one that only stems like one of its words (a non-word such as "conceptualized").
  */
 export function campaignSpelling(stats: CampaignStatistics, word: string, before: string | undefined, after: string | undefined): string | null {
-  if ([...word].length < RESPELL_MIN_LENGTH || !/^[a-z]+$/.test(word)) return null;
+  if (word.length < RESPELL_MIN_LENGTH || word.length > RESPELL_MAX_LENGTH || !/^[a-z]+$/.test(word)) return null;
   const own = stem(word);
   if (isEverydayWord(own) || [own, ...otherStemsOf(word)].some((s) => stats.docFrequency(s) > 0)) return null;
   const vocabulary = stats.vocabulary();

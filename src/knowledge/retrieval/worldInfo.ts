@@ -1,4 +1,4 @@
-import type { SelectiveLogic, WorldInfoFields, WorldInfoSettings } from '../campaign';
+import { regexKey, regexKeyRefusal, type CompiledPattern, type SelectiveLogic, type WorldInfoFields, type WorldInfoSettings } from '../campaign';
 import { substituteLorebookMacros, type MacroNames } from './lorebookMacros';
 
 export { WORLD_INFO_DEFAULTS, type WorldInfoSettings } from '../campaign';
@@ -153,20 +153,6 @@ export const seedFromText = (text: string): number => hash32(text) % 2 ** 31;
 /** 1–100, as a percent roll reads. */
 const roll = (seed: number, what: string): number => (hash32(`${seed}:${what}`) % 100) + 1;
 
-/** A regular-expression key `/pattern/flags`, or null for a plain one. */
-function regexKey(key: string): RegExp | null | 'refused' {
-  const m = /^\/(.+)\/([dgimsuvy]*)$/s.exec(key.trim());
-  if (!m) return null;
-  // A quantified group that itself repeats ("(a+)+") can take exponential time on a crafted message; an
-  // imported pattern is data, so one that could hang play is refused rather than run.
-  if (m[1]!.length > 500 || /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]/.test(m[1]!)) return 'refused';
-  try {
-    return new RegExp(m[1]!, m[2]!.replace(/[gy]/g, ''));
-  } catch {
-    return 'refused';
-  }
-}
-
 /**
  * A word character as SillyTavern's whole-word test sees one: its `\W` boundary has no `u` flag, so any other
  * character (Chinese, Cyrillic, é) bounds a key, and 宗门 is a whole word inside 我们的宗门很大.
@@ -260,7 +246,8 @@ interface Key {
   needle: string;
   /** The needle's three-character runs (see gramAt), in order; none when it is shorter. */
   grams: number[];
-  regex: RegExp | null | 'refused';
+  /** A `/pattern/flags` key compiled by the one door for patterns from files; null for a plain key. */
+  regex: CompiledPattern | null;
 }
 
 /** An entry's keys, compiled for its key rules and names. */
@@ -270,7 +257,7 @@ interface Prepared {
   names: string;
   keys: Key[];
   secondary: Key[];
-  /** "; regex key /…/ is invalid or could run too long, so it was not run", or nothing. */
+  /** "; regex key not run: /(a)\1/ uses a backreference \1, …" for each key that never runs, or nothing. */
   refused: string;
 }
 
@@ -295,26 +282,23 @@ function prepare(f: WorldInfoFields, settings: WorldInfoSettings, names: MacroNa
         return [{ key, needle, grams: Array.from({ length: Math.max(0, needle.length - 2) }, (_, i) => gramAt(needle, i)), regex: regexKey(key) }];
       });
     const keys = keyed(f.keys);
-    const refused = keys.filter((k) => k.regex === 'refused').map((k) => k.key);
-    c = {
-      rules: { caseSensitive, matchWholeWords },
-      names: signature,
-      keys,
-      secondary: keyed(f.secondaryKeys),
-      refused: refused.length > 0 ? `; regex key ${refused.join(', ')} is invalid or could run too long, so it was not run` : '',
-    };
+    const secondary = keyed(f.secondaryKeys);
+    const refused = [...keys, ...secondary].flatMap((k) => (k.regex && 'refused' in k.regex ? [`; ${regexKeyRefusal(k.key, k.regex.refused)}`] : []));
+    c = { rules: { caseSensitive, matchWholeWords }, names: signature, keys, secondary, refused: refused.join('') };
     compiled.set(f, c);
   }
   return c;
 }
 
-/** A regular-expression key's test of a text; false for a refused one. */
-const patternIn = (k: Key, text: string): boolean => k.regex !== null && k.regex !== 'refused' && k.regex.test(text);
+/** A regular-expression key's test of a text; false for one the pattern door refused. */
+const patternIn = (k: Key, text: string): boolean => k.regex !== null && 'pattern' in k.regex && k.regex.pattern.test(text);
 
 /** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
 function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
   const possible: Key[] = [];
-  for (const k of keys) if (k.regex !== 'refused' && (k.regex ? k.regex.test(window.raw) : windowHolds(window, k, rules.caseSensitive))) possible.push(k);
+  for (const k of keys) {
+    if (k.regex ? 'pattern' in k.regex && k.regex.pattern.test(window.raw) : windowHolds(window, k, rules.caseSensitive)) possible.push(k);
+  }
   return possible;
 }
 
@@ -527,12 +511,12 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
       if (p.secondary.length > 0) {
         const count = countFound(p.secondary, window, p.rules);
         if (!secondaryAllows(f.selectiveLogic, count, p.secondary.length)) {
-          verdict(entry, false, `${why}, but its secondary keys fail ${LOGIC_WORDS[f.selectiveLogic]} (${count} of ${p.secondary.length} found)`, null);
+          verdict(entry, false, `${why}, but its secondary keys fail ${LOGIC_WORDS[f.selectiveLogic]} (${count} of ${p.secondary.length} found)${p.refused}`, null);
           continue;
         }
         why += ` with secondary keys ${LOGIC_WORDS[f.selectiveLogic]} (${count} of ${p.secondary.length} found)`;
       }
-      now.push({ entry, why, sticky: false });
+      now.push({ entry, why: `${why}${p.refused}`, sticky: false });
     }
     // Stickies first, then the book's order.
     now.sort((a, b) => Number(b.sticky) - Number(a.sticky));
