@@ -24,6 +24,7 @@ import { Settings } from './views/settings';
 import { SourcesTree } from './views/sourcesTree';
 import { StatusBar } from './views/statusBar';
 import { ModelServers } from './views/modelServers';
+import { WorkspaceToolSupport } from './views/toolSupport';
 import { ProposalCommands } from './views/proposals';
 import { TranscriptDocuments } from './views/transcripts';
 import { WorkspaceServers } from './views/workspaceServers';
@@ -103,6 +104,9 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
     const extensionUri = context.extensionUri;
     this.settings.useWorkspaceState(context.workspaceState);
     this.settings.useSecrets(context.secrets);
+    const toolSupport = new WorkspaceToolSupport(context.workspaceState);
+    this.knowledge.useToolSupport(toolSupport);
+    this.servers.useToolSupport(toolSupport);
     this.workspaceServers = this._register(new WorkspaceServers(this.settings, this.log));
     this.play = this._register(new PlayPanels(extensionUri, this.campaigns, this.knowledge, this.servers));
     const readers = new PlayReaders(this.knowledge);

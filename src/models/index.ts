@@ -21,3 +21,5 @@ export { toolChatFor } from './toolChatFor';
 export { OllamaToolChat } from './ollamaToolChat';
 export { OpenAIToolChat } from './openaiToolChat';
 export { ToolsRefusedError } from './toolReply';
+export { ProcessToolSupport, SERVER_TOOL_TRAITS, toolSupportKey, toolSupportName } from './modelCapabilities';
+export type { ServerToolTraits, ToolSupportMemory, ToolSupportVerdict } from './modelCapabilities';

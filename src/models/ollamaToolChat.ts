@@ -81,7 +81,7 @@ export class OllamaToolChat implements ToolChatClient {
       messages: native ? messages.map(toOllamaMessage) : jsonProtocolMessages(messages, tools),
       ...(native ? { tools: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
       stream,
-      options: { num_predict: options.maxTokens },
+      options: { num_predict: options.maxTokens, ...(options.contextWindow ? { num_ctx: options.contextWindow } : {}) },
     };
     let content = '';
     const calls: ToolCallRequest[] = [];

@@ -4,6 +4,7 @@ import { describeBackend, type ModelBackend } from './backend';
 import { classifyOpenAIError, describeServerFailure, openAIClient } from './openaiClient';
 import { ModelServerError } from './servers';
 import type { ToolCallRequest, ToolChatClient, ToolChatMessage, ToolChatOptions, ToolChatReply, ToolSpec } from './toolCalls';
+import { SERVER_TOOL_TRAITS } from './modelCapabilities';
 import { MAX_TOOL_CALLS_PER_REPLY, ToolsRefusedError, jsonProtocolMessages, parseJsonProtocolReply, refusesTools, replyCharLimit, replyDeadline, stoppedReply, tooManyToolCalls } from './toolReply';
 
 /** A streamed chunk's choice: tool calls come in pieces, each piece naming the call it extends by `index`. */
@@ -36,7 +37,8 @@ const WholeChoice = z.object({
 export class OpenAIToolChat implements ToolChatClient {
   private readonly server: string;
   private readonly jsonOnly = new Set<string>();
-  private readonly native = new Set<string>();
+  /** Models whose server answered 400 to `tool_choice`: asked without it from then on. */
+  private readonly noToolChoice = new Set<string>();
 
   constructor(
     readonly backend: ModelBackend,
@@ -45,32 +47,33 @@ export class OpenAIToolChat implements ToolChatClient {
     this.server = describeBackend(backend);
   }
 
-  /**
-   * True once the model has answered a request with tools natively: an OpenAI-compatible server cannot be
-   * asked beforehand, so until then it is not known to take them (and `chat` still tries them first).
-   */
-  canUseTools(model: string): Promise<boolean> {
-    return Promise.resolve(this.native.has(model));
-  }
-
   async chat(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions): Promise<ToolChatReply> {
-    if (tools.length > 0 && !this.jsonOnly.has(options.model)) {
+    // Native only, the caller decides whether to ask (research on auto remembers a refusal, and can forget it).
+    if (tools.length > 0 && (options.nativeOnly || !this.jsonOnly.has(options.model))) {
       try {
-        const reply = await this.exchange(messages, tools, options, true);
-        this.native.add(options.model);
-        return reply;
+        return await this.exchange(messages, tools, options, true);
       } catch (error) {
         if (!(error instanceof ToolsRefusedError)) throw error;
         this.jsonOnly.add(options.model);
         if (options.nativeOnly) throw error;
       }
-    } else if (options.nativeOnly && tools.length > 0) {
-      throw new ToolsRefusedError(this.server, options.model, 'it refused tools before');
     }
     return this.exchange(messages, tools, options, false);
   }
 
   private async exchange(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions, native: boolean): Promise<ToolChatReply> {
+    const required = native && options.requireToolCall === true && SERVER_TOOL_TRAITS[this.backend.provider].toolChoiceRequired && !this.noToolChoice.has(options.model);
+    try {
+      return await this.exchangeOnce(messages, tools, options, native, required);
+    } catch (error) {
+      // A server that does not take tool_choice is asked again without it; whether it takes tools is its answer then.
+      if (!required || !(error instanceof ToolChoiceRefused)) throw error;
+      this.noToolChoice.add(options.model);
+      return this.exchangeOnce(messages, tools, options, native, false);
+    }
+  }
+
+  private async exchangeOnce(messages: ToolChatMessage[], tools: ToolSpec[], options: ToolChatOptions, native: boolean, required: boolean): Promise<ToolChatReply> {
     const stream = this.options.stream ?? true;
     const deadline = replyDeadline(options);
     const limit = replyCharLimit(options);
@@ -78,6 +81,7 @@ export class OpenAIToolChat implements ToolChatClient {
       model: options.model,
       messages: native ? messages.map(toOpenAIMessage) : jsonProtocolMessages(messages, tools),
       ...(native ? { tools: tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
+      ...(required ? { tool_choice: 'required' as const } : {}),
       max_tokens: options.maxTokens,
     };
     let content = '';
@@ -133,6 +137,7 @@ export class OpenAIToolChat implements ToolChatClient {
       const tooLarge = replyTooLargeIn(error);
       if (tooLarge) throw new ModelServerError('mid-stream', `${this.server}: ${tooLarge.message}`);
       const failure = classifyOpenAIError(error, this.backend);
+      if (required && failure.status === 400 && /tool[_ ]choice/i.test(failure.detail)) throw new ToolChoiceRefused();
       if (native && refusesTools(failure.status, failure.detail)) throw new ToolsRefusedError(this.server, options.model, failure.detail);
       throw new ModelServerError(failure.kind, describeServerFailure(this.backend, failure));
     }
@@ -145,6 +150,8 @@ export class OpenAIToolChat implements ToolChatClient {
   }
 }
 
+/** The server answered 400 naming tool_choice: asked again without it. */
+class ToolChoiceRefused extends Error {}
 
 function toOpenAIMessage(m: ToolChatMessage): Record<string, unknown> {
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };

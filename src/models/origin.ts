@@ -1,3 +1,5 @@
+import { retryingStaleConnection } from './staleConnection';
+
 /**
  * A model server answered with a redirect to another origin. It is not followed: the request carries the
  * prompt (narrator-only canon included) and any API key, and goes only to the server the writer chose.
@@ -34,13 +36,15 @@ const MAX_REDIRECTS = 5;
 /**
  * A fetch that follows a redirect only within the origin it was sent to (a server moving `/v1/x` to
  * `/v1/x/`), and ends in `RedirectRefusedError` for one to anywhere else. Fetch's own following would send
- * the whole request on without a word.
+ * the whole request on without a word. Every model request goes through here, so this is also where a request
+ * lost to a server's closing of an idle connection is sent again (see staleConnection.ts).
  */
 export function sameOriginFetch(base: typeof fetch = fetch): typeof fetch {
+  const send = retryingStaleConnection(base);
   return async (input, init) => {
     let url = new URL(input instanceof Request ? input.url : input);
     for (let hop = 0; ; hop++) {
-      const response = await base(url, { ...init, redirect: 'manual' });
+      const response = await send(url, { ...init, redirect: 'manual' });
       const location = response.status >= 300 && response.status < 400 ? response.headers.get('location') : null;
       if (location === null) return response;
       await response.body?.cancel();

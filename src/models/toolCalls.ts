@@ -46,6 +46,10 @@ export interface ToolChatOptions {
   signal?: AbortSignal;
   /** Never fall back to the JSON reply protocol: a model that cannot use tools is a ToolsRefusedError. */
   nativeOnly?: boolean;
+  /** Ask that the model call a tool (`tool_choice: "required"`) where the server takes it (SERVER_TOOL_TRAITS). */
+  requireToolCall?: boolean;
+  /** The context window the conversation is fitted to: Ollama is asked for it (`num_ctx`), as it otherwise uses its own default. */
+  contextWindow?: number;
 }
 
 /** A conversation with tools on one backend; implementations live beside the provider clients. */

@@ -65,7 +65,12 @@ export function checkedArguments(server: string, name: string, value: unknown): 
 
 /** The server's refusal of a request with tools: asked again in the JSON protocol, or, with `nativeOnly`, the caller's to handle. */
 export class ToolsRefusedError extends ModelServerError {
-  constructor(server: string, model: string, detail: string) {
+  constructor(
+    server: string,
+    model: string,
+    /** The server's own words. */
+    readonly detail: string,
+  ) {
     super('refused', `'${model}' cannot use tools on ${server} (${detail})`);
     this.name = 'ToolsRefusedError';
   }

@@ -30,6 +30,8 @@ export interface StorytellerSettings {
   maxReplyTokens: number;
   /** Research before narration: auto (when the model can use tools), on, or off. */
   research: ResearchMode;
+  /** The researching model's context window in tokens, for servers that do not report it (0: what the server reports, capped by contextLength). */
+  researchContextWindow: number;
 }
 
 export type EmbeddingProvider = 'narrator' | ModelProvider;
@@ -53,6 +55,7 @@ export const DEFAULTS = Object.freeze({
   memoryCadence: DEFAULT_SETTINGS.memoryEvery,
   maxReplyTokens: DEFAULT_SETTINGS.replyReserve,
   research: 'auto' as ResearchMode,
+  researchContextWindow: 0,
 });
 
 export interface ServerChoice {

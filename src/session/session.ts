@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign, type Campaign } from '../knowledge/campaign';
+import { DATA_DIR, loadCampaign, type Campaign } from '../knowledge/campaign';
+import { finishInterruptedWrites } from '../knowledge/files';
 import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
 import { inProcessWriter, inThreadParser, isCandidateSource, KnowledgeStore, type ImportOptions, type ImportReport, type IndexWriter, type Parser } from '../knowledge/indexing';
-import { embedderFor as serverEmbedder, narratorFor, toolChatFor, type Embedder, type GenerateRequest, type Narrator, type ToolChatClient } from '../models';
+import { embedderFor as serverEmbedder, narratorFor, ProcessToolSupport, toolChatFor, type Embedder, type GenerateRequest, type Narrator, type ToolChatClient, type ToolSupportMemory } from '../models';
 import { describeSemanticIndex, indexSemantic, type SemanticIndexReport, type TokenMeasure } from '../knowledge/retrieval';
 import { knowledgeMeasure } from '../story/contextBuilder';
 import { StoryEngine, type EngineSettings } from '../story/engine';
@@ -37,6 +38,8 @@ export interface SessionOptions {
   log?: SessionLog;
   /** Told when another process holds the index lock and indexing waits for it (the CLI says so). */
   onLockWait?: (holder: string) => void;
+  /** Where research on auto keeps what it learned of each model's tools: the extension's workspace state; the process by default. */
+  toolSupport?: ToolSupportMemory;
 }
 
 /** The embedder the settings name, or undefined when no embedding model (or no usable server) is set: lexical only. */
@@ -46,7 +49,7 @@ export function embedderFor(settings: StorytellerSettings): Embedder | undefined
 
 /** The story engine's settings from the writer's. */
 export function engineSettings(settings: StorytellerSettings): Partial<EngineSettings> & { model: string } {
-  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets, research: settings.research };
+  return { model: settings.narratorModel, contextLength: settings.contextLength, replyReserve: settings.maxReplyTokens, memoryEvery: settings.memoryCadence, knowledgeCaps: settings.budgets, research: settings.research, ...(settings.researchContextWindow > 0 ? { researchContextWindow: settings.researchContextWindow } : {}) };
 }
 
 /** The campaign with the settings its campaign.yaml does not decide applied (the size cap). */
@@ -99,6 +102,7 @@ export class CampaignSession {
   private readonly writer: IndexWriter;
   private readonly log: SessionLog;
   private readonly onLockWait: ((holder: string) => void) | undefined;
+  private readonly toolSupport: ToolSupportMemory;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -110,6 +114,11 @@ export class CampaignSession {
     this.writer = options.writer ?? inProcessWriter;
     this.log = options.log ?? quietLog;
     this.onLockWait = options.onLockWait;
+    this.toolSupport = options.toolSupport ?? new ProcessToolSupport();
+    // A set of files a killed run left half in place (a lorebook, proposals) is finished before anything reads them.
+    const interrupted = finishInterruptedWrites(root, path.join(root, DATA_DIR));
+    if (interrupted.finished.length > 0) this.log.warn(`${root}: finished writing ${interrupted.finished.length} file(s) an interrupted run left: ${interrupted.finished.join(', ')}`);
+    for (const skipped of interrupted.skipped) this.log.warn(`${root}: an interrupted write of ${skipped}`);
     this.current = effectiveCampaign(root, this.settings());
     this.indexing = new IndexingQueue(root, options.workspace ?? new DiskWorkspace(), this.indexer(), {
       ...(options.clock ? { clock: options.clock } : {}),
@@ -174,7 +183,7 @@ export class CampaignSession {
    * never has two turns in flight. It follows the settings from the next turn on.
    */
   get engine(): StoryEngine {
-    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), { ...engineSettings(this.settings()), worldInfo: this.current.worldInfo }, this.toolChat());
+    this.storyEngine ??= new StoryEngine(this.play, this.knowledge(), this.narrator(), { ...engineSettings(this.settings()), worldInfo: this.current.worldInfo }, this.toolChat(), this.toolSupport);
     return this.storyEngine;
   }
 

@@ -142,6 +142,7 @@ export function researchHeadline(record: ResearchRecord): string {
     `research: ${RAN_WORDS[record.ran]}`,
     ...(queries.length > 0 ? [`searched ${queries.map((q) => `“${q}”`).join(', ')}`] : []),
     ...(record.ran === 'lexical' ? [] : [`kept ${record.kept.length}`]),
+    ...(record.finished === false ? ['did not finish'] : []),
     ...(refusedCalls + record.refused.length > 0 ? [`refused ${refusedCalls + record.refused.length}`] : []),
     ...(record.limits.length > 0 ? [`stopped at ${record.limits.join(', ')}`] : []),
   ];

@@ -1,12 +1,12 @@
 import { randomInt } from 'node:crypto';
-import { assembleContext, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
+import { assembleContext, chatNames, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, MEMORY_REPLY_TOKENS, rankMemories, SUMMARY_REPLY_TOKENS } from './memory';
 import { DEFAULT_REPLY_TOKENS, NarratorError, type Narrator } from '../models';
 import { NO_TIMED_EFFECTS, seedFromText, type KnowledgeBudgets } from '../knowledge/retrieval';
 import { WORLD_INFO_DEFAULTS, type Campaign } from '../knowledge/campaign';
-import type { ToolChatClient } from '../models';
+import { ProcessToolSupport, toolSupportKey, toolSupportName, type ToolChatClient, type ToolSupportMemory } from '../models';
 import type { RetrievalQuery, RetrievalResult } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
 import type { DeletedPlay, PlayStore } from './playStore';
@@ -37,6 +37,8 @@ export interface EngineSettings {
   /** Research before narration: always (in the JSON protocol where tools are refused), never, or when the model can use tools. */
   research: ResearchMode;
   researchLimits?: Partial<ResearchLimits>;
+  /** The researching model's context window where its server does not report one; research's prompt fits the smallest known. */
+  researchContextWindow?: number;
 }
 
 export const RESEARCH_MODES = ['auto', 'on', 'off'] as const;
@@ -86,6 +88,9 @@ export class TurnInProgressError extends Error {
   }
 }
 
+/** Research on auto stops offering tools to a model that answered in prose this many first rounds in a row. */
+const IGNORED_TOOLS_LIMIT = 2;
+
 /** How often a streaming reply is flushed to disk, so a crash keeps nearly all of it. */
 const FLUSH_INTERVAL_MS = 250;
 /** Memories written per pass at most, so catching up never stalls play. */
@@ -105,6 +110,8 @@ export class StoryEngine {
    * for the head (and an undo or fork would move the head under the reply being written).
    */
   private readonly inFlight = new Map<string, AbortController>();
+  /** Research on auto answered in prose when first offered tools, by server and model, times in a row. */
+  private readonly proseInARow = new Map<string, number>();
 
   constructor(
     private readonly store: PlayStore,
@@ -113,6 +120,8 @@ export class StoryEngine {
     settings: Partial<EngineSettings> & { model: string },
     /** The same server's model in a conversation with tools, for research; null: no research. */
     private readonly toolChat: ToolChatClient | null = null,
+    /** What research on auto has learned of each model's tools, kept where the surface keeps it. */
+    private readonly toolSupport: ToolSupportMemory = new ProcessToolSupport(),
   ) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
   }
@@ -248,7 +257,13 @@ export class StoryEngine {
     const knowledge = this.knowledge.research;
     if (!knowledge) return lexical('there is no index to research; today\'s selection was used');
     if (!this.toolChat) return lexical('no model server to research with; today\'s selection was used');
-    if (this.settings.research === 'auto') {
+    const auto = this.settings.research === 'auto';
+    const key = toolSupportKey(this.toolChat.backend, model);
+    if (auto) {
+      const known = this.toolSupport.get(key);
+      if (known?.tools === 'refused') {
+        return lexical(`${toolSupportName(key)} ${known.reason} (learned ${known.since.slice(0, 10)}), so research on auto leaves it alone; today's selection was used ("Forget Model Tool Support" in VS Code, or a new CLI process, asks again)`);
+      }
       let native: boolean;
       try {
         native = (await this.toolChat.canUseTools?.(model, signal ?? undefined)) ?? true;
@@ -257,24 +272,60 @@ export class StoryEngine {
       }
       if (!native) return lexical(`the server does not say that '${model}' can use tools, and research is set to auto (set it to on to research anyway); today's selection was used`);
     }
-    return research({
+    const outcome = await research({
       client: this.toolChat,
       model,
       knowledge,
       ...input,
+      contextWindow: await this.researchContextWindow(),
       estimator: this.estimator(),
       ...(this.settings.researchLimits ? { limits: this.settings.researchLimits } : {}),
-      nativeOnly: this.settings.research === 'auto',
+      nativeOnly: auto,
       ...(signal ? { signal } : {}),
     });
+    if (auto) this.learnToolSupport(key, outcome);
+    return outcome;
+  }
+
+  /**
+   * The researching model's window: the smallest of what its server reports (Ollama's /api/show, vLLM's
+   * max_model_len), the writer's research setting and the context length setting, as the narrator is capped.
+   */
+  private async researchContextWindow(): Promise<number> {
+    const reported = this.narrator ? await this.modelContextLength().catch(() => null) : null;
+    return Math.min(reported ?? Infinity, this.settings.researchContextWindow ?? Infinity, this.settings.contextLength);
+  }
+
+  /**
+   * Research on auto remembers what a model showed: a refusal of tools at once, prose instead of a call
+   * the second time in a row (once could be the moment). A model that used them is remembered as able.
+   */
+  private learnToolSupport(key: string, outcome: ResearchOutcome): void {
+    if (outcome.tools === 'used') {
+      this.proseInARow.delete(key);
+      if (this.toolSupport.get(key)?.tools !== 'native') this.toolSupport.set(key, { tools: 'native', reason: 'used tools natively', since: new Date().toISOString() });
+      return;
+    }
+    let reason: string | null = null;
+    if (outcome.tools === 'refused') reason = `refused tools (${outcome.refusal ?? 'no reason given'})`;
+    if (outcome.tools === 'ignored') {
+      const times = (this.proseInARow.get(key) ?? 0) + 1;
+      this.proseInARow.set(key, times);
+      if (times >= IGNORED_TOOLS_LIMIT) reason = `answered in prose ${IGNORED_TOOLS_LIMIT} times in a row though offered tools`;
+    }
+    if (reason === null) return;
+    this.proseInARow.delete(key);
+    this.toolSupport.set(key, { tools: 'refused', reason, since: new Date().toISOString() });
+    outcome.record.learned = `${toolSupportName(key)} ${reason}: research on auto will not offer it tools again`;
   }
 
   /** `researchSignal`: undefined, no research; null or a signal, research (cancelled by the signal). */
   private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean, researchSignal?: AbortSignal | null): Promise<AssembledContext> {
     const history = this.store.lineage(parentId);
     const parent = history.at(-1) ?? null;
-    const messages = worldInfoMessages(history, action);
     const { searchAdmits, ...wiSettings } = this.settings.worldInfo;
+    const names = chatNames(adventure.persona.name);
+    const messages = worldInfoMessages(history, action, names, wiSettings);
     // A turn rolls a new seed (a retry rolls again); a preview rolls one fixed by where it stands, so it
     // shows the same thing each time it is asked.
     const seed = forTurn ? randomInt(2 ** 31) : seedFromText(`${adventure.id}:${parentId ?? ''}:${action.text}`);
@@ -297,7 +348,7 @@ export class StoryEngine {
       ...(researchSignal !== undefined && this.settings.research !== 'off' ? { research: (input) => this.researchOver(input, researchSignal) } : {}),
       characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
-      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits },
+      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits, names },
     });
     const used = context.sections.find((s) => s.id === 'memories')?.itemIds ?? [];
     if (forTurn && used.length > 0) this.store.markMemoriesRetrieved(used);

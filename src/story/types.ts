@@ -216,6 +216,12 @@ export interface ResearchRecord {
   runtimeMs: number;
   /** Each passage shown to the model by the name a writer reads (title › headings), by id; absent in older records. */
   names?: Record<string, string>;
+  /** The model's context window research fitted its prompt to; absent when unknown, and in older records. */
+  contextWindow?: number;
+  /** False when the model kept what it found without calling finish (it ended in prose); absent where it fell back, and in older records. */
+  finished?: boolean;
+  /** What this turn learned of the model's tools and research on auto will remember (said once, on this turn). */
+  learned?: string;
 }
 
 /** What the model is told of the moment it researches for, each part already one prompt-safe text. */
@@ -231,4 +237,8 @@ export interface ResearchTask {
 export interface ResearchOutcome {
   result: RetrievalResult;
   record: ResearchRecord;
+  /** What the reply showed of the model's tool use: it called them natively, the server refused them, or it answered in prose when first offered them. */
+  tools?: 'used' | 'refused' | 'ignored';
+  /** The server's words when it refused tools. */
+  refusal?: string;
 }

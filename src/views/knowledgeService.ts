@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { workerWriter, type IndexWriter } from '../knowledge/indexing';
 import { DiskWorkspace, openSession } from '../session';
+import type { ToolSupportMemory } from '../models';
 import { CampaignIndex, type IndexChange } from './campaignIndex';
 import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
@@ -23,6 +24,13 @@ export class KnowledgeService extends Disposable {
   /** True when an index run began before activation returned: it must never be. */
   indexingStartedDuringActivation = false;
   private activationDone = false;
+  /** Where sessions keep what research learned of models' tools (the workspace state); set at activation. */
+  private toolSupport: ToolSupportMemory | undefined;
+
+  /** Sessions opened from now on keep what research learns of models' tools in `memory`. */
+  useToolSupport(memory: ToolSupportMemory): void {
+    this.toolSupport = memory;
+  }
 
   constructor(
     private readonly campaigns: CampaignRegistry,
@@ -106,7 +114,7 @@ export class KnowledgeService extends Disposable {
         continue;
       }
       const workspace = new DiskWorkspace();
-      const session = openSession(root, { settings: () => this.settings.current, workspace, writer: this.writer(), log: this.log });
+      const session = openSession(root, { settings: () => this.settings.current, workspace, writer: this.writer(), log: this.log, ...(this.toolSupport ? { toolSupport: this.toolSupport } : {}) });
       const index = new CampaignIndex(session, workspace);
       const subscriptions = [
         index.onDidChange((change) => this._onDidChange.fire(change)),

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { checkServer, describeBackend, listModels, ModelServerError, NarratorError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel } from '../models';
+import { checkServer, describeBackend, listModels, ModelServerError, NarratorError, pullOllamaModel, type ModelBackend, type ServerFailureKind, type ServerModel, type ToolSupportMemory } from '../models';
 import { Disposable } from './disposable';
 import { trustedFor } from './workspaceTrust';
 import type { Settings } from './settings';
@@ -97,12 +97,27 @@ export class ModelServers extends Disposable {
    * and the status bar and the panel's header say how the turn's research ran.
    */
   afterTurn(error: Error | null, research: ResearchRecord | undefined): void {
+    // Said once: the turn that learned it; later turns' tooltips give the reason research was left out.
+    if (research?.learned) void vscode.window.showInformationMessage(`${sentence(research.learned)} ("Forget Model Tool Support" asks again).`);
     if (research !== this.research) {
       this.research = research;
       this.setState(this.state);
     }
     const aboutServer = error instanceof NarratorError && ['server-down', 'model-missing', 'unauthorized'].includes(error.kind);
     if (aboutServer || (error === null && this.state.kind !== 'ready')) void this.check();
+  }
+
+  /** Keeps what research on auto learns of models' tools in `memory`, and offers the command that forgets it. */
+  useToolSupport(memory: ToolSupportMemory): void {
+    this._register(
+      vscode.commands.registerCommand('storyteller.forgetToolSupport', () => {
+        const forgotten = memory.forget();
+        void vscode.window.showInformationMessage(
+          forgotten.length === 0 ? 'Research had learned nothing of any model\'s tools.' : `Research on auto will offer tools again to ${forgotten.join(', ')}.`,
+        );
+        return forgotten;
+      }),
+    );
   }
 
   /** One line for the play panel's header: the narrator, its server, and what is wrong when something is. */

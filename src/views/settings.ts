@@ -31,6 +31,7 @@ const SETTINGS = {
   'memory.cadence': z.number().int().min(1, 'must be at least 1 turn'),
   'narrator.maxReplyTokens': z.number().int().min(16, 'must be at least 16 tokens'),
   research: z.enum(['auto', 'on', 'off']),
+  'research.contextWindow': z.number().int().min(0, 'must be 0 (what the server reports) or a number of tokens'),
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -50,6 +51,7 @@ const DEFAULT_OF: RawSettings = {
   'memory.cadence': DEFAULTS.memoryCadence,
   'narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
   research: DEFAULTS.research,
+  'research.contextWindow': DEFAULTS.researchContextWindow,
 };
 
 export interface StorytellerSettings extends CoreSettings {
@@ -100,6 +102,7 @@ function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: ReadonlyMa
     memoryCadence: value('memory.cadence'),
     maxReplyTokens: value('narrator.maxReplyTokens'),
     research: value('research'),
+    researchContextWindow: value('research.contextWindow'),
     problems,
     unconfirmedServers: sources.unconfirmed,
     untrusted: sources.untrusted,

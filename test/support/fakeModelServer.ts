@@ -23,7 +23,19 @@ export abstract class FakeModelServer<Script, Recorded extends RecordedRequest =
   /** How this API labels its JSON bodies. */
   protected abstract readonly jsonType: string;
 
-  protected constructor(private readonly server: http.Server) {}
+  /**
+   * Kept-alive connections still to be closed as idle, each at the worst moment: as the next request arrives
+   * on it, unread and unanswered (a real server's idle timer firing just as the client sends).
+   */
+  closeIdleConnections = 0;
+  /** Resolves when a connection closed as idle is closed on the server's side. */
+  readonly idleConnectionClosed: Promise<void>;
+  private announceIdleClose!: () => void;
+  private readonly answeredOn = new WeakSet<object>();
+
+  protected constructor(private readonly server: http.Server) {
+    this.idleConnectionClosed = new Promise<void>((resolve) => (this.announceIdleClose = resolve));
+  }
 
   /** Listens on a free loopback port and hands every request of `make`'s server to it. */
   protected static async listen<T extends FakeModelServer<unknown, RecordedRequest>>(make: (server: http.Server, origin: string) => T): Promise<T> {
@@ -51,6 +63,13 @@ export abstract class FakeModelServer<Script, Recorded extends RecordedRequest =
   }
 
   private async receive(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (this.answeredOn.has(req.socket) && this.closeIdleConnections > 0) {
+      this.closeIdleConnections--;
+      req.socket.once('close', () => this.announceIdleClose());
+      req.socket.resetAndDestroy();
+      return;
+    }
+    this.answeredOn.add(req.socket);
     const raw = await readBody(req);
     let body: Record<string, unknown> = {};
     if (raw) {

@@ -49,6 +49,8 @@ export interface FakeOpenAIOptions {
   apiKey?: string;
   /** When set, a request with `tools` gets 400 with this message, as llama.cpp without --jinja or vLLM without a tool parser answer. */
   refuseTools?: string;
+  /** When set, a request with `tool_choice` gets 400 with this message, as a server that does not take it answers. */
+  refuseToolChoice?: string;
 }
 
 /** Scripts in `replies` answer /v1/chat/completions. */
@@ -63,6 +65,7 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
   readonly embedModels: Map<string, number>;
   apiKey: string | undefined;
   refuseTools: string | undefined;
+  refuseToolChoice: string | undefined;
 
   private constructor(
     server: http.Server,
@@ -75,6 +78,7 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
     this.embedModels = new Map(Object.entries(options.embedModels ?? { 'bge-small': 48 }));
     this.apiKey = options.apiKey;
     this.refuseTools = options.refuseTools;
+    this.refuseToolChoice = options.refuseToolChoice;
   }
 
   static start(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
@@ -132,6 +136,7 @@ export class FakeOpenAI extends FakeModelServer<CompletionScript, RecordedOpenAI
   private async handleCompletion(res: http.ServerResponse, model: string, body: Record<string, unknown>): Promise<void> {
     // Refused before generation: the reply scripted for this turn answers the next request.
     if (this.refuseTools && Array.isArray(body.tools)) return this.fail(res, 400, this.refuseTools, 'invalid_request_error');
+    if (this.refuseToolChoice && body.tool_choice !== undefined) return this.fail(res, 400, this.refuseToolChoice, 'invalid_request_error');
     const script = this.nextReply();
     if (script.delayMs) await sleep(script.delayMs);
     if (res.destroyed) return;

@@ -350,6 +350,25 @@ describe('retrieval terms', () => {
     assert.ok(!terms.some((t) => t.text === 'the abbey'), 'no phrase that "The Old Abbey" could never match');
   });
 
+  it('finds a passage by a word longer than the index stems (a 10,000-letter run of y), as the index holds it', async () => {
+    // FTS5's porter leaves a word over 64 letters unstemmed; stemmed here, it read as a word the campaign lacks.
+    const long = `b${'y'.repeat(10_000)}ing`;
+    const tall = `${'tall'.repeat(17)}ing`;
+    const store = storeWith('westhaven', [...ALL, { path: 'notes/odd.md', passages: [[['Odd words'], `The bell rang ${long} over the ${tall} tower.`]] }]);
+    try {
+      for (const word of [long, tall]) {
+        const { hits } = await searchKnowledge(store, word);
+        assert.deepEqual(
+          hits.map((h) => h.sourcePath),
+          ['notes/odd.md'],
+          `found by its ${word.length}-letter word`,
+        );
+      }
+    } finally {
+      store.close();
+    }
+  });
+
   it('a search made of stop words searches nothing', async () => {
     const store = storeWith('westhaven', ALL);
     try {

@@ -28,6 +28,7 @@ describe('one defaults module for the CLI and the extension', () => {
       'storyteller.memory.cadence': DEFAULTS.memoryCadence,
       'storyteller.narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
       'storyteller.research': DEFAULTS.research,
+      'storyteller.research.contextWindow': DEFAULTS.researchContextWindow,
     });
   });
 

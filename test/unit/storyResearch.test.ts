@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { OllamaToolChat, OpenAIToolChat, resolveBackend } from '../../src/models';
+import { OllamaToolChat, OpenAIToolChat, ProcessToolSupport, resolveBackend, type ToolSupportMemory } from '../../src/models';
 import { searchKnowledge } from '../../src/knowledge/retrieval';
 import { renderContextMarkdown, researchLines } from '../../src/story/contextReport';
 import { StoryEngine, type EngineSettings } from '../../src/story/engine';
@@ -30,14 +30,17 @@ describe('research before narration', () => {
   let abbeyId: string;
   let aldricId: string;
 
-  const engineWith = (settings: Partial<EngineSettings> = {}) =>
+  const engineWith = (settings: Partial<EngineSettings> = {}, toolSupport: ToolSupportMemory = new ProcessToolSupport()) =>
     new StoryEngine(
       store,
       knowledge.port,
       new OpenAICompatibleNarrator({ backend: resolveBackend('openai-compatible', fake.baseUrl) }),
       { model: MODEL, autoMemories: false, research: 'on', ...settings },
       new OpenAIToolChat(resolveBackend('openai-compatible', fake.baseUrl)),
+      toolSupport,
     );
+  /** What the narrator was sent: the last chat request that offered no tools and was no JSON-protocol research. */
+  const narratorRequest = () => JSON.stringify(fake.requestsTo('/v1/chat/completions').filter((r) => !researchRequests().includes(r)).at(-1)!.body);
   const researchRequests = () => fake.requestsTo('/v1/chat/completions').filter((r) => (r.body as { tools?: unknown }).tools !== undefined || /Reply with one JSON object/.test(JSON.stringify(r.body)));
 
   beforeEach(async () => {
@@ -212,7 +215,7 @@ describe('research before narration', () => {
     assert.deepEqual(context.sections.find((s) => s.id === 'canon')!.itemIds, today.sections.find((s) => s.id === 'canon')!.itemIds);
   });
 
-  it('a server that refuses tools is researched in the JSON protocol when research is on, and not at all on auto', async () => {
+  it('a server that refuses tools is researched in the JSON protocol when research is on', async () => {
     fake.refuseTools = 'tools param requires --jinja flag';
     fake.queue({ chunks: [JSON.stringify({ tool_calls: [{ name: 'finish', arguments: { keep: [], reason: 'nothing here is needed' } }] })] });
     const on = await engineWith().previewContext(adventureId, { kind: 'do', text: 'hum a tune' }, undefined, { research: true });
@@ -220,11 +223,67 @@ describe('research before narration', () => {
     assert.match(on.research!.reason, /JSON reply protocol/);
     assert.deepEqual(on.research!.kept, []);
     assert.ok(!on.sections.some((s) => s.id === 'canon' && s.itemIds.length > 0), 'nothing kept: no retrieved canon, only the pins');
-    const before = fake.requestsTo('/v1/chat/completions').length;
-    const auto = await engineWith({ research: 'auto' }).previewContext(adventureId, { kind: 'do', text: 'hum a tune' }, undefined, { research: true });
-    assert.equal(auto.research!.ran, 'lexical');
-    assert.match(auto.research!.reason, /the server does not say that 'qwen2\.5-7b-instruct' can use tools, and research is set to auto \(set it to on to research anyway\)/);
-    assert.equal(fake.requestsTo('/v1/chat/completions').length, before, 'auto asks no model it does not know can use tools');
+  });
+
+  it('on auto, a tool-capable server is offered the tools on the first turn, and what the model found reaches the narrator though it ended in prose', async () => {
+    fake.queue(
+      { toolCalls: [call('search', { query: 'Brother Aldric secret' }, 'p1')] },
+      { chunks: ['Aldric is the one to ask, I think.'] },
+      { chunks: ['Aldric looks up from his book.'] },
+    );
+    const outcome = await engineWith({ research: 'auto' }).takeTurn(adventureId, { kind: 'do', text: 'study the broken circle on the doorpost' });
+    assert.equal(outcome.error, null);
+    const first = researchRequests()[0]!.body as { tools?: unknown[]; tool_choice?: string };
+    assert.equal(first.tools?.length, 3, 'offered the tools natively, unasked beforehand');
+    assert.equal(first.tool_choice, 'required', 'and asked to call one, as OpenAI-compatible servers take');
+    const research = outcome.context!.research!;
+    assert.equal(research.ran, 'native');
+    assert.equal(research.finished, false);
+    assert.match(research.reason, /it wrote prose instead of calling finish, so it kept what it read, then its searches' top results/);
+    const searched = research.steps[0]!.shown;
+    assert.ok(searched.includes(aldricId));
+    assert.deepEqual(research.kept.map((k) => k.id), searched.slice(0, 3).filter((id) => research.kept.some((k) => k.id === id)), "kept from the search's top results, best first");
+    assert.ok(research.kept.some((k) => k.id === aldricId));
+    assert.match(narratorRequest(), /Brother Aldric/, 'what it found reaches the narrator');
+    assert.match(researchLines(research)[0]!, /· did not finish/);
+  });
+
+  it('on auto, a server that refuses tools is asked once, says so once, and is left alone until the writer forgets it', async () => {
+    fake.refuseTools = 'tools param requires --jinja flag';
+    const memory = new ProcessToolSupport();
+    const action = { kind: 'do' as const, text: 'ask Mara about the crypt door' };
+    const first = await engineWith({ research: 'auto' }, memory).previewContext(adventureId, action, undefined, { research: true });
+    assert.equal(first.research!.ran, 'lexical');
+    assert.match(first.research!.learned!, /^'qwen2\.5-7b-instruct' on the OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1 refused tools \(tools param requires --jinja flag\): research on auto will not offer it tools again$/);
+    const asked = fake.requestsTo('/v1/chat/completions').length;
+    assert.equal(asked, 1, 'asked once, with tools; no JSON protocol on auto');
+    // Another engine over the same memory: a later session of the same workspace.
+    const later = await engineWith({ research: 'auto' }, memory).previewContext(adventureId, action, undefined, { research: true });
+    assert.equal(fake.requestsTo('/v1/chat/completions').length, asked, 'not asked again');
+    assert.equal(later.research!.learned, undefined, 'said once');
+    assert.match(later.research!.reason, /refused tools \(tools param requires --jinja flag\) \(learned \d{4}-\d\d-\d\d\), so research on auto leaves it alone; today's selection was used/);
+    const today = await engineWith({ research: 'off' }).previewContext(adventureId, action);
+    assert.deepEqual(later.sections.find((s) => s.id === 'canon')!.itemIds, today.sections.find((s) => s.id === 'canon')!.itemIds);
+    assert.deepEqual(memory.forget(), [`'${MODEL}' on the OpenAI-compatible server at ${fake.baseUrl}`]);
+    fake.refuseTools = undefined;
+    fake.queue({ toolCalls: [call('finish', { keep: [] })] });
+    const again = await engineWith({ research: 'auto' }, memory).previewContext(adventureId, action, undefined, { research: true });
+    assert.equal(again.research!.ran, 'native', 'forgotten: offered tools again');
+  });
+
+  it('on auto, a server that ignores tools and answers in prose twice in a row is left alone from then on', async () => {
+    const memory = new ProcessToolSupport();
+    const engine = engineWith({ research: 'auto' }, memory);
+    const action = { kind: 'do' as const, text: 'ask Mara about the crypt door' };
+    fake.queue({ chunks: ['The crypt door is bronze.'] });
+    const once = await engine.previewContext(adventureId, action, undefined, { research: true });
+    assert.equal(once.research!.learned, undefined, 'once could be the moment');
+    fake.queue({ chunks: ['Mara would know.'] });
+    const twice = await engine.previewContext(adventureId, action, undefined, { research: true });
+    assert.match(twice.research!.learned!, /answered in prose 2 times in a row though offered tools: research on auto will not offer it tools again/);
+    const asked = fake.requestsTo('/v1/chat/completions').length;
+    await engine.previewContext(adventureId, action, undefined, { research: true });
+    assert.equal(fake.requestsTo('/v1/chat/completions').length, asked);
   });
 });
 
@@ -247,6 +306,46 @@ describe('research on Ollama', () => {
       assert.deepEqual(withTools.research!.steps.map((s) => s.tool), ['search', 'finish']);
       const second = fake.requestsTo('/api/chat')[1]!.body as { messages: { role: string; tool_name?: string; content: string }[] };
       assert.match(second.messages.find((m) => m.role === 'tool')!.content, /^Search "Sister Mara infirmary" found/);
+    } finally {
+      store.close();
+      knowledge.dispose();
+      await fake.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fits the researcher's prompt to the model's window: a 4,096-token model still researches, and a smaller window sees a shorter catalogue", async () => {
+    const fake = await FakeOllama.start({ capabilities: ['completion', 'tools'], contextLength: 4096 });
+    const knowledge = await IndexedExampleCampaign.open();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-research-'));
+    const store = new PlayStore(path.join(dir, 'play.db'));
+    try {
+      const adventureId = store.createAdventure({ campaignId: 'westhaven', title: 'Fog', persona: KAELEN, statSchema: STAT_SCHEMA }).id;
+      const make = (settings: Partial<EngineSettings> = {}) =>
+        new StoryEngine(store, knowledge.port, new OllamaNarrator({ host: fake.url }), { model: 'llama3.2', autoMemories: false, research: 'auto', ...settings }, new OllamaToolChat(resolveBackend('ollama', fake.url)));
+      const action = { kind: 'do' as const, text: 'ask Mara about the crypt door of the Old Abbey and Brother Aldric' };
+      type Asked = { messages: { role: string; content: string }[]; options: { num_ctx?: number } };
+      const firstAsked = () => fake.requestsTo('/api/chat').at(-1)!.body as Asked;
+      const catalogueLines = (asked: Asked) => asked.messages[1]!.content.split('\n').filter((l) => l.startsWith('⟦passage') || l.startsWith('⟦SECRET')).length;
+
+      fake.queue({ toolCalls: [{ name: 'search', arguments: { query: 'crypt door' } }] }, { toolCalls: [{ name: 'finish', arguments: { keep: [] } }] });
+      const small = await make().previewContext(adventureId, action, undefined, { research: true });
+      assert.equal(small.research!.ran, 'native', 'a 4,096-token model researches');
+      assert.deepEqual(small.research!.steps.map((s) => [s.tool, s.outcome]), [['search', 'answered'], ['finish', 'answered']]);
+      assert.equal(small.research!.contextWindow, 4096);
+      const asked = fake.requestsTo('/api/chat').at(-2)!.body as Asked;
+      assert.equal(asked.options.num_ctx, 4096, 'Ollama is asked for the window the prompt was fitted to, not left at its default');
+      const wide = catalogueLines(asked);
+      assert.ok(wide > 0);
+
+      // The writer's context length caps the window as it caps the narrator's.
+      fake.queue({ toolCalls: [{ name: 'finish', arguments: { keep: [] } }] });
+      const tiny = await make({ contextLength: 1400 }).previewContext(adventureId, action, undefined, { research: true });
+      assert.equal(tiny.research!.ran, 'native', 'a window of 1,400 tokens still researches');
+      assert.equal(firstAsked().options.num_ctx, 1400);
+      const narrow = catalogueLines(firstAsked());
+      assert.ok(narrow < wide, `a smaller window sees fewer catalogue lines (${narrow} < ${wide})`);
+      assert.match(firstAsked().messages[1]!.content, /\(\d+ more passages? left out to fit your context window: search for them\)/);
     } finally {
       store.close();
       knowledge.dispose();

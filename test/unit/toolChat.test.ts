@@ -87,13 +87,21 @@ describe('Tool calls on an OpenAI-compatible server', () => {
     const requests = fake.requestsTo('/v1/chat/completions').map((r) => r.body as { tools?: unknown; messages: { role: string; content: string }[] });
     assert.deepEqual(requests.map((r) => r.tools !== undefined), [true, false, false], 'refused once, then never offered tools again');
     assert.match(requests[1]!.messages[0]!.content, /Reply with one JSON object and nothing else/);
-    assert.equal(await client.canUseTools('qwen2.5-7b-instruct'), false);
-    fake.refuseTools = undefined;
+  });
+
+  it('asks for a tool call with tool_choice "required" when told to, and asks again without it where the server refuses it', async () => {
     fake.queue({ toolCalls: [{ name: 'finish', arguments: '{"keep": []}' }] });
-    const other = new OpenAIToolChat(resolveBackend('openai-compatible', fake.baseUrl));
-    assert.equal(await other.canUseTools('qwen2.5-7b-instruct'), false, 'an OpenAI-compatible server cannot be asked beforehand');
-    await other.chat(MESSAGES, TOOLS, OPTIONS);
-    assert.equal(await other.canUseTools('qwen2.5-7b-instruct'), true, 'known once it answered with tools');
+    const client = new OpenAIToolChat(resolveBackend('openai-compatible', fake.baseUrl));
+    await client.chat(MESSAGES, TOOLS, { ...OPTIONS, requireToolCall: true });
+    await client.chat(MESSAGES, TOOLS, OPTIONS);
+    const choices = () => fake.requestsTo('/v1/chat/completions').map((r) => (r.body as { tool_choice?: unknown }).tool_choice);
+    assert.deepEqual(choices(), ['required', undefined], 'only when asked');
+    fake.refuseToolChoice = "tool_choice 'required' is not supported";
+    fake.queue({ toolCalls: [{ name: 'finish', arguments: '{"keep": []}' }] }, { toolCalls: [{ name: 'finish', arguments: '{"keep": []}' }] });
+    const reply = await client.chat(MESSAGES, TOOLS, { ...OPTIONS, requireToolCall: true });
+    assert.deepEqual([reply.protocol, reply.toolCalls.map((c) => c.name)], ['native', ['finish']], 'still native: the refusal was of tool_choice, not of tools');
+    await client.chat(MESSAGES, TOOLS, { ...OPTIONS, requireToolCall: true });
+    assert.deepEqual(choices().slice(2), ['required', undefined, undefined], 'asked again without it, and from then on');
   });
 
   it('a JSON-protocol reply that is not JSON is a failure, so research falls back to lexical selection', async () => {

@@ -145,6 +145,7 @@ export const playCommand: Command = {
           say(turn.status === 'incomplete' ? `⚠ incomplete (${kind}): ${error.message} — the text so far is kept; /retry to ask again` : `✖ ${error.message} — your action is saved; /retry to try again`);
         }
         if (outcome.context?.research) say(`  ${researchHeadline(outcome.context.research)}`);
+        if (outcome.context?.research?.learned) say(`  ${outcome.context.research.learned} (this process remembers it until it ends)`);
         for (const [path, value] of Object.entries(outcome.applied)) say(`  state: ${path} → ${String(value)}`);
         for (const refusal of turn.refusals) say(`  state refused: ${refusal}`);
         if (outcome.memoryError) say(`  ! memory not written: ${outcome.memoryError}`);

@@ -1,9 +1,16 @@
 /**
  * Porter's (1980) suffix-stripping stemmer, the algorithm of FTS5's `porter` tokenizer, so that the
  * words retrieval matches in a passage are the words the index found it by ("oldest" and "old" differ,
- * "hunting" and "hunted" do not). Words that are not plain lower-case ASCII letters are left as they are,
- * as FTS5's porter leaves them.
+ * "hunting" and "hunted" do not). Words that are not plain lower-case ASCII letters, or longer than
+ * FTS5_PORTER_MAX_TOKEN, are left as they are, as FTS5's porter leaves them.
  */
+
+/**
+ * FTS5's porter passes longer tokens through unstemmed: stemming them here made a long word's stem one the
+ * index never holds (read as a word the campaign lacks), and the work grew with the square of its length
+ * (a y after a y asks the letter before it again: a 10,000-letter run of y took seconds).
+ */
+const FTS5_PORTER_MAX_TOKEN = 64;
 
 const VOWELS = new Set(['a', 'e', 'i', 'o', 'u']);
 
@@ -92,7 +99,7 @@ export function stem(word: string): string {
 }
 
 function porterStem(word: string): string {
-  if (word.length <= 2 || !/^[a-z]+$/.test(word)) return word;
+  if (word.length <= 2 || word.length > FTS5_PORTER_MAX_TOKEN || !/^[a-z]+$/.test(word)) return word;
   let w = word;
 
   // Step 1a: plurals.
