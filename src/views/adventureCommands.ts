@@ -74,7 +74,7 @@ export class AdventureCommands extends Disposable {
     );
     if (choice !== 'Delete Adventure') return false;
     for (const panel of this.panelsOn(node.adventure)) panel.dispose();
-    this.offerUndo(store, store.deleteAdventure(node.adventure.id), `Deleted the adventure '${node.adventure.title}' and its ${turns} turn${turns === 1 ? '' : 's'}.`);
+    this.offerUndo(store, store.deleteAdventure(node.adventure.id), `Deleted the adventure '${node.adventure.title}'${turns === 0 ? '' : ` and its ${turns === 1 ? 'turn' : `${turns} turns`}`}.`);
     return true;
   }
 
