@@ -34,7 +34,7 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
  * outer npm's own variables are dropped: under `npm test` they describe the npm that started us (and its
  * Node, which may be older), and code-server's postinstall reads the Node version from npm_config_user_agent.
  */
-function npmEnv(): NodeJS.ProcessEnv {
+export function npmEnv(): NodeJS.ProcessEnv {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
   return { ...env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
 }
@@ -137,19 +137,37 @@ export function copyShipped(fromRoot: string, toRoot: string, rel: string): void
   fs.cpSync(from, path.join(toRoot, rel), { recursive: true, dereference: true, filter: (src) => path.basename(src) !== '.storyteller' });
 }
 
+/** Where this extension's copy sits in an extensions folder, installed from the checkout or from its VSIX. */
+export function installedExtensionDir(extensionsDir: string): string {
+  const manifest = readManifest(PROJECT_ROOT);
+  return path.join(extensionsDir, `${extensionId(manifest)}-${manifest.version}`);
+}
+
 /** Copies the built extension into `<extensionsDir>/<publisher>.<name>-<version>`, replacing any older copy. */
 export function installBuiltExtension(extensionsDir: string): string {
   if (!fs.existsSync(path.join(PROJECT_ROOT, 'dist', 'extension.js'))) {
     throw new MissingPieceError('dist/extension.js is missing: build first (npm run build)');
   }
-  const manifest = readManifest(PROJECT_ROOT);
-  const target = path.join(extensionsDir, `${extensionId(manifest)}-${manifest.version}`);
+  const target = installedExtensionDir(extensionsDir);
   fs.rmSync(target, { recursive: true, force: true });
   // From the checkout: every platform's binary, and the bundles' source maps for readable stacks.
   const maps = EXTENSION_BUNDLES.map((bundle) => `dist/${bundle}.map`).filter((rel) => fs.existsSync(path.join(PROJECT_ROOT, rel)));
   const files = ['package.json', ...SHIPPED_FILES, 'node_modules/better-sqlite3/prebuilds', ...EXTENSION_BUNDLES.map((bundle) => `dist/${bundle}`), ...maps];
   for (const rel of files) copyShipped(PROJECT_ROOT, target, rel);
   return target;
+}
+
+/**
+ * Installs a VSIX as a writer's VS Code does (code-server's --install-extension) into these folders, and
+ * returns the installed copy's folder. Extensions copied into the folder before it are registered with it
+ * (the install writes the folder's extensions.json; one copied in after that is never loaded).
+ */
+export function installVsix(vsix: string, extensionsDir: string, userDataDir: string): string {
+  const entry = ensureCodeServer();
+  run(process.execPath, [entry, '--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix], PROJECT_ROOT, process.env);
+  const installed = installedExtensionDir(extensionsDir);
+  if (!fs.existsSync(path.join(installed, 'package.json'))) throw new MissingPieceError(`code-server installed ${vsix}, but not into ${installed}`);
+  return installed;
 }
 
 export function freePort(): Promise<number> {

@@ -8,32 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { unzipSync } from 'fflate';
 import { EXTENSION_BUNDLES, MissingPieceError, PROJECT_ROOT, SHIPPED_FILES, copyShipped } from './codeServer';
-
-/** vsce's platform targets that better-sqlite3 ships a prebuilt binary for, with that binary's name. */
-const PREBUILDS: Record<string, string> = {
-  'linux-x64': 'linux-x64',
-  'linux-arm64': 'linux-arm64',
-  'alpine-x64': 'linuxmusl-x64',
-  'alpine-arm64': 'linuxmusl-arm64',
-  'darwin-x64': 'darwin-x64',
-  'darwin-arm64': 'darwin-arm64',
-  'win32-x64': 'win32-x64',
-  'win32-arm64': 'win32-arm64',
-};
+import { PREBUILDS, thisMachinesTarget, vsixFile } from './vsix';
 
 /** The manifest's fields only the checkout needs (building, testing, the CLI's npm package). */
 const CHECKOUT_ONLY_FIELDS = ['scripts', 'devDependencies', 'files', 'bin', 'allowScripts'];
 
 const STAGE = path.join(PROJECT_ROOT, '.package');
-
-function thisMachinesTarget(): string {
-  if (process.platform === 'linux') {
-    // glibc's version is in the process report; a musl libc leaves it out (Alpine).
-    const { header } = process.report.getReport() as { header: { glibcVersionRuntime?: string } };
-    return `${header.glibcVersionRuntime ? 'linux' : 'alpine'}-${process.arch}`;
-  }
-  return `${process.platform}-${process.arch}`;
-}
 
 function chosenTarget(): string | undefined {
   if (process.argv.includes('--universal')) return undefined;
@@ -50,19 +30,10 @@ function run(command: string, args: string[], cwd: string): void {
   if (result.status !== 0) throw new MissingPieceError(`\`${path.basename(command)} ${args.join(' ')}\` failed (exit ${result.status ?? result.signal})`);
 }
 
-interface Manifest {
-  name: string;
-  version: string;
-  publisher: string;
-  dependencies: Record<string, string>;
-  [field: string]: unknown;
-}
-
-/** The VSIX's manifest: the checkout's, without what only the checkout needs; its one unbundled dependency. */
-function stagedManifest(): Manifest {
-  const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as Manifest;
+/** The VSIX's manifest: the checkout's, without what only the checkout needs (its one dependency is better-sqlite3; the rest is bundled). */
+function stagedManifest(): Record<string, unknown> {
+  const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
   for (const field of CHECKOUT_ONLY_FIELDS) delete manifest[field];
-  manifest.dependencies = { 'better-sqlite3': manifest.dependencies['better-sqlite3']! };
   return manifest;
 }
 
@@ -98,8 +69,7 @@ function kilobytes(bytes: number): string {
 async function main(): Promise<void> {
   const target = chosenTarget();
   const dir = stage(target);
-  const manifest = stagedManifest();
-  const out = path.join(PROJECT_ROOT, 'dist', `${manifest.name}-${manifest.version}-${target ?? 'universal'}.vsix`);
+  const out = vsixFile(target);
   fs.mkdirSync(path.dirname(out), { recursive: true });
   const vsce = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'vsce');
   run(vsce, ['package', ...(target ? ['--target', target] : []), '--out', out], dir);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadCampaign, type Campaign } from '../knowledge/campaign';
+import { DATA_DIR, loadCampaign, type Campaign } from '../knowledge/campaign';
+import { finishInterruptedWrites } from '../knowledge/files';
 import { StoreCanonFacts, loadConflictDecisions, type ConflictDecision } from '../knowledge/conflicts';
 import type { ExportSource } from '../knowledge/interchange';
 import { inProcessWriter, inThreadParser, isCandidateSource, KnowledgeStore, type ImportOptions, type ImportReport, type IndexWriter, type Parser } from '../knowledge/indexing';
@@ -114,6 +115,10 @@ export class CampaignSession {
     this.log = options.log ?? quietLog;
     this.onLockWait = options.onLockWait;
     this.toolSupport = options.toolSupport ?? new ProcessToolSupport();
+    // A set of files a killed run left half in place (a lorebook, proposals) is finished before anything reads them.
+    const interrupted = finishInterruptedWrites(root, path.join(root, DATA_DIR));
+    if (interrupted.finished.length > 0) this.log.warn(`${root}: finished writing ${interrupted.finished.length} file(s) an interrupted run left: ${interrupted.finished.join(', ')}`);
+    for (const skipped of interrupted.skipped) this.log.warn(`${root}: an interrupted write of ${skipped}`);
     this.current = effectiveCampaign(root, this.settings());
     this.indexing = new IndexingQueue(root, options.workspace ?? new DiskWorkspace(), this.indexer(), {
       ...(options.clock ? { clock: options.clock } : {}),

@@ -23,6 +23,7 @@ import { analyzeStoreConflicts, attributeKey, clearConflictDecision, loadConflic
 import type { FactStatement } from '../knowledge/conflicts';
 import type { WorldFact } from '../knowledge/retrieval';
 import { EntityModel, entitySourcesFromStore } from '../knowledge/entities';
+import { WriteConflictError, writeFailure, writeFileSet, type SetFile } from '../knowledge/files';
 import { isCandidateSource, type Db, type KnowledgeStore } from '../knowledge/indexing';
 import { plainLine } from '../models';
 import type { PlayStore } from './playStore';
@@ -667,40 +668,53 @@ export function clearSettledConflicts(playDb: Db, campaignId: string, applied: r
 export class ProposalWriteError extends Error {}
 
 /**
- * Writes proposals into the campaign (the CLI's `--write`): each file's edits together, each replaced text
- * checked again against the file as it is now; a new file is never written over one that appeared since.
- * Returns the files written. Throws ProposalWriteError naming a file that changed, after writing the others.
+ * Writes proposals into the campaign (the CLI's `--write`) as one set, all or nothing: each file's edits
+ * together, each replaced text checked again against the file as it is now, a new file never written over
+ * one that appeared since. The caller holds the campaign's write lock (withWriteLock) from proposing to
+ * writing, so two runs never draft from files the other is changing. Returns the files written. Throws
+ * ProposalWriteError naming every file that could not be written; then nothing was.
  */
 export function writeProposals(root: string, proposals: readonly CanonProposal[]): string[] {
   const byFile = new Map<string, CanonProposal[]>();
   for (const p of proposals) byFile.set(p.file, [...(byFile.get(p.file) ?? []), p]);
-  const written: string[] = [];
+  const set: SetFile[] = [];
   const failures: string[] = [];
   for (const [file, edits] of byFile) {
-    const abs = path.join(root, ...file.split('/'));
-    try {
-      if (edits.length === 1 && edits[0]!.oldText === '') {
-        fs.mkdirSync(path.dirname(abs), { recursive: true });
-        fs.writeFileSync(abs, edits[0]!.newText, { flag: 'wx' });
-      } else {
-        let text = fs.readFileSync(abs, 'utf8');
-        for (const edit of edits) {
-          if (occurrences(text, edit.oldText) !== 1) throw new Error('the text to replace is no longer in it exactly once');
-          const at = text.indexOf(edit.oldText);
-          text = text.slice(0, at) + edit.newText + text.slice(at + edit.oldText.length);
-        }
-        // Beside the file and renamed over it: a crash never leaves the writer's file half written.
-        const temp = `${abs}.storyteller-${process.pid}.tmp`;
-        fs.writeFileSync(temp, text, { flag: 'wx' });
-        fs.renameSync(temp, abs);
-      }
-      written.push(file);
-    } catch (error) {
-      failures.push(`${file}: ${(error as Error).message}`);
-    }
+    const refusal = editedFile(path.join(root, ...file.split('/')), edits);
+    if (typeof refusal === 'string') failures.push(`${file}: ${refusal}`);
+    else set.push({ path: file, ...refusal });
   }
-  if (failures.length > 0) throw new ProposalWriteError(`${written.length > 0 ? `wrote ${written.join(', ')}; ` : ''}not written: ${failures.join('; ')}`);
-  return written;
+  if (failures.length > 0) throw new ProposalWriteError(`not written: ${failures.join('; ')}; so none of the set was written`);
+  try {
+    writeFileSet(root, path.join(root, DATA_DIR), set);
+  } catch (error) {
+    if (error instanceof WriteConflictError) throw new ProposalWriteError(`nothing was written: ${error.message}; propose again`);
+    throw new ProposalWriteError(`nothing was written: ${writeFailure(error)}`);
+  }
+  return set.map((f) => f.path);
+}
+
+/** A file's new content with all its edits, checked against the file as it is now, or why it cannot be written. */
+function editedFile(abs: string, edits: readonly CanonProposal[]): Omit<SetFile, 'path'> | string {
+  if (edits.length === 1 && edits[0]!.oldText === '') {
+    const there = fs.lstatSync(abs, { throwIfNoEntry: false });
+    if (there?.isSymbolicLink()) return `a symbolic link is in the way (to ${fs.readlinkSync(abs)}${fs.existsSync(abs) ? '' : ', which does not exist'}); a proposal never writes through a link`;
+    if (there) return 'exists already: it was created since the proposal was made; propose again';
+    return { data: edits[0]!.newText, create: true };
+  }
+  let text: string;
+  try {
+    text = fs.readFileSync(abs, 'utf8');
+  } catch (error) {
+    return `cannot be read (${writeFailure(error)})`;
+  }
+  const before = text;
+  for (const edit of edits) {
+    if (occurrences(text, edit.oldText) !== 1) return 'the text to replace is no longer in it exactly once (changed since it was proposed, perhaps by another run)';
+    const at = text.indexOf(edit.oldText);
+    text = text.slice(0, at) + edit.newText + text.slice(at + edit.oldText.length);
+  }
+  return { data: text, expect: before };
 }
 
 const DIFF_CONTEXT = 3;

@@ -2,6 +2,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { CAMPAIGN_FILE } from '../knowledge/campaign';
 import { changeBetween, withFrontMatterField, type FrontMatter } from '../knowledge/campaign';
+import { createFile, writeFailure } from '../knowledge/files';
 import { excerptAround, searchKnowledge } from '../knowledge/retrieval';
 import { KNOWLEDGE_CLASSES, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import { chooseFolderOutsideCampaigns, offerCampaign } from './campaignFolders';
@@ -123,15 +124,12 @@ export class Commands extends Disposable {
   /** Puts deleted bytes back, unless something new has been written at that path since. */
   private async restore(uri: vscode.Uri, bytes: Uint8Array): Promise<void> {
     const name = vscode.workspace.asRelativePath(uri);
-    const taken = await vscode.workspace.fs.stat(uri).then(
-      () => true,
-      () => false,
-    );
-    if (taken) {
-      void vscode.window.showWarningMessage(`${name} exists again; the deleted copy was not written over it.`);
-      return;
+    try {
+      createFile(uri.fsPath, bytes);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') void vscode.window.showWarningMessage(`${name} exists again; the deleted copy was not written over it.`);
+      else void vscode.window.showErrorMessage(`${name} could not be restored: ${writeFailure(error)}`);
     }
-    await vscode.workspace.fs.writeFile(uri, bytes);
   }
 
   private async withCampaign(arg: SourcesNode | vscode.Uri | undefined, run: (index: CampaignIndex) => Thenable<unknown>): Promise<void> {

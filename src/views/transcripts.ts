@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
+import { replaceFile } from '../knowledge/files';
 import { transcriptMarkdown } from '../story';
 import type { Adventure, Turn } from '../story';
 import { Disposable } from './disposable';
@@ -121,7 +121,7 @@ export class TranscriptDocuments extends Disposable implements vscode.TextDocume
       }));
     if (!uri) return undefined;
     try {
-      await fs.promises.writeFile(uri.fsPath, branch.markdown, 'utf8');
+      replaceFile(uri.fsPath, branch.markdown);
     } catch (error) {
       void vscode.window.showErrorMessage(`The transcript could not be written to ${uri.fsPath}: ${(error as Error).message}`);
       return undefined;

@@ -3,6 +3,9 @@
 // campaign as the one folder of a workspace, the workbench opened in Chromium. The runner executes the mocha suite inside
 // the extension host; this driver answers its screenshot requests and reports its results.
 //   npm run test:integration [-- --grep <pattern>]
+// With --smoke it installs the VSIX `npm run package` made for this machine instead, with code-server's
+// --install-extension, and runs test/integration/smoke against that installed copy: what a writer gets.
+//   npm run test:smoke
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -15,11 +18,14 @@ import {
   ensureCodeServer,
   freePort,
   installBuiltExtension,
+  installVsix,
+  installedExtensionDir,
   launchCodeServer,
   readManifest,
   requireChromium,
   type RunningCodeServer,
 } from '../../scripts/codeServer';
+import { thisMachinesTarget, vsixFile } from '../../scripts/vsix';
 import { PROBE_TIMEOUT_MS, locate, runSteps, settleFrames } from './driver';
 import { AFTER_STEPS_BUDGET_MS, type HarnessConfig, type ScreenshotReply, type ScreenshotRequest, type SuiteResults } from './protocol';
 import { within } from './within';
@@ -31,8 +37,10 @@ import { within } from './within';
 const SUITE_TIMEOUT_MS = 40 * 60_000;
 /** Reading the whole workbench's text, or taking its picture. */
 const WORKBENCH_TIMEOUT_MS = 10_000;
-const RUN_DIR = path.join(PROJECT_ROOT, '.e2e');
-const ARTIFACTS_DIR = path.join(PROJECT_ROOT, 'artifacts');
+const SMOKE = process.argv.includes('--smoke');
+const RUN_DIR = path.join(PROJECT_ROOT, '.e2e', ...(SMOKE ? ['smoke'] : []));
+const ARTIFACTS_DIR = path.join(PROJECT_ROOT, 'artifacts', ...(SMOKE ? ['smoke'] : []));
+const SUITE_DIR = path.join(PROJECT_ROOT, 'test', 'integration', SMOKE ? 'smoke' : 'suite');
 const FIXTURE = path.join(PROJECT_ROOT, 'fixtures', 'example-campaign');
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -74,11 +82,10 @@ function sharedSqlite(extensionDir: string): esbuild.Plugin {
 
 /** Suite files are TypeScript; the extension host loads plain CommonJS, with `vscode` left to it. */
 async function buildSuite(outDir: string, extensionDir: string): Promise<string[]> {
-  const suiteDir = path.join(PROJECT_ROOT, 'test', 'integration', 'suite');
-  const entries = fs.readdirSync(suiteDir).filter((f) => f.endsWith('.test.ts')).sort();
-  if (entries.length === 0) throw new MissingPieceError(`no *.test.ts files in ${suiteDir}`);
+  const entries = fs.readdirSync(SUITE_DIR).filter((f) => f.endsWith('.test.ts')).sort();
+  if (entries.length === 0) throw new MissingPieceError(`no *.test.ts files in ${SUITE_DIR}`);
   await esbuild.build({
-    entryPoints: entries.map((f) => path.join(suiteDir, f)),
+    entryPoints: entries.map((f) => path.join(SUITE_DIR, f)),
     outdir: outDir,
     bundle: true,
     platform: 'node',
@@ -192,7 +199,9 @@ function failedAnswer(error: unknown, dialogs: string[], trackerHits: () => numb
 }
 
 async function main(): Promise<number> {
-  if (!fs.existsSync(path.join(PROJECT_ROOT, 'dist', 'extension.js'))) {
+  const vsix = SMOKE ? vsixFile(thisMachinesTarget()) : undefined;
+  if (vsix && !fs.existsSync(vsix)) throw new MissingPieceError(`${path.relative(PROJECT_ROOT, vsix)} is missing: the smoke suite installs the packaged extension (npm run package)`);
+  if (!vsix && !fs.existsSync(path.join(PROJECT_ROOT, 'dist', 'extension.js'))) {
     throw new MissingPieceError('dist/ is missing: integration tests use the built extension (run npm test, which builds first)');
   }
   const chromiumPath = requireChromium();
@@ -218,7 +227,7 @@ async function main(): Promise<number> {
 
   const tracker = await startTracker();
   const resultsFile = path.join(RUN_DIR, 'results.json');
-  const extensionDir = installBuiltExtension(dirs.extensions);
+  const extensionDir = installedExtensionDir(dirs.extensions);
   const config: HarnessConfig = {
     resultsFile,
     suiteFiles: await buildSuite(dirs.suite, extensionDir),
@@ -231,7 +240,10 @@ async function main(): Promise<number> {
     workspaceFile,
     trackerPort: tracker.port,
   };
+  // The runner first: installing a VSIX registers what the folder holds then, and nothing copied in later.
   await installRunner(dirs.extensions, config);
+  if (vsix) installVsix(vsix, dirs.extensions, dirs.userData);
+  else installBuiltExtension(dirs.extensions);
 
   const port = await freePort();
   const logFile = path.join(RUN_DIR, 'code-server.log');

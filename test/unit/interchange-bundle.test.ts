@@ -246,6 +246,8 @@ describe('campaign bundle', () => {
       ['a short row', () => { const b = clone(); table(b, 'turns').rows[0]!.pop(); return writeBundleJson(b); }, /row 0 has \d+ values for \d+ columns/],
       ['a turn of a missing adventure', () => { const b = clone(); table(b, 'adventures').rows = []; return writeBundleJson(b); }, /pointing at missing rows of 'adventures'/],
       ['a newer play schema', () => { const b = clone(); b.play!.schema_version = 99; return writeBundleJson(b); }, /play schema version 99 is newer than this build understands/],
+      // 25 folders of 200 characters: every name fits, the whole path (5,000 characters) does not.
+      ['a member whose path is too long for the file system, named short', () => writeBundleJson(withFile(clone(), { path: `deep/${`${'d'.repeat(200)}/`.repeat(25)}x.md`, content: 'x' })), /^[^\n]{0,400}file "deep\/d{35}…d{35}\/x\.md" cannot be restored: a name or the whole path is too long for this file system \(ENAMETOOLONG\); nothing was written$/],
       ['an invalid campaign.yaml', () => { const b = clone(); const file = b.files.find((f) => f.path === 'campaign.yaml')!; file.content = 'id: Not Valid\n'; file.size = 14; file.sha256 = createHash('sha256').update(file.content).digest('hex'); return writeBundleJson(b); }, /campaign\.yaml: id/],
     ];
     for (const [what, make, reason] of cases) {

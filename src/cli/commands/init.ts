@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CAMPAIGN_FILE, DATA_DIR, DEFAULT_SIZE_CAP_BYTES, KNOWLEDGE_CLASSES, decodeSource, findCampaignRoot, loadCampaign, readFailureReason, splitFrontMatter, type KnowledgeClass } from '../../knowledge/campaign';
+import { createFile } from '../../knowledge/files';
 import { documentKind } from '../../knowledge/indexing';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { oneLine } from '../terminalText';
@@ -99,8 +100,8 @@ export const initCommand: Command = {
     if (!title) throw new UsageError('--title is empty');
     const found = survey(root);
     const topFolders = [...new Set(found.folders.map((f) => f.folder.split('/')[0]!).filter((f) => f !== '.'))];
-    // 'wx': never overwrite a campaign.yaml that appeared since the check.
-    fs.writeFileSync(file, campaignYaml(title, defaultClass as KnowledgeClass, topFolders), { flag: 'wx' });
+    // Create-only: never overwrite a campaign.yaml that appeared since the check.
+    createFile(file, campaignYaml(title, defaultClass as KnowledgeClass, topFolders));
     const campaign = loadCampaign(root);
     const next = `storyteller index ${JSON.stringify(root)}`;
     const total = found.folders.reduce((n, f) => n + f.files, 0);

@@ -1,4 +1,6 @@
-import { CampaignError } from '../../knowledge/campaign';
+import path from 'node:path';
+import { CampaignError, DATA_DIR } from '../../knowledge/campaign';
+import { withWriteLock } from '../../knowledge/files';
 import type { PlayStore } from '../../story/playStore';
 import { proposeCanonUpdates, type ProposalSet } from '../../story/proposalDrafting';
 import { ProposalWriteError, clearSettledConflicts, diskReader, proposalDiff, writeProposals, type CanonProposal } from '../../story/proposals';
@@ -66,7 +68,7 @@ export const proposeCommand: Command = {
     // The server is named as play and context --research name it; it is asked only when a model is.
     const drafter = model ? { client: toolChatFor(backendFromArgs(args, io)), model } : undefined;
     const session = openCliSession(root);
-    try {
+    const run = async (): Promise<number> => {
       // Proposals read the files as they are: the index is brought in line with them first.
       await session.reindex();
       const campaign = session.campaign;
@@ -91,6 +93,12 @@ export const proposeCommand: Command = {
       await session.reindex();
       emit(io, args, { ...set, diffs, written }, () => report(set, diffs, written));
       return EXIT.ok;
+    };
+    try {
+      if (args.values.write !== true) return await run();
+      // One writing run at a time, from reading the files to writing them: a second drafts from what the first wrote.
+      const onWait = (holder: string) => io.stderr.write(`storyteller propose: another run (${holder}) is writing this campaign's files; waiting for it to finish\n`);
+      return await withWriteLock(path.join(session.campaign.root, DATA_DIR), run, { onWait });
     } catch (error) {
       if (error instanceof CampaignError) return refuse(io, args, 'propose', error.message);
       throw error;

@@ -4,7 +4,8 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeName, unsafeRelativePath, type Campaign } from '../campaign';
-import { SOURCE_EXTENSIONS, THIS_PROCESS, documentKind, importCampaign, parseProcessOwner, processOwnerAlive, type ImportReport } from '../indexing';
+import { THIS_PROCESS, createFile, parseProcessOwner, processOwnerAlive, replaceFile, shortPath, writeFailure } from '../files';
+import { SOURCE_EXTENSIONS, documentKind, importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
 import { migrate, openDatabase, type Db, type Migration } from '../indexing';
 import { KnowledgeStore } from '../indexing';
@@ -424,13 +425,10 @@ export function exportCampaignBundle(source: ExportSource, outFile: string, opti
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new BundleError(out, 'already exists; choose another name or pass --force to replace it');
   const { bundle, summary } = buildBundle(source, options);
-  const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    fs.writeFileSync(temp, serializeBundle(bundle), { flag: 'wx' });
-    fs.renameSync(temp, out);
+    (options.force ? replaceFile : createFile)(out, serializeBundle(bundle));
   } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw new BundleError(out, `could not write the bundle (${error instanceof Error ? error.message : String(error)})`);
+    throw new BundleError(out, (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'already exists; choose another name or pass --force to replace it' : `could not write the bundle (${writeFailure(error)})`);
   }
   return { ...summary, file: out };
 }
@@ -562,7 +560,7 @@ function renameRestored(campaign: Campaign, to: { id: string; title: string }): 
   const doc = YAML.parseDocument(fs.readFileSync(yamlFile, 'utf8'));
   doc.set('id', to.id);
   doc.set('title', to.title);
-  fs.writeFileSync(yamlFile, doc.toString());
+  replaceFile(yamlFile, doc.toString());
   if (fs.existsSync(campaign.playPath)) {
     const db = openDatabase(campaign.playPath, PLAY_MIGRATIONS);
     try {
@@ -673,11 +671,16 @@ export async function importCampaignBundle(bundleFile: string, targetDir: string
   let restored: Campaign;
   try {
     fs.mkdirSync(path.dirname(owner), { recursive: true });
-    fs.writeFileSync(owner, `${THIS_PROCESS}\n`);
+    createFile(owner, `${THIS_PROCESS}\n`);
+    // The folder is the set: its files are written whole here, and it is renamed into place only when all are.
     for (const [index, member] of files.entries()) {
       const abs = path.join(temp, ...member.path.split('/'));
-      fs.mkdirSync(path.dirname(abs), { recursive: true });
-      fs.writeFileSync(abs, member.bytes, { flag: 'wx' });
+      try {
+        fs.mkdirSync(path.dirname(abs), { recursive: true });
+        createFile(abs, member.bytes);
+      } catch (error) {
+        throw new BundleError(file, `file ${JSON.stringify(shortPath(member.path))} cannot be restored: ${writeFailure(error)}; nothing was written`);
+      }
       options.onProgress?.({ step: 'writing', done: index + 1, total: files.length });
     }
     let campaign = loadCampaign(temp);

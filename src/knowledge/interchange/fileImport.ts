@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadCampaign, pathInside } from '../campaign';
 import { DEFAULT_SIZE_CAP_BYTES, ReadRefusedError, decodeSource, oversizeIssue, readFileBounded } from '../campaign';
 import { withFrontMatterField } from '../campaign';
+import { createFile, writeFailure } from '../files';
 import { documentKind } from '../indexing';
 import type { KnowledgeClass } from '../campaign';
 import { normalizeCampaignFolder } from './lorebookImport';
@@ -86,10 +87,11 @@ export function importFilesIntoCampaign(files: readonly string[], options: FileI
     }
     const name = freeName(path.basename(file), taken);
     try {
-      // 'wx': a file that appeared since the folder was listed is never overwritten.
-      fs.writeFileSync(path.join(into, name), prepared.text, { flag: 'wx' });
+      // Create-only: a file that appeared since the folder was listed is never overwritten.
+      createFile(path.join(into, name), prepared.text);
     } catch (error) {
-      result.refused.push({ file, reason: `could not be written as ${name} (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+      const reason = (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'the name was taken while importing' : writeFailure(error);
+      result.refused.push({ file, reason: `could not be written as ${name} (${reason})` });
       continue;
     }
     taken.add(name.toLowerCase());

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { frontMatterData, splitFrontMatter } from '../campaign';
+import { createFile, replaceFile, writeFailure } from '../files';
 import { LorebookError } from './lorebook';
 import { entryFromFrontMatter, keptSillyTavern, type WorldInfoEntry } from './lorebookEntry';
 import { KnowledgeStore } from '../indexing';
@@ -170,13 +170,10 @@ export function exportCampaignWorldInfo(
   const out = path.resolve(outFile);
   if (!options.force && fs.existsSync(out)) throw new LorebookError(out, 'already exists; choose another name or pass --force to replace it');
   const built = worldInfoFromSources(store.listSources(), (s) => store.getSourceContent(s.id), options.settled);
-  const temp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    fs.writeFileSync(temp, `${JSON.stringify(built.file, null, 4)}\n`, { flag: 'wx' });
-    fs.renameSync(temp, out);
+    (options.force ? replaceFile : createFile)(out, `${JSON.stringify(built.file, null, 4)}\n`);
   } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw new LorebookError(out, `could not write the World Info file (${error instanceof Error ? error.message : String(error)})`);
+    throw new LorebookError(out, (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'already exists; choose another name or pass --force to replace it' : `could not write the World Info file (${writeFailure(error)})`);
   }
   return { file: out, ...built.result };
 }

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { loadCampaign, CAMPAIGN_FILE, ReadRefusedError, pathInside, readFileBounded, refusedRegexKeys, regexKeyRefusal, unsafeName, unsafeRelativePath } from '../campaign';
+import { loadCampaign, CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, pathInside, readFileBounded, refusedRegexKeys, regexKeyRefusal, unsafeName, unsafeRelativePath } from '../campaign';
+import { WriteConflictError, writeFailure, writeFileSet, type SetFile } from '../files';
 import { LOREBOOK_FORMAT_NAMES, LorebookError, MAX_LOREBOOK_BYTES, parseLorebook, type LoreEntry, type LorebookFormat, type ParsedLorebook } from './lorebook';
 import { entitiesOfEntry, entryToFrontMatter, WORLD_INFO_ENTRY_DEFAULTS, type Placement } from './lorebookEntry';
 import type { KnowledgeClass } from '../campaign';
@@ -11,7 +12,8 @@ import type { KnowledgeClass } from '../campaign';
  * the entry text is the body, verbatim; keys, secondary keys and the match options are front matter the
  * product uses; every other SillyTavern field is kept under `sillytavern:` for export. The report says,
  * field by field, where each went, and entry by entry what the source had that nothing can hold. Existing
- * files are never overwritten: a taken name gets a suffix.
+ * files are never overwritten: a taken name gets a suffix, unless it holds this very entry already (the same
+ * book imported again, or a retry after a killed import), which is left as it is and not written twice.
  */
 
 export const DEFAULT_LORE_FOLDER = 'lore';
@@ -63,6 +65,8 @@ export interface LorebookImportResult {
   folder: string;
   class: KnowledgeClass;
   written: Omit<PlannedLoreFile, 'content'>[];
+  /** Entries already in the folder exactly as this import would write them (an earlier import of the same book): not written again. */
+  alreadyThere: Omit<PlannedLoreFile, 'content'>[];
   /** Every field of the source's entries and where it went. */
   fields: FieldFate[];
   /** Entry by entry, the source fields nothing can hold, with their values (short JSON). */
@@ -142,7 +146,8 @@ function entryFile(entry: LoreEntry, book: ParsedLorebook, cls: KnowledgeClass, 
 
 /**
  * Decides every file's path and content without touching the disk beyond reading what exists, so a
- * failure can be reported before anything is written. `taken` holds existing names (lowercased).
+ * failure can be reported before anything is written. `taken` holds existing names (lowercased);
+ * `existingText` reads one of them, so an entry already there as this import would write it is found.
  */
 export function planLoreFiles(
   book: ParsedLorebook,
@@ -150,21 +155,27 @@ export function planLoreFiles(
   cls: KnowledgeClass,
   folder: string,
   taken: ReadonlySet<string>,
-): { files: PlannedLoreFile[]; placements: Record<string, Placement>[] } {
+  existingText: (name: string) => string | undefined = () => undefined,
+): { files: PlannedLoreFile[]; alreadyThere: PlannedLoreFile[]; placements: Record<string, Placement>[] } {
   const used = new Set(taken);
   const formatName = LOREBOOK_FORMAT_NAMES[book.format];
   const placements: Record<string, Placement>[] = [];
-  const files = book.entries.map((entry) => {
-    const stem = portableSlug(entry.title);
-    let name = `${stem}.md`;
-    for (let n = 2; used.has(name); n++) name = `${stem}-${n}.md`;
-    used.add(name);
+  const files: PlannedLoreFile[] = [];
+  const alreadyThere: PlannedLoreFile[] = [];
+  const claimed = new Set<string>();
+  for (const entry of book.entries) {
     const provenance = `Imported from ${formatName} ${fileName} (${book.name}), entry ${entry.sourceId}.`;
     const file = entryFile(entry, book, cls, provenance);
     placements.push(file.placement);
-    return { path: `${folder}/${name}`, title: entry.title, entryId: entry.sourceId, content: file.text };
-  });
-  return { files, placements };
+    const stem = portableSlug(entry.title);
+    let name = `${stem}.md`;
+    let there = false;
+    for (let n = 2; used.has(name) && !(there = taken.has(name) && !claimed.has(name) && existingText(name) === file.text); n++) name = `${stem}-${n}.md`;
+    used.add(name);
+    claimed.add(name);
+    (there ? alreadyThere : files).push({ path: `${folder}/${name}`, title: entry.title, entryId: entry.sourceId, content: file.text });
+  }
+  return { files, alreadyThere, placements };
 }
 
 /** Where each source field went, counted over the entries: through the World Info field it became. */
@@ -219,6 +230,14 @@ function exportOnlyBehaviour(book: ParsedLorebook): ExportOnlyBehaviour[] {
   });
 }
 
+function readText(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 function refusedKeys(book: ParsedLorebook): LorebookImportResult['refusedKeys'] {
   return book.entries.flatMap((entry) => {
     const { fields } = entryToFrontMatter(entry.worldInfo, entry.title);
@@ -257,9 +276,11 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
 
   const absFolder = path.join(campaign.root, ...folder.split('/'));
   refuseFolderLeavingCampaign(file, campaign.root, folder, absFolder);
-  const { files, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder));
-  writeAllOrNothing(file, campaign.root, absFolder, files, options.onProgress);
-  const campaignSettings = applyBookSettings(campaign.root, book.settings);
+  const { files, alreadyThere, placements } = planLoreFiles(book, path.basename(file), options.class, folder, existingNames(absFolder), (name) => readText(path.join(absFolder, name)));
+  const settings = bookSettingsEdit(campaign.root, book.settings);
+  const entries: SetFile[] = files.map((item) => ({ path: item.path, data: item.content, create: true }));
+  writeLoreSet(file, campaign.root, settings.edit ? [...entries, settings.edit] : entries, options.onProgress);
+  const omitContent = ({ content: _content, ...rest }: PlannedLoreFile) => rest;
   return {
     file,
     format: book.format,
@@ -267,13 +288,14 @@ export function importLorebookFile(file: string, options: LorebookImportOptions)
     bookName: book.name,
     folder,
     class: options.class,
-    written: files.map(({ content: _content, ...rest }) => rest),
+    written: files.map(omitContent),
+    alreadyThere: alreadyThere.map(omitContent),
     fields: fieldFates(book, placements),
     notCarried: book.entries
       .filter((e) => Object.keys(e.dropped).length > 0)
       .map((e) => ({ entryId: e.sourceId, title: e.title, fields: Object.fromEntries(Object.entries(e.dropped).map(([k, v]) => [k, shortJson(v)])) })),
     bookSettings: { kept: Object.keys(book.settings), dropped: book.droppedSettings },
-    campaignSettings,
+    campaignSettings: settings.result,
     exportOnly: exportOnlyBehaviour(book),
     refusedKeys: refusedKeys(book),
     notes: book.notes,
@@ -288,19 +310,20 @@ const BOOK_SETTINGS: Record<string, { key: string; valid: (v: unknown) => boolea
 };
 
 /**
- * Writes a book's activation settings into campaign.yaml's `world_info:` where campaign.yaml does not set
- * them already (the writer's own value stands). The document is edited in place, its comments kept.
+ * A book's activation settings for campaign.yaml's `world_info:` where campaign.yaml does not set them
+ * already (the writer's own value stands): the edited document, comments kept, written with the entries.
  */
-function applyBookSettings(root: string, settings: Record<string, unknown>): LorebookImportResult['campaignSettings'] {
+function bookSettingsEdit(root: string, settings: Record<string, unknown>): { result: LorebookImportResult['campaignSettings']; edit?: SetFile } {
   const result: LorebookImportResult['campaignSettings'] = { applied: [], notApplied: [] };
   const present = Object.entries(BOOK_SETTINGS).filter(([field]) => settings[field] !== undefined && settings[field] !== null);
-  if (present.length === 0) return result;
+  if (present.length === 0) return { result };
   const file = path.join(root, CAMPAIGN_FILE);
   if (fs.lstatSync(file).isSymbolicLink()) {
     result.notApplied.push(`${present.map(([field]) => field).join(', ')}: campaign.yaml is a symbolic link, which is never written through`);
-    return result;
+    return { result };
   }
-  const doc = YAML.parseDocument(fs.readFileSync(file, 'utf8'));
+  const before = fs.readFileSync(file, 'utf8');
+  const doc = YAML.parseDocument(before);
   for (const [field, { key, valid }] of present) {
     const value = settings[field];
     const current: unknown = doc.getIn(['world_info', key]);
@@ -311,8 +334,7 @@ function applyBookSettings(root: string, settings: Record<string, unknown>): Lor
       result.applied.push(`world_info.${key}: ${JSON.stringify(value)} (the book's ${field})`);
     }
   }
-  if (result.applied.length > 0) fs.writeFileSync(file, doc.toString());
-  return result;
+  return result.applied.length > 0 ? { result, edit: { path: CAMPAIGN_FILE, data: doc.toString(), expect: before } } : { result };
 }
 
 /**
@@ -340,24 +362,15 @@ function refuseFolderLeavingCampaign(file: string, root: string, folder: string,
   }
 }
 
-function writeAllOrNothing(file: string, root: string, absFolder: string, planned: readonly PlannedLoreFile[], onProgress?: (done: number, total: number) => void): void {
-  const createdDirs: string[] = [];
-  const createdFiles: string[] = [];
+/** The entries and campaign.yaml as one set: a failure or a kill leaves none of them, or (rolled forward on the next run) all. */
+function writeLoreSet(file: string, root: string, set: readonly SetFile[], onProgress?: (done: number, total: number) => void): void {
   try {
-    for (let dir = absFolder; dir !== root && !fs.existsSync(dir); dir = path.dirname(dir)) createdDirs.unshift(dir);
-    fs.mkdirSync(absFolder, { recursive: true });
-    for (const item of planned) {
-      const target = path.join(root, ...item.path.split('/'));
-      // 'wx' fails if the file appeared since planning: never overwrite the writer's file.
-      fs.writeFileSync(target, item.content, { flag: 'wx' });
-      createdFiles.push(target);
-      onProgress?.(createdFiles.length, planned.length);
-    }
+    writeFileSet(root, path.join(root, DATA_DIR), set, onProgress);
   } catch (error) {
-    for (const f of createdFiles) fs.rmSync(f, { force: true });
-    // Only folders this call created, and only when empty: rmdir refuses anything else.
-    for (const d of createdDirs.reverse()) fs.rmdirSync(d, { maxRetries: 0 });
-    throw new LorebookError(file, `could not write the entries, nothing was kept (${error instanceof Error ? error.message : String(error)})`);
+    if (error instanceof WriteConflictError) {
+      throw new LorebookError(file, `${error.message} (another import at the same time?); nothing was written — run the import again`);
+    }
+    throw new LorebookError(file, `could not write the entries, nothing was kept (${writeFailure(error)})`);
   }
 }
 
@@ -373,7 +386,10 @@ export function lorebookImportReport(result: LorebookImportResult, shownFile: st
   const carriedNothing = result.notCarried.length === 0 && result.bookSettings.dropped.length === 0;
   return [
     `Imported ${result.written.length} entries from ${result.formatName} ${shownFile} (${result.bookName}) into ${result.folder}/ as ${result.class}:`,
-    ...table(result.written.map((w) => [w.path, `${w.title} (entry ${w.entryId})`])),
+    ...(result.written.length > 0 ? table(result.written.map((w) => [w.path, `${w.title} (entry ${w.entryId})`])) : []),
+    ...(result.alreadyThere.length > 0
+      ? [`Already there from an earlier import of this book, left as they are: ${result.alreadyThere.length} entries (${listIds(result.alreadyThere.map((w) => w.path))}).`]
+      : []),
     '',
     'Where each field went (front matter field, body, or not carried):',
     ...table([['field', 'entries', 'kept as'], ...result.fields.map((f) => [f.field, String(f.entries), f.keptAs.join(', ')])]),
