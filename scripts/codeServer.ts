@@ -4,10 +4,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { CHROMIUM } from './prerequisites.mjs';
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
 export const CODE_SERVER_VERSION = '4.139.1';
-export const CHROMIUM = '/usr/bin/chromium';
 /** Flags that keep a headless Chromium from phoning home or needing a GPU/sandbox (see ENVIRONMENT.md). */
 export const CHROMIUM_ARGS = [
   '--no-sandbox',

@@ -1,0 +1,2 @@
+// Types of prerequisites.mjs, for the scripts that share its Chromium path.
+export declare const CHROMIUM: string;
