@@ -17,7 +17,7 @@ import { runWorldInfoBench } from './worldInfoBench';
  */
 interface BenchPart {
   name: string;
-  run(log: (line: string) => void, options: { copies: number; repeats: number; instructions: boolean }): Promise<unknown>;
+  run(log: (line: string) => void, options: { copies: number; sizes: number[] | undefined; repeats: number; instructions: boolean }): Promise<unknown>;
 }
 
 const PARTS: BenchPart[] = [
@@ -40,6 +40,8 @@ async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     options: {
       copies: { type: 'string', default: '10' },
+      // The floor part's campaigns beside the SRD, as copies of it (default 10,30).
+      sizes: { type: 'string' },
       repeats: { type: 'string', default: '3' },
       json: { type: 'boolean', default: false },
       // The floor part also counts instructions with valgrind: steady under load, some 50 times slower.
@@ -49,6 +51,8 @@ async function main(): Promise<void> {
   });
   const copies = Number(values.copies);
   if (!Number.isInteger(copies) || copies < 1) throw new Error(`--copies must be a positive whole number, not '${values.copies}'`);
+  const sizes = values.sizes?.split(',').map(Number);
+  if (sizes?.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--sizes must be whole numbers of copies separated by commas, not '${values.sizes}'`);
   const repeats = Number(values.repeats);
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error(`--repeats must be a positive whole number, not '${values.repeats}'`);
   const unknown = positionals.filter((p) => !PARTS.some((part) => part.name === p));
@@ -57,7 +61,7 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   for (const part of selected) {
     console.log(`\n== ${part.name} ==`);
-    results[part.name] = await part.run((line) => console.log(line), { copies, repeats, instructions: values.instructions });
+    results[part.name] = await part.run((line) => console.log(line), { copies, sizes, repeats, instructions: values.instructions });
   }
   if (values.json) console.log(JSON.stringify(results, null, 2));
 }

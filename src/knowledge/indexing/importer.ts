@@ -713,7 +713,7 @@ export function importCampaign(campaign: Campaign, store: KnowledgeStore, option
 
 /** `importCampaign` for a caller that already holds the index lock. */
 export function importCampaignUnlocked(campaign: Campaign, store: KnowledgeStore, options: ImportOptions = {}): Promise<ImportReport> {
-  return store.bulkWriting(() => importAll(campaign, store, options));
+  return importAll(campaign, store, options);
 }
 
 async function importAll(campaign: Campaign, store: KnowledgeStore, options: ImportOptions): Promise<ImportReport> {

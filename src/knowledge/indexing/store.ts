@@ -103,15 +103,15 @@ const SOURCE_COLUMNS = `id, campaign_id, path, title, class, class_origin, enabl
   tags, entities, notes, sha256, size, mtime_ms, imported_at, updated_at, parser_version, chunking_version, lexical_state,
   semantic_state, duplicate_of, issues`;
 
-/** Page cache per open index, and how much of the file is memory-mapped (read without copying). */
-const INDEX_CACHE_KIB = 64 * 1024;
-const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
 /**
- * Page cache while a full import writes: see `bulkWriting`. Enough for the indexes keyed by hashes and ids
- * (~6 MB at SRD x10), which every batch of files writes all over: with SQLite's default 2 MB their pages
- * were read back at every batch, and a fresh index of the SRD x10 cost ~7% more CPU (a third more system time).
+ * Page cache per open index. Nothing is memory-mapped: every page a mapped file is read through stays in the
+ * process's memory, and the kernel maps the pages around each one read, so a search over SRD x30 (a 240 MB
+ * index) grew to 585–628 MB; read through a 16 MB cache, 380–400 MB for the same answers and 3% more CPU
+ * (a 64 MB cache: 430 MB, no faster). The floor's own search holds 82 MB. A full import needs it too: the
+ * indexes keyed by hashes and ids (~6 MB at SRD x10) are written all over by every batch of files, and with
+ * SQLite's default 2 MB their pages were read back at every batch (~7% more CPU for a fresh SRD x10).
  */
-const BULK_WRITE_CACHE_KIB = 16 * 1024;
+const INDEX_CACHE_KIB = 16 * 1024;
 
 export type SourceStat = Pick<SourceRecord, 'id' | 'path' | 'class' | 'classOrigin' | 'sha256' | 'size' | 'mtimeMs' | 'parserVersion' | 'chunkingVersion' | 'lexicalState' | 'issues'>;
 
@@ -154,28 +154,10 @@ export class KnowledgeStore {
     }
     // The SRD ×10 index is ~90 MB; SQLite's default 2 MB page cache would reread it on every search.
     db.pragma(`cache_size = -${INDEX_CACHE_KIB}`);
-    db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
     assertFts5(db);
     const store = new KnowledgeStore(campaign.id, db);
     store.damagedIndexMovedTo = movedTo;
     return store;
-  }
-
-  /**
-   * Runs a full import with SQLite's reading memory turned down, and gives it back after. Writing a library
-   * touches most pages about once, so a large page cache and the memory map (every page read through it
-   * counts toward the process's memory) only grow during it: measured on the SRD x10, peak RSS 339 MB with
-   * them and 229 MB without, no slower. Searches on this connection have both again afterwards.
-   */
-  async bulkWriting<T>(work: () => Promise<T>): Promise<T> {
-    this.db.pragma(`cache_size = -${BULK_WRITE_CACHE_KIB}`);
-    this.db.pragma('mmap_size = 0');
-    try {
-      return await work();
-    } finally {
-      this.db.pragma(`cache_size = -${INDEX_CACHE_KIB}`);
-      this.db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
-    }
   }
 
   /** While a bulk import writes inside one transaction of its own: whether a write failed in it (see `atomically`). */

@@ -122,7 +122,8 @@ const statisticsCache = new WeakMap<KnowledgeStore, CampaignStatistics>();
  * file at once, once per term while the index stays as it is), each posting's passage given its file from
  * a map read once: joining every posting to its passage row cost more than the turn's search.
  */
-const FILE_SIZES = 'SELECT source_id AS source, sum(length(text)) AS n FROM passages WHERE source_id IN (SELECT value FROM json_each(@sources)) GROUP BY source_id';
+const FILE_SIZES =
+  'SELECT source_id AS source, sum(chars) AS n FROM passages WHERE campaign_id = @campaign AND source_id IN (SELECT value FROM json_each(@sources)) GROUP BY source_id';
 /** Terms' counts by file (and files' sizes) kept before they are dropped: a long session over a large campaign would keep every word's. */
 const FILE_COUNTS_HELD = 500_000;
 
@@ -139,7 +140,7 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_vocab USING fts5vocab('main', 'passages_fts', 'row')");
   store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passages_occurrences USING fts5vocab('main', 'passages_fts', 'instance')");
   const { n, chars } = store
-    .statement('SELECT count(*) AS n, coalesce(avg(length(text)), 0) AS chars FROM passages WHERE campaign_id = ?')
+    .statement('SELECT count(*) AS n, coalesce(avg(chars), 0) AS chars FROM passages WHERE campaign_id = ?')
     .get(store.campaignId) as { n: number; chars: number };
   // One index file may hold several campaigns: then every count is restricted to this campaign's passages.
   const shared = (store.statement('SELECT count(*) AS n FROM (SELECT DISTINCT campaign_id FROM passages)').get() as { n: number }).n > 1;
@@ -231,7 +232,7 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
       const unsized = sourceIds.filter((id) => !sizes.has(id));
       if (unsized.length > 0) {
         for (const id of unsized) sizes.set(id, 0);
-        for (const r of store.statement(FILE_SIZES).all({ sources: JSON.stringify(unsized) }) as { source: string; n: number }[]) sizes.set(r.source, r.n);
+        for (const r of store.statement(FILE_SIZES).all({ sources: JSON.stringify(unsized), campaign: store.campaignId }) as { source: string; n: number }[]) sizes.set(r.source, r.n);
         held += unsized.length;
       }
       const sized = sizes;
