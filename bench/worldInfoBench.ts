@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { WorldInfoFields } from '../src/knowledge/campaign';
+import { estimateTokens, type WorldInfoFields } from '../src/knowledge/campaign';
 import { activateWorldInfo, NO_TIMED_EFFECTS, WORLD_INFO_DEFAULTS, type ActivationEntry, type TimedState } from '../src/knowledge/retrieval/worldInfo';
 import { percentile, round } from './retrievalBench';
 
@@ -66,7 +66,6 @@ export function benchBook(): { entries: ActivationEntry[]; chat: string[]; setti
       title: `Entry ${i}`,
       hash: `h${i}`,
       content: Array.from({ length: 40 }, () => pick(vocabulary)).join(' '),
-      tokens: 60,
       fields: fields({
         keys: i % 50 === 7 ? [`/name${i.toString(36)}s?/i`] : Array.from({ length: 1 + (i % 3) }, () => pick(names)),
         secondaryKeys: i % 10 === 3 ? [pick(vocabulary), pick(vocabulary)] : [],
@@ -100,7 +99,7 @@ export function runWorldInfoBench(log: (line: string) => void = () => undefined)
   for (let scan = 0; scan < SCANS; scan++) {
     const messages = chat.slice(scan, scan + WINDOW);
     let start = performance.now();
-    const result = activateWorldInfo({ entries, messages, chatLength: scan + WINDOW, state, seed: scan, settings, budget: 2048 });
+    const result = activateWorldInfo({ entries, messages, chatLength: scan + WINDOW, state, seed: scan, settings, budget: 2048, countTokens: estimateTokens });
     activation.push(performance.now() - start);
     state = result.state;
     fired += result.activated.length;
@@ -120,7 +119,7 @@ export function runWorldInfoBench(log: (line: string) => void = () => undefined)
   for (let i = 0; i < EDITS; i++) {
     const edited = entries.map((e) => ({ ...e, fields: { ...e.fields } }));
     const start = performance.now();
-    activateWorldInfo({ entries: edited, messages: chat.slice(i, i + WINDOW), chatLength: i + WINDOW, state: NO_TIMED_EFFECTS, seed: i, settings, budget: 2048 });
+    activateWorldInfo({ entries: edited, messages: chat.slice(i, i + WINDOW), chatLength: i + WINDOW, state: NO_TIMED_EFFECTS, seed: i, settings, budget: 2048, countTokens: estimateTokens });
     firstPass.push(performance.now() - start);
   }
   const first = spread(firstPass);

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { assembleContext, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
+import { assembleContext, chatNames, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, MEMORY_REPLY_TOKENS, rankMemories, SUMMARY_REPLY_TOKENS } from './memory';
@@ -311,8 +311,9 @@ export class StoryEngine {
   private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean, researchSignal?: AbortSignal | null): Promise<AssembledContext> {
     const history = this.store.lineage(parentId);
     const parent = history.at(-1) ?? null;
-    const messages = worldInfoMessages(history, action);
     const { searchAdmits, ...wiSettings } = this.settings.worldInfo;
+    const names = chatNames(adventure.persona.name);
+    const messages = worldInfoMessages(history, action, names, wiSettings);
     // A turn rolls a new seed (a retry rolls again); a preview rolls one fixed by where it stands, so it
     // shows the same thing each time it is asked.
     const seed = forTurn ? randomInt(2 ** 31) : seedFromText(`${adventure.id}:${parentId ?? ''}:${action.text}`);
@@ -335,7 +336,7 @@ export class StoryEngine {
       ...(researchSignal !== undefined && this.settings.research !== 'off' ? { research: (input) => this.researchOver(input, researchSignal) } : {}),
       characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
-      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits },
+      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits, names },
     });
     const used = context.sections.find((s) => s.id === 'memories')?.itemIds ?? [];
     if (forTurn && used.length > 0) this.store.markMemoriesRetrieved(used);
