@@ -1,4 +1,5 @@
 // Retrieval: lexical and semantic search over the index, and the bounded, class-ordered knowledge sections of a turn.
+export { isEverydayWordAsWritten } from './backgroundEnglish';
 export { describeSemanticIndex, indexSemantic } from './calibration';
 export type { SemanticIndexReport } from './calibration';
 export { calibratedModels } from './embeddings';
