@@ -28,7 +28,7 @@ export const SERVER_TOOL_TRAITS: Record<ModelProvider, ServerToolTraits> = {
   'openai-compatible': {
     toolChoiceRequired: true,
     contextWindow: 'setting',
-    note: 'the OpenAI API, vLLM (0.8.3 and later), llama.cpp\'s server (with --jinja) and LM Studio document tool_choice "required"; the context window is storyteller.research.contextWindow, else what /v1/models reports',
+    note: 'the OpenAI API, vLLM (0.8.3 and later), llama.cpp\'s server (with --jinja) and LM Studio document tool_choice "required"; the context window is storyteller.narrator.contextWindow, else what /v1/models reports',
   },
 };
 

@@ -31,7 +31,7 @@ const SETTINGS = {
   'memory.cadence': z.number().int().min(1, 'must be at least 1 turn'),
   'narrator.maxReplyTokens': z.number().int().min(16, 'must be at least 16 tokens'),
   research: z.enum(['auto', 'on', 'off']),
-  'research.contextWindow': z.number().int().min(0, 'must be 0 (what the server reports) or a number of tokens'),
+  'narrator.contextWindow': z.number().int().min(0, 'must be 0 (what the server reports) or a number of tokens'),
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -51,7 +51,7 @@ const DEFAULT_OF: RawSettings = {
   'memory.cadence': DEFAULTS.memoryCadence,
   'narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
   research: DEFAULTS.research,
-  'research.contextWindow': DEFAULTS.researchContextWindow,
+  'narrator.contextWindow': DEFAULTS.researchContextWindow,
 };
 
 export interface StorytellerSettings extends CoreSettings {
@@ -102,7 +102,7 @@ function readSettings(config: vscode.WorkspaceConfiguration, apiKeys: ReadonlyMa
     memoryCadence: value('memory.cadence'),
     maxReplyTokens: value('narrator.maxReplyTokens'),
     research: value('research'),
-    researchContextWindow: value('research.contextWindow'),
+    researchContextWindow: value('narrator.contextWindow'),
     problems,
     unconfirmedServers: sources.unconfirmed,
     untrusted: sources.untrusted,

@@ -28,8 +28,15 @@ describe('one defaults module for the CLI and the extension', () => {
       'storyteller.memory.cadence': DEFAULTS.memoryCadence,
       'storyteller.narrator.maxReplyTokens': DEFAULTS.maxReplyTokens,
       'storyteller.research': DEFAULTS.research,
-      'storyteller.research.contextWindow': DEFAULTS.researchContextWindow,
+      'storyteller.narrator.contextWindow': DEFAULTS.researchContextWindow,
     });
+  });
+
+  it('names no setting inside another: VS Code reads `a.b` under a string `a` as undefined', () => {
+    // `storyteller.research` is a string: a `storyteller.research.contextWindow` beside it always read as undefined.
+    const keys = Object.keys(contributedDefaults());
+    const nested = keys.filter((key) => keys.some((outer) => key.startsWith(`${outer}.`)));
+    assert.deepEqual(nested, []);
   });
 
   it('narrates with llama3.1:8b, writes a memory every 8 turns, and resolves the host like the Ollama CLI', () => {
