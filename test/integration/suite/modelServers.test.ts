@@ -138,14 +138,20 @@ describe('model servers', () => {
     await panelShows('server-header-follows-model', (t) => t.includes('narrator qwen2.5-7b-instruct on the OpenAI-compatible server'));
     await workbenchShows('server-ready-openai', (t) => t.includes(`qwen2.5-7b-instruct · OpenAI-compatible ${server}`));
 
-    openai.queue({ chunks: ['The gate ', 'opens onto ', 'a cloister of fog.'], chunkDelayMs: 80, promptTokens: 1500 });
+    // Research is on auto, the default: a new model on an OpenAI-compatible server is offered the tools first.
+    openai.queue(
+      { toolCalls: [{ name: 'finish', arguments: JSON.stringify({ keep: [], reason: 'the gate needs nothing looked up' }) }] },
+      { chunks: ['The gate ', 'opens onto ', 'a cloister of fog.'], chunkDelayMs: 80, promptTokens: 1500 },
+    );
     text = await panelShows('server-openai-turn-streamed', (t) => t.includes('a cloister of fog.'), [
       { action: 'fill', selector: '#action textarea', text: 'I knock again, louder' },
       { action: 'click', selector: '#do' },
     ]);
-    const request = openai.requestsTo('/v1/chat/completions').at(-1)!;
-    assert.equal(request.authorization, `Bearer ${KEY}`);
-    assert.equal((request.body as { model: string }).model, 'qwen2.5-7b-instruct');
+    const [research, request] = openai.requestsTo('/v1/chat/completions').slice(-2);
+    assert.ok((research!.body as { tools?: unknown[] }).tools?.length, 'the first turn on auto offered the research tools');
+    assert.equal((request!.body as { tools?: unknown[] }).tools, undefined, 'the narration is asked without them');
+    assert.equal(request!.authorization, `Bearer ${KEY}`);
+    assert.equal((request!.body as { model: string }).model, 'qwen2.5-7b-instruct');
     assert.ok(!text.includes(KEY));
     const head = panel.allTurns().find((t) => t.narration === 'The gate opens onto a cloister of fog.');
     assert.equal(head?.promptEvalCount, 1500, "the server's usage count was kept with the turn");
