@@ -316,10 +316,11 @@ async function draftInTwo(
 }
 
 /** How the model drafted, in the words the CLI and the notification print. */
-function describeModelDrafting(model: string, drafted: ModelDrafts): string {
+function describeModelDrafting(model: string, drafted: ModelDrafts, byRules: number): string {
   const how = drafted.protocol === 'json' ? 'the JSON reply protocol (its server takes no tools)' : 'native tool calls';
   const stopped = drafted.stopped ? `; ${drafted.stopped}` : '';
-  return `${model} drafted ${drafted.drafts.length} of ${drafted.calls} proposed edits through ${how}${stopped}; the deterministic rules added theirs`;
+  const rules = byRules === 0 ? 'the deterministic rules found nothing to add' : `the deterministic rules added ${byRules}`;
+  return `${model} drafted ${drafted.drafts.length} of ${drafted.calls} proposed edits through ${how}${stopped}; ${rules}`;
 }
 
 export interface ProposalSet {
@@ -369,7 +370,7 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
       const drafted = await draftInTwo(options.client, options.model, prompt, files, turns, check, isHidden, options.signal);
       drafts.push(...drafted.drafts);
       refused.push(...drafted.refused);
-      drafting = describeModelDrafting(options.model, drafted);
+      drafting = describeModelDrafting(options.model, drafted, deterministic.drafts.length);
     } catch (error) {
       if (options.signal?.aborted) throw error;
       drafting = `deterministic: ${options.model} could not draft (${(error as Error).message})`;

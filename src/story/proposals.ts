@@ -668,6 +668,35 @@ export function discardedKeys(playDb: Db, campaignId: string, adventureId: strin
   return new Set(rows.map((r) => r.proposal_key));
 }
 
+/** A proposal the writer discarded, as the list of discards shows it. */
+export interface DiscardedProposal {
+  adventureId: string;
+  key: string;
+  file: string;
+  reason: string;
+  /** ISO time of the discard. */
+  at: string;
+}
+
+/** What the writer discarded in the campaign (one adventure's, when given), newest first. */
+export function listDiscarded(playDb: Db, campaignId: string, adventureId?: string): DiscardedProposal[] {
+  const rows = playDb
+    .prepare(
+      `SELECT adventure_id, proposal_key, file, reason, created_at FROM proposal_discards
+       WHERE campaign_id = ? AND (? IS NULL OR adventure_id = ?) ORDER BY created_at DESC, file`,
+    )
+    .all(campaignId, adventureId ?? null, adventureId ?? null) as { adventure_id: string; proposal_key: string; file: string; reason: string; created_at: string }[];
+  return rows.map((r) => ({ adventureId: r.adventure_id, key: r.proposal_key, file: r.file, reason: r.reason, at: r.created_at }));
+}
+
+/** Undoes discards: those proposals are proposed again. Returns how many were restored. */
+export function restoreDiscarded(playDb: Db, campaignId: string, discards: readonly Pick<DiscardedProposal, 'adventureId' | 'key'>[]): number {
+  const remove = playDb.prepare('DELETE FROM proposal_discards WHERE campaign_id = ? AND adventure_id = ? AND proposal_key = ?');
+  let restored = 0;
+  playDb.transaction(() => discards.forEach((d) => (restored += remove.run(campaignId, d.adventureId, d.key).changes)))();
+  return restored;
+}
+
 /** Whether the proposal's change is in the files now (the writer applied it, in whole). */
 export function isApplied(proposal: CanonProposal, read: ReadFile): boolean {
   const text = read(proposal.file);
@@ -676,9 +705,9 @@ export function isApplied(proposal: CanonProposal, read: ReadFile): boolean {
 }
 
 /**
- * After the writer answered: the settled conflicts an applied edit made true in the files are cleared (the
- * files agree now, the decision has nothing left to settle), and the proposals not applied are remembered
- * as discarded. Returns what was applied and what was discarded.
+ * After the writer applied some of the proposals: the settled conflicts an applied edit made true in the files
+ * are cleared (the files agree now, the decision has nothing left to settle), and the proposals the writer
+ * unticked are remembered as discarded. Returns what was applied and what was discarded.
  */
 export function settleAnswer(playDb: Db, campaignId: string, adventureId: string, proposals: readonly CanonProposal[], read: ReadFile): { applied: CanonProposal[]; discarded: CanonProposal[] } {
   const applied = proposals.filter((p) => isApplied(p, read));
