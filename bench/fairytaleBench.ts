@@ -15,7 +15,7 @@ import { isMeaningfulWord, tokenize } from '../src/knowledge/retrieval/retrieval
  * sections), as the held-out check measures it: each story one markdown file with `## Section N`
  * headings in a `default_class: canon` campaign; per story (a campaign each) and pooled (one campaign,
  * unscoped questions); a hit when a returned passage's lines overlap a gold section. Beside it, in the
- * same run, raw FTS5 bm25 (`porter unicode61`, one row per section, query words OR-ed). Constants are
+ * same run, raw FTS5 bm25 (`porter unicode61`, one row per section, query words OR-ed, with and without a stop list). Constants are
  * tuned on `train` (a fixed sample of stories, to keep the bench quick); `val` is what is reported.
  */
 
@@ -484,7 +484,25 @@ export interface Located {
   tokens: number;
 }
 
-/** One row per section in a bare FTS5 table, `porter unicode61`, ranked by bm25: the anchor. */
+/**
+ * English function words a plain search drops from the query (the usual stop list of IR systems: articles,
+ * pronouns, auxiliaries, prepositions, question words). Written for this bench; the product has its own.
+ */
+const STOP_WORDS = new Set(
+  (
+    'a about above after again against all am an and any are as at be because been before being below between both but by can could ' +
+    'did do does doing down during each few for from further had has have having he her here hers herself him himself his how i if in ' +
+    'into is it its itself just me more most my myself no nor not now of off on once only or other our ours ourselves out over own same ' +
+    'she should so some such than that the their theirs them themselves then there these they this those through to too under until up ' +
+    'very was we were what when where which while who whom why will with would you your yours yourself yourselves'
+  ).split(' '),
+);
+
+/**
+ * One row per section in a bare FTS5 table, `porter unicode61`, ranked by bm25: the anchor. Two queries:
+ * every word of the question OR-ed (the old anchor), and the same without stop words (the strongest plain
+ * bm25, which the product is compared against).
+ */
 export class RawBm25 {
   private readonly db = new Database(':memory:');
   private readonly rows: Located[] = [];
@@ -503,8 +521,11 @@ export class RawBm25 {
     this.rows.push(row);
     this.insert.run(this.rows.length, text);
   }
-  search(question: string): Located[] {
-    const words = [...new Set(question.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
+  search(question: string, options: { stopList: boolean } = { stopList: true }): Located[] {
+    const all = [...new Set(question.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
+    const content = options.stopList ? all.filter((w) => !STOP_WORDS.has(w)) : all;
+    // A question of stop words only is asked with all its words, as a plain search would rather than answer nothing.
+    const words = content.length > 0 ? content : all;
     if (words.length === 0) return [];
     const ids = this.db
       .prepare('SELECT rowid FROM s WHERE s MATCH ? ORDER BY bm25(s) LIMIT ?')
@@ -551,8 +572,9 @@ export interface FairytaleResult {
   split: Split;
   stories: number;
   questions: number;
-  perStory: { product: QualityRow; bm25: QualityRow; byStory: { name: string; product: QualityRow; bm25: QualityRow }[] };
-  pooled: { product: QualityRow; bm25: QualityRow };
+  /** `bm25`: the anchor, with a stop list; `bm25EveryWord`: the old anchor, every word of the question OR-ed. */
+  perStory: { product: QualityRow; bm25: QualityRow; bm25EveryWord: QualityRow; byStory: { name: string; product: QualityRow; bm25: QualityRow }[] };
+  pooled: { product: QualityRow; bm25: QualityRow; bm25EveryWord: QualityRow };
   /** Share of off-topic questions that got nothing, by kind of question (raw bm25 never abstains). */
   offTopicAbstention: { kind: string; questions: number; perStory: number; pooled: number }[];
 }
@@ -563,6 +585,7 @@ export async function measureFairytales(split: Split, sample?: number, log: (lin
   const abstains = async (store: KnowledgeStore, question: string) => (await productSearch(store, question)).length === 0;
   const perStoryProduct = newTally();
   const perStoryBm25 = newTally();
+  const perStoryEveryWord = newTally();
   const byStory: FairytaleResult['perStory']['byStory'] = [];
   for (const story of stories) {
     const c = await indexedCampaign([story]);
@@ -573,6 +596,7 @@ export async function measureFairytales(split: Split, sample?: number, log: (lin
       const gold = { path: w.path, ranges: q.gold.flatMap((g) => (w.lines.has(g) ? [w.lines.get(g)!] : [])) };
       count(product, await productSearch(c.store, q.question), gold);
       count(bm25, c.bm25.search(q.question), gold);
+      count(perStoryEveryWord, c.bm25.search(q.question, { stopList: false }), gold);
     }
     for (const set of offTopic) {
       for (const q of set.questions) {
@@ -589,12 +613,14 @@ export async function measureFairytales(split: Split, sample?: number, log: (lin
   const pooled = await indexedCampaign(stories);
   const pooledProduct = newTally();
   const pooledBm25 = newTally();
+  const pooledEveryWord = newTally();
   for (const story of stories) {
     const w = pooled.written.get(story.name)!;
     for (const q of story.questions) {
       const gold = { path: w.path, ranges: q.gold.flatMap((g) => (w.lines.has(g) ? [w.lines.get(g)!] : [])) };
       count(pooledProduct, await productSearch(pooled.store, q.question), gold);
       count(pooledBm25, pooled.bm25.search(q.question), gold);
+      count(pooledEveryWord, pooled.bm25.search(q.question, { stopList: false }), gold);
     }
   }
   for (const set of offTopic) {
@@ -610,8 +636,8 @@ export async function measureFairytales(split: Split, sample?: number, log: (lin
     split,
     stories: stories.length,
     questions: perStoryProduct.questions,
-    perStory: { product: summarize(perStoryProduct), bm25: summarize(perStoryBm25), byStory },
-    pooled: { product: summarize(pooledProduct), bm25: summarize(pooledBm25) },
+    perStory: { product: summarize(perStoryProduct), bm25: summarize(perStoryBm25), bm25EveryWord: summarize(perStoryEveryWord), byStory },
+    pooled: { product: summarize(pooledProduct), bm25: summarize(pooledBm25), bm25EveryWord: summarize(pooledEveryWord) },
     offTopicAbstention: offTopic.map((set) => ({ kind: set.kind, questions: set.questions.length, perStory: share(set.perStory), pooled: share(set.pooled) })),
   };
   printTable(result, log);
@@ -623,12 +649,17 @@ function printTable(r: FairytaleResult, log: (line: string) => void): void {
     `  ${label.padEnd(34)} ${K.map((k) => q.recall[k]!.toFixed(3)).join('  ')}   ${String(q.passagesPerQuestion).padStart(4)}  ${String(q.tokensPerQuestion).padStart(6)}   ${`${(q.falseAbstention * 100).toFixed(1)}%`.padStart(11)}   ${`${(q.otherStoryFirst * 100).toFixed(1)}%`.padStart(15)}`;
   log(`fairytaleqa ${r.split}: ${r.stories} stories, ${r.questions} questions (hit = a returned passage overlaps a gold section)`);
   log(`  ${''.padEnd(34)} R@1    R@3    R@5    pass  tokens   got nothing   other story 1st`);
-  log(row('raw bm25, one story per campaign', r.perStory.bm25));
+  log(row('bm25 every word, one story each', r.perStory.bm25EveryWord));
+  log(row('bm25 stop list, one story each', r.perStory.bm25));
   log(row('product, one story per campaign', r.perStory.product));
-  log(row(`raw bm25, ${r.stories} stories pooled`, r.pooled.bm25));
+  log(row(`bm25 every word, ${r.stories} pooled`, r.pooled.bm25EveryWord));
+  log(row(`bm25 stop list, ${r.stories} pooled`, r.pooled.bm25));
   log(row(`product, ${r.stories} stories pooled`, r.pooled.product));
+  const margin = (product: QualityRow, anchor: QualityRow) => K.map((k) => `R@${k} ${(product.recall[k]! - anchor.recall[k]! >= 0 ? '+' : '')}${(product.recall[k]! - anchor.recall[k]!).toFixed(3)}`).join(', ');
+  log(`  product against bm25 with a stop list (the anchor): per story ${margin(r.perStory.product, r.perStory.bm25)}; pooled ${margin(r.pooled.product, r.pooled.bm25)}`);
+  log(`  product against bm25 on every word (the old anchor): per story ${margin(r.perStory.product, r.perStory.bm25EveryWord)}; pooled ${margin(r.pooled.product, r.pooled.bm25EveryWord)}`);
   const worse = r.perStory.byStory.filter((s) => s.product.recall[5]! < s.bm25.recall[5]! || s.product.recall[1]! < s.bm25.recall[1]!);
-  log(`  per story: product below bm25 on R@1 or R@5 in ${worse.length} of ${r.stories}${worse.length > 0 ? `: ${worse.map((s) => `${s.name} (R@1 ${s.product.recall[1]} vs ${s.bm25.recall[1]}, R@5 ${s.product.recall[5]} vs ${s.bm25.recall[5]})`).join('; ')}` : ''}`);
+  log(`  per story: product below bm25 (stop list) on R@1 or R@5 in ${worse.length} of ${r.stories}${worse.length > 0 ? `: ${worse.map((s) => `${s.name} (R@1 ${s.product.recall[1]} vs ${s.bm25.recall[1]}, R@5 ${s.product.recall[5]} vs ${s.bm25.recall[5]})`).join('; ')}` : ''}`);
   for (const set of r.offTopicAbstention) {
     log(`  off-topic abstention, ${set.questions} ${set.kind} questions: per story ${(set.perStory * 100).toFixed(1)}%, pooled ${(set.pooled * 100).toFixed(1)}% (raw bm25 0.0%)`);
   }

@@ -8,7 +8,7 @@ import { runResearchBench } from './researchBench';
 import { runRetrievalBench } from './retrievalBench';
 import { measureRulebook } from './rulebookBench';
 import { runSupersessionBench } from './supersessionBench';
-import { runWorldInfoBench } from './worldInfoBench';
+import { runCampaignTurnBench, runWorldInfoBench } from './worldInfoBench';
 
 /**
  * `npm run bench`: every benchmark part, or the ones named (`tsx bench/run.ts index --copies 3 --repeats 2`).
@@ -31,7 +31,7 @@ const PARTS: BenchPart[] = [
   { name: 'rulebook', run: (log) => measureRulebook(log) },
   { name: 'supersession', run: (log) => runSupersessionBench(log) },
   { name: 'entities', run: (log) => runEntitiesBench(log) },
-  { name: 'world-info', run: (log) => Promise.resolve(runWorldInfoBench(log)) },
+  { name: 'world-info', run: async (log) => ({ activation: runWorldInfoBench(log), campaignTurn: await runCampaignTurnBench(log) }) },
   { name: 'graph', run: (log) => runGraphBench(log) },
   { name: 'research', run: (log) => runResearchBench(log) },
 ];

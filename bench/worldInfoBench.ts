@@ -1,7 +1,16 @@
 import { performance } from 'node:perf_hooks';
-import type { WorldInfoFields } from '../src/knowledge/campaign';
+import { estimateTokens, type WorldInfoFields } from '../src/knowledge/campaign';
 import { activateWorldInfo, NO_TIMED_EFFECTS, WORLD_INFO_DEFAULTS, type ActivationEntry, type TimedState } from '../src/knowledge/retrieval/worldInfo';
 import { percentile, round } from './retrievalBench';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadCampaign } from '../src/knowledge/campaign/campaign';
+import { importCampaign } from '../src/knowledge/indexing/importer';
+import { KnowledgeStore } from '../src/knowledge/indexing/store';
+import { importLorebookFile } from '../src/knowledge/interchange/lorebookImport';
+import { DEFAULT_KNOWLEDGE_BUDGETS, searchKnowledge } from '../src/knowledge/retrieval/retrieval';
+import { indexKnowledge } from '../src/story/indexKnowledge';
 
 /**
  * SillyTavern's activation pass over a 1,000-entry book and a 20-message window, scan after scan with the
@@ -66,7 +75,6 @@ export function benchBook(): { entries: ActivationEntry[]; chat: string[]; setti
       title: `Entry ${i}`,
       hash: `h${i}`,
       content: Array.from({ length: 40 }, () => pick(vocabulary)).join(' '),
-      tokens: 60,
       fields: fields({
         keys: i % 50 === 7 ? [`/name${i.toString(36)}s?/i`] : Array.from({ length: 1 + (i % 3) }, () => pick(names)),
         secondaryKeys: i % 10 === 3 ? [pick(vocabulary), pick(vocabulary)] : [],
@@ -88,6 +96,68 @@ export function benchBook(): { entries: ActivationEntry[]; chat: string[]; setti
   return { entries, chat, settings: { ...WORLD_INFO_DEFAULTS, scanDepth: WINDOW } };
 }
 
+export interface CampaignTurnResult {
+  entries: number;
+  turnMs: { p50: number; p95: number };
+  searchMs: { p50: number; p95: number };
+  turnVsSearch: { p50: number; p95: number };
+}
+
+/**
+ * A turn's knowledge on a campaign holding a 1,000-entry book (half its entries Chinese, imported as a writer
+ * imports one), through the port play uses (supersession included), against a search of the same words.
+ */
+export async function runCampaignTurnBench(log: (line: string) => void = () => undefined): Promise<CampaignTurnResult> {
+  const { entries, chat } = benchBook();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-wi-bench-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'campaign.yaml'), 'id: wi-bench\ntitle: WI bench\ndefault_class: canon\n');
+    const hanzi = '山水风云龙虎宗门长老灵石剑客栈渡口';
+    const book = {
+      entries: Object.fromEntries(
+        entries.map((e, uid) => {
+          const chinese = uid % 2 === 1;
+          const key = chinese ? e.fields.keys.map((_, i) => `${hanzi[uid % hanzi.length]}${hanzi[(uid * 7 + i) % hanzi.length]}${uid}`) : e.fields.keys;
+          return [String(uid), { uid, key, keysecondary: e.fields.secondaryKeys, comment: e.title, content: e.content, order: e.fields.order, position: 0, constant: e.fields.constant, selective: true, disable: false }];
+        }),
+      ),
+    };
+    const file = path.join(dir, 'book.json');
+    fs.writeFileSync(file, JSON.stringify(book));
+    importLorebookFile(file, { campaignRoot: dir, class: 'canon', folder: 'book' });
+    fs.rmSync(file);
+    const campaign = loadCampaign(dir);
+    const store = KnowledgeStore.open(campaign);
+    await importCampaign(campaign, store);
+    const { searchAdmits, ...settings } = campaign.worldInfo;
+    const port = indexKnowledge(store);
+    const turn: number[] = [];
+    const search: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const messages = chat.slice(i, i + 4);
+      const input = messages.at(-1)!;
+      let start = performance.now();
+      await port.retrieve({ input, recent: messages.slice(0, -1), stage: 'narrator', budgets: { ...DEFAULT_KNOWLEDGE_BUDGETS }, worldInfo: { messages, chatLength: messages.length, state: NO_TIMED_EFFECTS, seed: i, settings, budget: 2048, searchAdmits } });
+      turn.push(performance.now() - start);
+      start = performance.now();
+      await searchKnowledge(store, [...messages.slice(0, -1), input].join('\n'));
+      search.push(performance.now() - start);
+    }
+    store.close();
+    const spread = (times: number[]) => {
+      const sorted = [...times].sort((a, b) => a - b);
+      return { p50: round(percentile(sorted, 0.5)), p95: round(percentile(sorted, 0.95)) };
+    };
+    const t = spread(turn);
+    const q = spread(search);
+    const result = { entries: entries.length, turnMs: t, searchMs: q, turnVsSearch: { p50: round(t.p50 / q.p50), p95: round(t.p95 / q.p95) } };
+    log(`a turn's knowledge on a campaign of a ${entries.length}-entry book (half Chinese), supersession included: p50 ${t.p50} ms, p95 ${t.p95} ms; a search of the same words: p50 ${q.p50} ms, p95 ${q.p95} ms (×${result.turnVsSearch.p50} / ×${result.turnVsSearch.p95}; goal ≤ ×2)`);
+    return result;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export function runWorldInfoBench(log: (line: string) => void = () => undefined): WorldInfoBenchResult {
   const { entries, chat, settings } = benchBook();
   const allKeys = entries.flatMap((e) => e.fields.keys.map((k) => k.toLowerCase()));
@@ -100,7 +170,7 @@ export function runWorldInfoBench(log: (line: string) => void = () => undefined)
   for (let scan = 0; scan < SCANS; scan++) {
     const messages = chat.slice(scan, scan + WINDOW);
     let start = performance.now();
-    const result = activateWorldInfo({ entries, messages, chatLength: scan + WINDOW, state, seed: scan, settings, budget: 2048 });
+    const result = activateWorldInfo({ entries, messages, chatLength: scan + WINDOW, state, seed: scan, settings, budget: 2048, countTokens: estimateTokens });
     activation.push(performance.now() - start);
     state = result.state;
     fired += result.activated.length;
@@ -120,7 +190,7 @@ export function runWorldInfoBench(log: (line: string) => void = () => undefined)
   for (let i = 0; i < EDITS; i++) {
     const edited = entries.map((e) => ({ ...e, fields: { ...e.fields } }));
     const start = performance.now();
-    activateWorldInfo({ entries: edited, messages: chat.slice(i, i + WINDOW), chatLength: i + WINDOW, state: NO_TIMED_EFFECTS, seed: i, settings, budget: 2048 });
+    activateWorldInfo({ entries: edited, messages: chat.slice(i, i + WINDOW), chatLength: i + WINDOW, state: NO_TIMED_EFFECTS, seed: i, settings, budget: 2048, countTokens: estimateTokens });
     firstPass.push(performance.now() - start);
   }
   const first = spread(firstPass);

@@ -317,7 +317,9 @@ function swipes(turn: TurnView): HTMLElement | undefined {
   const next = linkButton('swipe-next', '›', () => nextId && vscode.postMessage({ type: 'switch', turnId: nextId }));
   next.setAttribute('aria-label', 'Next reply');
   next.disabled = nextId === null;
-  nav.append(previous, el('span', 'swipe-position', `${index} / ${count}`), next);
+  const remove = linkButton('swipe-delete', 'Delete this reply', () => vscode.postMessage({ type: 'deleteReply', turnId: turn.id }));
+  remove.setAttribute('aria-label', `Delete reply ${index} of ${count} and what followed it`);
+  nav.append(previous, el('span', 'swipe-position', `${index} / ${count}`), next, remove);
   return nav;
 }
 
@@ -446,9 +448,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       if (action.value.trim() === message.text) action.value = '';
       noticeLine.textContent = '';
       break;
-    case 'notice':
+    case 'notice': {
       noticeLine.textContent = message.message;
+      const offer = message.offer;
+      if (offer) noticeLine.append(' ', linkButton('notice-offer', offer.label, () => vscode.postMessage({ type: 'takeOffer', id: offer.id })));
       break;
+    }
     case 'send':
       send(message.kind);
       break;

@@ -97,7 +97,8 @@ export const HostMessage = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
   /** Something the writer should know that is not a failure (where a fork left the later turns). */
-  z.object({ type: z.literal('notice'), message: z.string() }),
+  /** What just happened, in words; `offer` a button that takes it back (Redo after an Undo, Undo after a delete). */
+  z.object({ type: z.literal('notice'), message: z.string(), offer: z.object({ id: z.string(), label: z.string() }).optional() }),
   /** The action typed in the box is stored as a turn: only now may the box be cleared. */
   z.object({ type: z.literal('accepted'), text: z.string() }),
   z.object({ type: z.literal('setupSaved') }),
@@ -119,6 +120,10 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('fork'), turnId: z.string() }),
   /** Show another reply to the same moment (a swipe). */
   z.object({ type: z.literal('switch'), turnId: z.string() }),
+  /** Delete one reply to a moment (a swipe) and everything after it; the notice offers Undo. */
+  z.object({ type: z.literal('deleteReply'), turnId: z.string() }),
+  /** The writer took a notice's offer. */
+  z.object({ type: z.literal('takeOffer'), id: z.string() }),
   z.object({ type: z.literal('preview'), text: z.string().max(20_000) }),
   z.object({ type: z.literal('editAction'), turnId: z.string(), text: z.string().trim().min(1).max(20_000) }),
   z.object({ type: z.literal('saveSetup'), setup: AdventureSetup }),

@@ -1,5 +1,10 @@
 import {
+  DEFAULT_NAMES,
+  hasLorebookMacro,
   insertionOrder,
+  scannedMessage,
+  substituteLorebookMacros,
+  type ChatNames,
   worldInfoBudget,
   worldInfoPlace,
   worldInfoRole,
@@ -12,6 +17,7 @@ import {
   type TokenMeasure,
   type WorldInfoQuery,
 } from '../knowledge/retrieval';
+import type { WorldInfoSettings } from '../knowledge/campaign';
 import { neutralizedLength, neutralizeMarkers, promptField } from '../models';
 import { countWords } from '../knowledge/campaign';
 import type { CharacterOf, ResearchOutcome, ResearchRecord, ResearchTask } from './types';
@@ -89,12 +95,19 @@ export interface ContextRequest {
   worldInfo?: Omit<WorldInfoQuery, 'budget'>;
 }
 
+/** The chat's speakers for SillyTavern's World Info: the persona by name, and the narrator. */
+export function chatNames(personaName: string): ChatNames {
+  return { user: promptField(personaName) || DEFAULT_NAMES.user, narrator: DEFAULT_NAMES.narrator };
+}
+
 /**
  * The chat as SillyTavern's World Info scans it: every action and every narration of the branch is one
- * message (an empty one is none), and the action being played is the newest.
+ * message (an empty one is none), the action being played the newest, each `Name: message` when the
+ * campaign includes names (SillyTavern's default), an action the persona's and a narration the narrator's.
  */
-export function worldInfoMessages(history: readonly Turn[], action: PlayerAction): string[] {
-  return [...history.flatMap((t) => [t.action.text, t.narration]), action.text].filter((m) => m.trim() !== '');
+export function worldInfoMessages(history: readonly Turn[], action: PlayerAction, names: ChatNames, settings: Pick<WorldInfoSettings, 'includeNames'>): string[] {
+  const said = [...history.flatMap((t) => [{ by: names.user, text: t.action.text }, { by: names.narrator, text: t.narration }]), { by: names.user, text: action.text }];
+  return said.filter((m) => m.text.trim() !== '').map((m) => scannedMessage(m.by, m.text, settings));
 }
 
 const NO_CHARACTERS: CharacterOf = () => undefined;
@@ -105,13 +118,10 @@ const NO_CHARACTERS: CharacterOf = () => undefined;
  * the character its card named (`character:` in the file), else the narrator, who voices everyone else.
  */
 export function renderLorebookMacros(text: string, personaName: string, character?: string): string {
-  return text.replace(/\{\{\s*(user|char)\s*\}\}/gi, (_macro, who: string) =>
-    who.toLowerCase() === 'user' ? personaName || 'the player character' : character || 'the narrator',
-  );
+  return substituteLorebookMacros(text, { user: personaName || DEFAULT_NAMES.user, char: character || DEFAULT_NAMES.narrator });
 }
 
-const CHAR_MACRO = /\{\{\s*char\s*\}\}/i;
-const ANY_MACRO = /\{\{\s*(user|char)\s*\}\}/i;
+const CHAR_MACRO = /\{\{char\}\}|<(?:bot|char|charifnotgroup|group)>|\{\{(?:group|charIfNotGroup)\}\}/i;
 
 /** The lines a passage's text is framed by in the prompt. */
 function passageFrame(p: SelectedPassage): { open: string; end: string } {
@@ -172,7 +182,7 @@ function textShape(text: string): { words: number; chars: number } | null {
   if (shape === undefined) {
     const body = text.trim();
     // neutralizeMarkers changes no word, only adds an escape to a line that starts like a heading.
-    shape = ANY_MACRO.test(body) ? null : { words: countWords(body), chars: neutralizedLength(body) };
+    shape = hasLorebookMacro(body) ? null : { words: countWords(body), chars: neutralizedLength(body) };
     if (textShapeChars > TEXT_SHAPE_CHARS_HELD) {
       textShapes.clear();
       textShapeChars = 0;
@@ -226,6 +236,7 @@ export function knowledgeMeasure(estimator: TokenEstimator, personaName: string,
       return estimator.countShape(frame.words + body.words, frame.chars + body.chars + 3);
     },
     section: (key) => estimator.count(knowledgeHead(key)),
+    text: (text) => estimator.count(text),
   };
 }
 

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { assembleContext, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
+import { assembleContext, chatNames, DEFAULT_SHARES, worldInfoMessages, type BudgetShares } from './contextBuilder';
 import { latestLeaf } from './branches';
 import { castFromSchema } from './cast';
 import { blockText, buildMemoryPrompt, buildSummaryPrompt, cleanMemoryText, MEMORY_REPLY_TOKENS, rankMemories, SUMMARY_REPLY_TOKENS } from './memory';
@@ -9,7 +9,7 @@ import { WORLD_INFO_DEFAULTS, type Campaign } from '../knowledge/campaign';
 import { ProcessToolSupport, toolSupportKey, toolSupportName, type ToolChatClient, type ToolSupportMemory } from '../models';
 import type { RetrievalQuery, RetrievalResult } from '../knowledge/retrieval';
 import type { KnowledgePort } from './ports';
-import type { PlayStore } from './playStore';
+import type { DeletedPlay, PlayStore } from './playStore';
 import { research, type ResearchLimits } from './research';
 import type { ResearchOutcome, ResearchTask } from './types';
 import { TokenEstimator } from './tokenEstimator';
@@ -78,6 +78,8 @@ export interface TurnOutcome {
   memories: Memory[];
   /** Memory writing failed; the turn itself is unaffected. */
   memoryError: string | null;
+  /** Failed attempts at the same action that this success replaced, deleted (restore puts them back). */
+  replacedFailures: DeletedPlay[];
 }
 
 export class TurnInProgressError extends Error {
@@ -177,6 +179,16 @@ export class StoryEngine {
     const parentId = this.store.turn(head).parentId;
     this.store.setHead(adventureId, parentId);
     return parentId === null ? null : this.store.turn(parentId);
+  }
+
+  /** Takes an undo back: the head returns to the turn undone, if the story has not moved on from where it left it. */
+  redo(adventureId: string, turnId: string): Turn {
+    const adventure = this.store.adventure(adventureId);
+    this.refuseWhileInFlight(adventure);
+    const turn = this.turnOf(adventure, turnId);
+    if (turn.parentId !== adventure.headTurnId) throw new Error(`turn ${turn.depth + 1} cannot be redone: the story has moved since it was undone (the Adventures view and the map still reach it)`);
+    this.store.setHead(adventureId, turnId);
+    return turn;
   }
 
   /** Continues from any turn: the next action becomes its child, on a branch that sees only its lineage. */
@@ -311,8 +323,9 @@ export class StoryEngine {
   private async assemble(adventure: Adventure, parentId: string | null, action: PlayerAction, modelContext: number | null, forTurn: boolean, researchSignal?: AbortSignal | null): Promise<AssembledContext> {
     const history = this.store.lineage(parentId);
     const parent = history.at(-1) ?? null;
-    const messages = worldInfoMessages(history, action);
     const { searchAdmits, ...wiSettings } = this.settings.worldInfo;
+    const names = chatNames(adventure.persona.name);
+    const messages = worldInfoMessages(history, action, names, wiSettings);
     // A turn rolls a new seed (a retry rolls again); a preview rolls one fixed by where it stands, so it
     // shows the same thing each time it is asked.
     const seed = forTurn ? randomInt(2 ** 31) : seedFromText(`${adventure.id}:${parentId ?? ''}:${action.text}`);
@@ -335,7 +348,7 @@ export class StoryEngine {
       ...(researchSignal !== undefined && this.settings.research !== 'off' ? { research: (input) => this.researchOver(input, researchSignal) } : {}),
       characterOf: (sourceId) => this.knowledge.character(sourceId),
       estimator: this.estimator(),
-      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits },
+      worldInfo: { messages, chatLength: messages.length, state: this.store.worldInfoAfter(history)?.state ?? NO_TIMED_EFFECTS, seed, settings: wiSettings, searchAdmits, names },
     });
     const used = context.sections.find((s) => s.id === 'memories')?.itemIds ?? [];
     if (forTurn && used.length > 0) this.store.markMemoriesRetrieved(used);
@@ -391,7 +404,7 @@ export class StoryEngine {
         promptEvalCount: null,
         evalCount: null,
       });
-      return { turn, context, error, applied: {}, memories: [], memoryError: null };
+      return { turn, context, error, applied: {}, memories: [], memoryError: null, replacedFailures: [] };
     };
 
     if (!this.narrator) return failed(new Error('no narrator model is configured; choose an Ollama model in settings'), null);
@@ -454,7 +467,7 @@ export class StoryEngine {
         promptEvalCount: result.promptEvalCount,
         evalCount: result.evalCount,
       });
-      const outcome: TurnOutcome = { turn, context, error: null, applied, memories: [], memoryError: null };
+      const outcome: TurnOutcome = { turn, context, error: null, applied, memories: [], memoryError: null, replacedFailures: this.deleteFailedAttempts(turn) };
       if (this.settings.autoMemories) {
         try {
           outcome.memories = await this.writeDueMemories(adventure.id);
@@ -466,6 +479,19 @@ export class StoryEngine {
     } catch (error) {
       return failed(error instanceof Error ? error : new Error(String(error)), context);
     }
+  }
+
+  /**
+   * A failed attempt is kept only until an attempt at the same action succeeds: the earlier tries at that
+   * moment that failed with no reply and nothing after them are deleted, so errors do not pile up as swipes
+   * and branches. Nothing the writer typed or read goes: the action lives on in the successful turn.
+   */
+  private deleteFailedAttempts(success: Turn): DeletedPlay[] {
+    const siblings = this.store.children(success.adventureId, success.parentId);
+    return siblings
+      .filter((t) => t.id !== success.id && t.status === 'error' && t.narration === '' && t.action.kind === success.action.kind && t.action.text === success.action.text)
+      .filter((t) => this.store.children(t.adventureId, t.id).length === 0)
+      .map((t) => this.store.deleteBranch(t.id));
   }
 
   // ── memories ───────────────────────────────────────────────────────────────────────────────────

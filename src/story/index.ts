@@ -8,6 +8,6 @@ export { buildMemoryPrompt, buildCastBrief, MEMORY_MAX_WORDS } from './memory';
 export { parseStatSchema, renderStateSection, hasWorldState, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 export { transcriptMarkdown } from './transcript';
 export type * from './types';
-export { PROPOSAL_LIMITS, ProposalWriteError, clearSettledConflicts, diskReader, isApplied, proposalDiff, recordDiscarded, settleAnswer, writeProposals } from './proposals';
-export type { CanonProposal, ProposalDraft, ProposalOrigin, ProposalTurn, RefusedProposal } from './proposals';
+export { PROPOSAL_LIMITS, ProposalWriteError, clearSettledConflicts, diskReader, isApplied, listDiscarded, proposalDiff, recordDiscarded, restoreDiscarded, settleAnswer, writeProposals } from './proposals';
+export type { CanonProposal, DiscardedProposal, ProposalDraft, ProposalOrigin, ProposalTurn, RefusedProposal } from './proposals';
 export { PROPOSE_EDIT_TOOL, proposeCanonUpdates, type ProposalSet, type ProposeOptions } from './proposalDrafting';

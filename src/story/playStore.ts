@@ -4,6 +4,7 @@ import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
 import { DamagedPlayError, THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, readStoredStatSchema, statementCache, storyProblem, turnLinkProblem, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
 import { PLAY_MIGRATIONS } from '../knowledge/indexing';
+import { latestLeaf } from './branches';
 import type { ResearchRecord } from './types';
 import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';
 import type {
@@ -105,6 +106,19 @@ export interface AdventurePatch {
   plotEssentials?: string;
   authorsNote?: string;
   statSchema?: unknown;
+}
+
+/** What deleteBranch or deleteAdventure took out of play.db: every row, so restore can put it back exactly. */
+export interface DeletedPlay {
+  adventureId: string;
+  headBefore: string | null;
+  /** The adventure's own row, when the whole adventure went. */
+  adventure?: Record<string, unknown>;
+  turns: Record<string, unknown>[];
+  snapshots: Record<string, unknown>[];
+  turnPassages: Record<string, unknown>[];
+  memories: Record<string, unknown>[];
+  summaries: Record<string, unknown>[];
 }
 
 export interface TurnResult {
@@ -330,7 +344,20 @@ export class PlayStore {
     return this.adventure(id);
   }
 
-  deleteAdventure(id: string): void {
+  /** Deletes the adventure with everything played in it, in one transaction; returns it all, for restore. */
+  deleteAdventure(id: string): DeletedPlay {
+    const turnIds = (this.db.prepare('SELECT id FROM turns WHERE adventure_id = ?').all(id) as { id: string }[]).map((r) => r.id);
+    const rowsOf = (sql: string, keys: readonly string[]) => keys.flatMap((key) => this.db.prepare(sql).all(key) as Record<string, unknown>[]);
+    const deleted: DeletedPlay = {
+      adventureId: id,
+      headBefore: this.adventure(id).headTurnId,
+      adventure: this.db.prepare('SELECT * FROM adventures WHERE id = ?').get(id) as Record<string, unknown>,
+      turns: rowsOf('SELECT * FROM turns WHERE adventure_id = ?', [id]),
+      snapshots: rowsOf('SELECT * FROM prompt_snapshots WHERE turn_id = ?', turnIds),
+      turnPassages: rowsOf('SELECT * FROM turn_passages WHERE turn_id = ?', turnIds),
+      memories: rowsOf('SELECT * FROM memories WHERE adventure_id = ?', [id]),
+      summaries: rowsOf('SELECT * FROM story_summaries WHERE adventure_id = ?', [id]),
+    };
     this.db.transaction(() => {
       // Memories and summaries point at turns; they go first so the cascade has nothing left to trip on.
       this.db.prepare('DELETE FROM story_summaries WHERE adventure_id = ?').run(id);
@@ -339,6 +366,62 @@ export class PlayStore {
       // One statement: SQLite checks the parent_id references once it has finished, with no turn left.
       this.db.prepare('DELETE FROM turns WHERE adventure_id = ?').run(id);
       this.db.prepare('DELETE FROM adventures WHERE id = ?').run(id);
+    })();
+    return deleted;
+  }
+
+  /**
+   * Deletes a turn and every turn after it on its branches, with their prompt snapshots, the passages they
+   * retrieved and the memories and summaries anchored in them, in one transaction. A head inside moves to the
+   * newest reply beside the turn, else to its parent. Returns everything deleted, for restoreBranch.
+   */
+  deleteBranch(turnId: string): DeletedPlay {
+    const turn = this.turn(turnId);
+    const adventure = this.adventure(turn.adventureId);
+    const all = this.allTurns(turn.adventureId);
+    const ids = new Set([turnId]);
+    for (const t of all) if (t.parentId !== null && ids.has(t.parentId)) ids.add(t.id);
+    const list = [...ids];
+    const rowsOf = (sql: string) => list.flatMap((id) => this.db.prepare(sql).all(id) as Record<string, unknown>[]);
+    const deleted: DeletedPlay = {
+      adventureId: turn.adventureId,
+      headBefore: adventure.headTurnId,
+      turns: rowsOf('SELECT * FROM turns WHERE id = ?'),
+      snapshots: rowsOf('SELECT * FROM prompt_snapshots WHERE turn_id = ?'),
+      turnPassages: rowsOf('SELECT * FROM turn_passages WHERE turn_id = ?'),
+      memories: rowsOf('SELECT * FROM memories WHERE anchor_turn_id = ?'),
+      summaries: rowsOf('SELECT * FROM story_summaries WHERE anchor_turn_id = ?'),
+    };
+    const headInside = adventure.headTurnId !== null && ids.has(adventure.headTurnId);
+    const beside = all.filter((t) => t.parentId === turn.parentId && t.id !== turnId).at(-1);
+    const newHead = !headInside ? adventure.headTurnId : beside ? latestLeaf(all.filter((t) => !ids.has(t.id)), beside.id).id : turn.parentId;
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE adventures SET head_turn_id = ?, updated_at = ? WHERE id = ?').run(newHead, now(), turn.adventureId);
+      for (const id of list) {
+        this.db.prepare('DELETE FROM story_summaries WHERE anchor_turn_id = ?').run(id);
+        this.db.prepare('DELETE FROM memories WHERE anchor_turn_id = ?').run(id);
+      }
+      // Deepest first: no turn is deleted while a child still points at it.
+      const deepestFirst = [...deleted.turns].sort((a, b) => Number(b.depth) - Number(a.depth));
+      for (const row of deepestFirst) this.db.prepare('DELETE FROM turns WHERE id = ?').run(row.id);
+    })();
+    return deleted;
+  }
+
+  /** Puts a deleted branch or adventure back as it was, and the head where it stood. */
+  restore(deleted: DeletedPlay): void {
+    const insert = (table: string, row: Record<string, unknown>) => {
+      const columns = Object.keys(row);
+      this.db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`).run(...columns.map((c) => row[c]));
+    };
+    this.db.transaction(() => {
+      if (deleted.adventure) insert('adventures', { ...deleted.adventure, head_turn_id: null });
+      for (const row of [...deleted.turns].sort((a, b) => Number(a.depth) - Number(b.depth))) insert('turns', row);
+      for (const row of deleted.snapshots) insert('prompt_snapshots', row);
+      for (const row of deleted.turnPassages) insert('turn_passages', row);
+      for (const row of deleted.memories) insert('memories', row);
+      for (const row of deleted.summaries) insert('story_summaries', row);
+      this.db.prepare('UPDATE adventures SET head_turn_id = ?, updated_at = ? WHERE id = ?').run(deleted.headBefore, now(), deleted.adventureId);
     })();
   }
 

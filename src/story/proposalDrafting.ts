@@ -23,6 +23,7 @@ import {
   type ReadFile,
   type RefusedProposal,
 } from './proposals';
+import { NarratorOnlyText } from './secrets';
 
 /**
  * Drafting canon proposals with a model: it reads the canon the branch touches, the branch itself, its
@@ -84,8 +85,15 @@ function fenced(tag: string, attrs: string, text: string): string {
   return `<${tag}${attrs}>\n${text.replaceAll(`</${tag}>`, `<\\/${tag}>`)}\n</${tag}>`;
 }
 
-/** The canon files the branch mentions (by name or link), newest mentions first, within the budget. */
-function canonForModel(canon: CanonView, branch: BranchView, ctx: ProposalContext): { path: string; text: string }[] {
+/** A canon file as the model is shown it; `hidden` when it is narrator-only. */
+interface CanonFile {
+  path: string;
+  text: string;
+  hidden: boolean;
+}
+
+/** The canon files the branch mentions (by name or link), within the budget. */
+function canonForModel(canon: CanonView, branch: BranchView, ctx: ProposalContext): CanonFile[] {
   const { entities } = canon;
   const story = branch.turns.map((t) => `${t.action.text}\n${t.narration}`).join('\n');
   const mentioned = new Set(entities.mentionsIn('(story)', `${story}\n${branch.memories.map((m) => m.text).join('\n')}`).map((m) => m.entityKey));
@@ -95,14 +103,17 @@ function canonForModel(canon: CanonView, branch: BranchView, ctx: ProposalContex
   }
   const paths = new Set<string>();
   for (const key of mentioned) for (const d of entities.entity(key)?.definitions ?? []) if (d.class === 'canon') paths.add(d.path);
-  const files: { path: string; text: string }[] = [];
-  let used = 0;
+  const files: CanonFile[] = [];
+  // Each conversation (narrator-only canon apart) has its own budget.
+  const used = { hidden: 0, visible: 0 };
   for (const p of [...paths].sort()) {
     const source = ctx.store.getSourceByPath(p);
     const text = source?.class === 'canon' && source.enabled ? ctx.store.getSourceContent(source.id) : undefined;
-    if (text === undefined || used + text.length > DRAFTING_LIMITS.canonChars) continue;
-    used += text.length;
-    files.push({ path: p, text });
+    const hidden = source?.visibility === 'hidden';
+    const budget = hidden ? 'hidden' : 'visible';
+    if (text === undefined || used[budget] + text.length > DRAFTING_LIMITS.canonChars) continue;
+    used[budget] += text.length;
+    files.push({ path: p, text, hidden });
   }
   return files;
 }
@@ -120,8 +131,12 @@ function transcriptForModel(branch: BranchView): string[] {
   return out;
 }
 
-export function draftingPrompt(ctx: ProposalContext, branch: BranchView, canon: CanonView): ToolChatMessage[] {
-  const files = canonForModel(canon, branch, ctx);
+/** Said to the model shown narrator-only canon: what it may change, so its refusals come as no surprise. */
+const NARRATOR_ONLY_NOTE =
+  'The canon files below are narrator-only: the player never reads them. Propose edits to these files only; an edit to any other file, or a new file, is refused.';
+
+/** The prompt of one conversation: `files` are all visible canon, or (`narratorOnly`) all narrator-only. */
+function draftingPrompt(ctx: ProposalContext, branch: BranchView, canon: CanonView, files: readonly CanonFile[], narratorOnly: boolean): ToolChatMessage[] {
   const turns = transcriptForModel(branch);
   const changed = stateWorldFacts(ctx.adventure.statSchema, branch.state)
     .filter((f) => f.statePath && branch.changedAt.has(f.statePath))
@@ -134,7 +149,7 @@ export function draftingPrompt(ctx: ProposalContext, branch: BranchView, canon: 
     });
   const user = [
     `# Campaign: ${ctx.campaign.title}`,
-    `## Canon files (${files.length})`,
+    ...(narratorOnly ? [`## Narrator-only canon files (${files.length})`, NARRATOR_ONLY_NOTE] : [`## Canon files (${files.length})`]),
     ...files.map((f) => fenced('file', ` path="${f.path}"`, f.text)),
     `## The story as played: ${ctx.adventure.title} (${turns.length} of ${branch.turns.length} turns shown)`,
     ...turns,
@@ -257,11 +272,55 @@ export async function draftWithModel(
   return { drafts, refused, calls, protocol, stopped };
 }
 
+/**
+ * Drafting in two conversations, so the model that writes what the player reads never reads a secret, not
+ * even to paraphrase it (checkDraft's refusal of repeated narrator-only text catches only words copied): the
+ * first is shown the visible canon and may change anything; the second, only when the branch mentions
+ * narrator-only canon, is shown those files and may change only them, so an edit to a hidden file (a secret
+ * the story revealed to the narrator's notes) still has its text to quote. A second conversation that fails
+ * keeps what the first drafted.
+ */
+async function draftInTwo(
+  client: ToolChatClient,
+  model: string,
+  prompt: (files: readonly CanonFile[], narratorOnly: boolean) => ToolChatMessage[],
+  files: readonly CanonFile[],
+  turns: readonly ProposalTurn[],
+  check: (draft: ProposalDraft) => Checked | string,
+  isHidden: (file: string) => boolean,
+  signal?: AbortSignal,
+): Promise<ModelDrafts> {
+  const first = await draftWithModel(client, model, prompt(files.filter((f) => !f.hidden), false), turns, check, signal);
+  const hidden = files.filter((f) => f.hidden);
+  if (hidden.length === 0) return first;
+  const onlyHidden = (draft: ProposalDraft) => {
+    const checked = check(draft);
+    if (typeof checked === 'string' || (checked.kind !== 'new' && isHidden(checked.file))) return checked;
+    return 'this conversation was shown narrator-only canon, so it may change only narrator-only files';
+  };
+  const apart = `narrator-only canon (${hidden.length} ${hidden.length === 1 ? 'file' : 'files'}) drafted apart, changing only those files`;
+  let second: ModelDrafts;
+  try {
+    second = await draftWithModel(client, model, prompt(hidden, true), turns, onlyHidden, signal);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    return { ...first, stopped: [first.stopped, `${apart} failed (${(error as Error).message})`].filter(Boolean).join('; ') };
+  }
+  return {
+    drafts: [...first.drafts, ...second.drafts],
+    refused: [...first.refused, ...second.refused],
+    calls: first.calls + second.calls,
+    protocol: second.protocol ?? first.protocol,
+    stopped: [first.stopped, apart, second.stopped].filter(Boolean).join('; '),
+  };
+}
+
 /** How the model drafted, in the words the CLI and the notification print. */
-function describeModelDrafting(model: string, drafted: ModelDrafts): string {
+function describeModelDrafting(model: string, drafted: ModelDrafts, byRules: number): string {
   const how = drafted.protocol === 'json' ? 'the JSON reply protocol (its server takes no tools)' : 'native tool calls';
   const stopped = drafted.stopped ? `; ${drafted.stopped}` : '';
-  return `${model} drafted ${drafted.drafts.length} of ${drafted.calls} proposed edits through ${how}${stopped}; the deterministic rules added theirs`;
+  const rules = byRules === 0 ? 'the deterministic rules found nothing to add' : `the deterministic rules added ${byRules}`;
+  return `${model} drafted ${drafted.drafts.length} of ${drafted.calls} proposed edits through ${how}${stopped}; ${rules}`;
 }
 
 export interface ProposalSet {
@@ -292,6 +351,7 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
     campaign: ctx.campaign,
     store: ctx.store,
     read,
+    secrets: new NarratorOnlyText(ctx.store),
     fromTurn: (turns) => {
       const last = [...turns].sort((a, b) => b.number - a.number)[0];
       return last ? `${ctx.adventure.title}, turn ${last.number}` : ctx.adventure.title;
@@ -304,10 +364,13 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
     try {
       const turns = branch.turns.map(turnRef);
       const check = (draft: ProposalDraft) => checkDraft(draft, target);
-      const drafted = await draftWithModel(options.client, options.model, draftingPrompt(ctx, branch, canon), turns, check, options.signal);
+      const prompt = (files: readonly CanonFile[], narratorOnly: boolean) => draftingPrompt(ctx, branch, canon, files, narratorOnly);
+      const isHidden = (file: string) => ctx.store.getSourceByPath(file)?.visibility === 'hidden';
+      const files = canonForModel(canon, branch, ctx);
+      const drafted = await draftInTwo(options.client, options.model, prompt, files, turns, check, isHidden, options.signal);
       drafts.push(...drafted.drafts);
       refused.push(...drafted.refused);
-      drafting = describeModelDrafting(options.model, drafted);
+      drafting = describeModelDrafting(options.model, drafted, deterministic.drafts.length);
     } catch (error) {
       if (options.signal?.aborted) throw error;
       drafting = `deterministic: ${options.model} could not draft (${(error as Error).message})`;

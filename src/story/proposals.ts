@@ -27,6 +27,7 @@ import { WriteConflictError, writeFailure, writeFileSet, type SetFile } from '..
 import { isCandidateSource, type Db, type KnowledgeStore } from '../knowledge/indexing';
 import { plainLine } from '../models';
 import type { PlayStore } from './playStore';
+import type { NarratorOnlyText } from './secrets';
 import type { Adventure, Memory, Turn } from './types';
 import { initialState, normalizeState, stateWorldFacts, type WorldState } from './worldState';
 
@@ -394,6 +395,8 @@ export interface ProposalTarget {
   campaign: Pick<Campaign, 'root' | 'ignore'>;
   store: KnowledgeStore;
   read: ReadFile;
+  /** The campaign's narrator-only text, which no proposal puts where the player reads. */
+  secrets: NarratorOnlyText;
   /** Written as `from_turn:` into a new file ("The Night Watch, turn 7"). */
   fromTurn: (turns: readonly ProposalTurn[]) => string;
 }
@@ -419,10 +422,33 @@ function droppedReason(keys: readonly string[]): string {
 }
 
 /**
- * Why `draft` may not be proposed, or where it applies. Shared by the final validation and the model's
- * tool results, so a model hears the same refusal the writer would see.
+ * Why `draft` may not be proposed, or where it applies. Shared by the final validation (every rule's drafts and
+ * the model's) and the model's tool results, so a model hears the same refusal the writer would see.
  */
 export function checkDraft(draft: ProposalDraft, target: ProposalTarget): Checked | string {
+  const checked = placeDraft(draft, target);
+  if (typeof checked === 'string') return checked;
+  // Not quoted back: the refusal is also the answer to a model that was never shown the file.
+  const secret = repeatedSecret(draft, checked, target);
+  return secret ? `repeats narrator-only text from ${secret}: the writer must reveal a secret, a proposal cannot` : checked;
+}
+
+/**
+ * The narrator-only file whose words the draft would put where the player stage reads them, if any. Narration
+ * is written from hidden canon, so a model that read the story, or a world-state value a reply set, may carry
+ * a secret as well as a model shown the hidden file; text kept in a narrator-only file (or the stand-in for a
+ * locked one, which keeps its visibility) stays narrator-only.
+ */
+function repeatedSecret(draft: ProposalDraft, checked: Checked, target: ProposalTarget): string | undefined {
+  if (checked.kind === 'new') return target.secrets.repeatedIn(checked.text, '');
+  if (target.store.getSourceByPath(checked.file)?.visibility === 'hidden') return undefined;
+  const existing = target.read(checked.file)!;
+  // The whole edited file, so a secret run across the edit's edges counts; what the file held already does not.
+  const after = checked.kind === 'edit' ? existing.slice(0, checked.at) + draft.newText + existing.slice(checked.end) : draft.newText;
+  return target.secrets.repeatedIn(after, existing);
+}
+
+function placeDraft(draft: ProposalDraft, target: ProposalTarget): Checked | string {
   if (draft.file.length > PROPOSAL_LIMITS.pathChars) return `the file name is longer than ${PROPOSAL_LIMITS.pathChars} characters`;
   if (draft.oldText.length > PROPOSAL_LIMITS.oldTextChars) return `the text to replace is ${draft.oldText.length} characters; at most ${PROPOSAL_LIMITS.oldTextChars} are allowed`;
   if (draft.newText.length > PROPOSAL_LIMITS.newTextChars) return `the new text is ${draft.newText.length} characters; at most ${PROPOSAL_LIMITS.newTextChars} are allowed`;
@@ -605,6 +631,8 @@ function lockedProposal(lockedFile: string, drafts: readonly ProposalDraft[], se
   if (meta.title) text = withFrontMatterField(text, 'title', meta.title);
   for (const name of meta.entities ?? []) text = withFrontMatterListItem(text, 'entities', name);
   text = withFrontMatterListItem(text, 'supersedes', lockedFile);
+  // What stands in for a narrator-only file is narrator-only too: the writer's choice, kept by the code.
+  if (target.store.getSourceByPath(lockedFile)?.visibility === 'hidden') text = withFrontMatterField(text, 'visibility', 'hidden');
   const turns = [...new Map(drafts.flatMap((d) => d.turns).map((t) => [t.id, t])).values()];
   const base = {
     file,
@@ -640,6 +668,35 @@ export function discardedKeys(playDb: Db, campaignId: string, adventureId: strin
   return new Set(rows.map((r) => r.proposal_key));
 }
 
+/** A proposal the writer discarded, as the list of discards shows it. */
+export interface DiscardedProposal {
+  adventureId: string;
+  key: string;
+  file: string;
+  reason: string;
+  /** ISO time of the discard. */
+  at: string;
+}
+
+/** What the writer discarded in the campaign (one adventure's, when given), newest first. */
+export function listDiscarded(playDb: Db, campaignId: string, adventureId?: string): DiscardedProposal[] {
+  const rows = playDb
+    .prepare(
+      `SELECT adventure_id, proposal_key, file, reason, created_at FROM proposal_discards
+       WHERE campaign_id = ? AND (? IS NULL OR adventure_id = ?) ORDER BY created_at DESC, file`,
+    )
+    .all(campaignId, adventureId ?? null, adventureId ?? null) as { adventure_id: string; proposal_key: string; file: string; reason: string; created_at: string }[];
+  return rows.map((r) => ({ adventureId: r.adventure_id, key: r.proposal_key, file: r.file, reason: r.reason, at: r.created_at }));
+}
+
+/** Undoes discards: those proposals are proposed again. Returns how many were restored. */
+export function restoreDiscarded(playDb: Db, campaignId: string, discards: readonly Pick<DiscardedProposal, 'adventureId' | 'key'>[]): number {
+  const remove = playDb.prepare('DELETE FROM proposal_discards WHERE campaign_id = ? AND adventure_id = ? AND proposal_key = ?');
+  let restored = 0;
+  playDb.transaction(() => discards.forEach((d) => (restored += remove.run(campaignId, d.adventureId, d.key).changes)))();
+  return restored;
+}
+
 /** Whether the proposal's change is in the files now (the writer applied it, in whole). */
 export function isApplied(proposal: CanonProposal, read: ReadFile): boolean {
   const text = read(proposal.file);
@@ -648,9 +705,9 @@ export function isApplied(proposal: CanonProposal, read: ReadFile): boolean {
 }
 
 /**
- * After the writer answered: the settled conflicts an applied edit made true in the files are cleared (the
- * files agree now, the decision has nothing left to settle), and the proposals not applied are remembered
- * as discarded. Returns what was applied and what was discarded.
+ * After the writer applied some of the proposals: the settled conflicts an applied edit made true in the files
+ * are cleared (the files agree now, the decision has nothing left to settle), and the proposals the writer
+ * unticked are remembered as discarded. Returns what was applied and what was discarded.
  */
 export function settleAnswer(playDb: Db, campaignId: string, adventureId: string, proposals: readonly CanonProposal[], read: ReadFile): { applied: CanonProposal[]; discarded: CanonProposal[] } {
   const applied = proposals.filter((p) => isApplied(p, read));

@@ -1,6 +1,8 @@
 import * as vscode from 'vscode';
 import type { Campaign } from '../knowledge/campaign';
-import { campaignAdventure, type PlayStore } from '../story/playStore';
+import { firstWords } from '../story/branches';
+import type { StoryEngine } from '../story/engine';
+import { campaignAdventure, type DeletedPlay, type PlayStore } from '../story/playStore';
 import type { Adventure } from '../story/types';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
@@ -9,10 +11,12 @@ import type { PlayPanels } from './playPanels';
 import type { AdventuresNode, AdventuresTree } from './playTrees';
 
 type AdventureNode = Extract<AdventuresNode, { kind: 'adventure' }>;
+type TurnNode = Extract<AdventuresNode, { kind: 'turn' }>;
 
 /**
- * Adventures as the writer manages them from the Adventures view: start one, play it, rename it, and
- * delete it only after a modal confirmation that names what goes with it (play data is not derived).
+ * Adventures as the writer manages them from the Adventures view: start one, play it, rename it, delete
+ * it after a modal confirmation that names what goes with it, and delete a turn with what followed it;
+ * every delete offers Undo (play data is not derived: a misclick must not lose it).
  */
 export class AdventureCommands extends Disposable {
   constructor(
@@ -28,6 +32,7 @@ export class AdventureCommands extends Disposable {
     register('storyteller.playAdventure', (node: AdventureNode) => this.playAdventure(node));
     register('storyteller.renameAdventure', (node: AdventureNode, title?: string) => this.rename(node, title));
     register('storyteller.deleteAdventure', (node: AdventureNode) => this.delete(node));
+    register('storyteller.deleteTurn', (node: TurnNode) => this.deleteTurn(node));
   }
 
   private async newAdventure(options: { campaignRoot?: string; title?: string } = {}): Promise<PlayPanel | undefined> {
@@ -60,17 +65,40 @@ export class AdventureCommands extends Disposable {
   }
 
   private async delete(node: AdventureNode): Promise<boolean> {
-    const turns = this.playStore(node.playPath).allTurns(node.adventure.id).length;
+    const store = this.playStore(node.playPath);
+    const turns = store.allTurns(node.adventure.id).length;
     const choice = await vscode.window.showWarningMessage(
       `Delete the adventure '${node.adventure.title}'?`,
-      { modal: true, detail: `Its ${turns} turn${turns === 1 ? '' : 's'}, memories and prompt snapshots are deleted from play.db and cannot be recovered. Export the campaign first to keep a copy.` },
+      { modal: true, detail: `Its ${turns} turn${turns === 1 ? '' : 's'}, memories and prompt snapshots are deleted from play.db. Until this window closes, Undo in the notification brings them back; export the campaign first to keep a copy for good.` },
       'Delete Adventure',
     );
     if (choice !== 'Delete Adventure') return false;
     for (const panel of this.panelsOn(node.adventure)) panel.dispose();
-    this.playStore(node.playPath).deleteAdventure(node.adventure.id);
-    this.tree.refresh();
+    this.offerUndo(store, store.deleteAdventure(node.adventure.id), `Deleted the adventure '${node.adventure.title}'${turns === 0 ? '' : ` and its ${turns === 1 ? 'turn' : `${turns} turns`}`}.`);
     return true;
+  }
+
+  /** Deletes a turn and every turn after it on its branches (a reply, a branch); Undo in the notification puts them back. */
+  private deleteTurn(node: TurnNode): DeletedPlay {
+    const store = this.playStore(node.playPath);
+    const panels = this.panelsOn(node.adventure);
+    if (this.engineOf(node.playPath).isGenerating(node.adventure.id)) throw new Error(`a turn of '${node.adventure.title}' is still being generated; wait for it or stop it first`);
+    const deleted = store.deleteBranch(node.turn.id);
+    for (const panel of panels) panel.refresh();
+    const after = deleted.turns.length - 1;
+    this.offerUndo(store, deleted, `Deleted turn ${node.turn.depth + 1} ("${firstWords(node.turn.action.text)}")${after > 0 ? ` and the ${after === 1 ? 'turn' : `${after} turns`} after it` : ''} from '${node.adventure.title}'.`);
+    return deleted;
+  }
+
+  private offerUndo(store: PlayStore, deleted: DeletedPlay, message: string): void {
+    this.tree.refresh();
+    void vscode.window.showInformationMessage(message, 'Undo').then((answer) => {
+      if (answer !== 'Undo') return;
+      store.restore(deleted);
+      for (const panel of this.play.list().filter((p) => p.adventureId === deleted.adventureId)) panel.refresh();
+      this.tree.refresh();
+      void vscode.window.showInformationMessage(`Restored: ${message.replace(/^Deleted /, '')}`);
+    });
   }
 
   private panelsOn(adventure: Adventure): PlayPanel[] {
@@ -87,6 +115,12 @@ export class AdventureCommands extends Disposable {
     if (indexes.length <= 1) return indexes[0]?.campaign;
     const picked = await vscode.window.showQuickPick(indexes.map((index) => ({ label: index.campaign.title, campaign: index.campaign })), { placeHolder: 'Which campaign?' });
     return picked?.campaign;
+  }
+
+  private engineOf(playPath: string): StoryEngine {
+    const index = this.knowledge.list().find((i) => i.campaign.playPath === playPath);
+    if (!index) throw new Error(`${playPath}: its campaign is no longer open in this workspace`);
+    return index.session.engine;
   }
 
   /** The play store of the campaign's session: the one connection every surface shares. */

@@ -85,7 +85,7 @@ export class CodexTree extends TreeProvider<CodexNode> {
         const model = this.language.modelOf(node.root);
         const definitions: CodexNode[] = entity.definitions.map((d) => ({ kind: 'file', root: node.root, relPath: d.path, line: d.line, label: `defined in ${d.path}` }));
         const mentions: CodexNode[] = mentioningFiles.map((relPath) => {
-          const inFile = model?.mentionsOf(entity.key).filter((m) => m.path === relPath && !m.declaration) ?? [];
+          const inFile = model?.mentionsOf(entity.key).filter((m) => m.path === relPath && !m.declaration && !m.weak) ?? [];
           return { kind: 'file', root: node.root, relPath, line: inFile[0]?.line ?? 0, label: `${relPath} · ${inFile.length} mention${inFile.length === 1 ? '' : 's'}` };
         });
         return [...definitions, ...mentions];

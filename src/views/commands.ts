@@ -278,7 +278,7 @@ export class Commands extends Disposable {
     if (!parent) return undefined;
     const title =
       options.title ??
-      (await vscode.window.showInputBox({ prompt: 'Campaign title', placeHolder: 'The Sunken Crown', validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
+      (await vscode.window.showInputBox({ title: 'New Campaign: its title', prompt: 'The title the campaign is shown by (you can change it in campaign.yaml)', placeHolder: 'The Sunken Crown', validateInput: (v) => (v.trim() ? undefined : 'A title is needed') }));
     if (!title?.trim()) return undefined;
     const id = title.trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'campaign';
     const entries = await vscode.workspace.fs.readDirectory(parent).then((list) => list, () => []);

@@ -232,7 +232,7 @@ export class EntityLanguage extends Disposable {
     const locations: vscode.Location[] = [];
     for (const source of model.sources) {
       for (const m of model.mentionsIn(source.path, texts.get(source.path) ?? source.text)) {
-        if (m.entityKey === entity.key && (context.includeDeclaration || !m.declaration)) locations.push(new vscode.Location(uriOf(root, m.path), rangeOf(m)));
+        if (m.entityKey === entity.key && !m.weak && (context.includeDeclaration || !m.declaration)) locations.push(new vscode.Location(uriOf(root, m.path), rangeOf(m)));
       }
     }
     for (const transcript of this.deps.transcripts.headTranscripts(entry)) {

@@ -66,6 +66,7 @@ export class GraphPanel extends Disposable {
       label: entity.display,
       kind: entity.kind,
       mentions,
+      weakMentions: 0,
       path: entity.definitions[0]?.path ?? '',
       summary: entity.summary,
       neverMentioned: mentioningFiles.length === 0,
@@ -81,6 +82,7 @@ export class GraphPanel extends Disposable {
         label: file.title || file.path,
         kind: entityKindOf(file.tags, file.path),
         mentions: file.links.reduce((n, l) => n + l.count, 0),
+        weakMentions: file.links.reduce((n, l) => n + l.weak, 0),
         path: file.path,
         summary: '',
         neverMentioned: false,
@@ -89,7 +91,7 @@ export class GraphPanel extends Disposable {
         supersededBy: [],
       });
     }
-    const edges = [...entityLinks(model), ...files.flatMap((f) => f.links.map((l) => ({ ...l, from: `${FILE_NODE}${f.path}` })))].map(({ from, to, count, linked }) => ({ from, to, count, linked }));
+    const edges = [...entityLinks(model), ...files.flatMap((f) => f.links.map((l) => ({ ...l, from: `${FILE_NODE}${f.path}` })))].map(({ from, to, count, weak, linked }) => ({ from, to, count, weak, linked }));
     // A conflict joins the entities its two files define: the disputed entity where a file defines it.
     const definedIn = entitiesByFile(model);
     const holder = (path: string, entityKey: string) => {

@@ -20,6 +20,7 @@ import type { ReportDocuments } from './reportDocuments';
 import type { Settings } from './settings';
 import { walkthroughDone } from './walkthrough';
 import { CLASS_LABEL, type SourcesNode } from './sourcesTree';
+import { plural } from './words';
 import { trustedFor } from './workspaceTrust';
 
 const CLASS_MEANING: Record<KnowledgeClass, string> = {
@@ -260,7 +261,7 @@ export class InterchangeCommands extends Disposable {
         exportCampaignBundle(index.session.exportSource, out.fsPath, { embeddings, force: true }),
       );
       const leftOut = summary.skipped.length > 0 ? `; left out (not campaign content, or not a regular file): ${summary.skipped.slice(0, 3).map((l) => l.path).join(', ')}${summary.skipped.length > 3 ? ` and ${summary.skipped.length - 3} more` : ''}` : '';
-      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${summary.files} files (${summary.sources} sources), ${describePlayData(summary.playRows)}${leftOut}.`);
+      void vscode.window.showInformationMessage(`Exported ${title} to ${summary.file}: ${plural(summary.files, 'file')} (${plural(summary.sources, 'source')}), ${describePlayData(summary.playRows)}${leftOut}.`);
       return summary;
     } catch (error) {
       if (!isRefusal(error)) throw error;
@@ -316,7 +317,7 @@ export class InterchangeCommands extends Disposable {
       await this.reports.show(`Campaign Import — ${path.basename(bundle.fsPath)}`, `# Campaign import: ${path.basename(bundle.fsPath)}\n\n${fenced(report)}\n`);
     }
     const notRestored = left > 0 ? `; ${left} not restored, not campaign content (${summary.notRestored.slice(0, 3).map((l) => l.path).join(', ')}${left > 3 ? ', …' : ''}; see the report)` : '';
-    const restored = `Restored "${summary.campaignTitle}" into ${summary.target}: ${summary.files} files, ${summary.index.indexed} indexed, ${describePlayData(summary.playRows)}${notRestored}.`;
+    const restored = `Restored "${summary.campaignTitle}" into ${summary.target}: ${plural(summary.files, 'file')}, ${summary.index.indexed} indexed, ${describePlayData(summary.playRows)}${notRestored}.`;
     const add = (): void => {
       vscode.workspace.updateWorkspaceFolders(vscode.workspace.workspaceFolders?.length ?? 0, 0, { uri: vscode.Uri.file(summary.target) });
     };

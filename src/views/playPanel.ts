@@ -103,6 +103,9 @@ export class PlayPanel extends Disposable {
   /** The page has loaded and asked for the story: messages posted from now on reach it. */
   private pageReady = false;
   private revealWhenReady: string | undefined;
+  /** What the newest notice's button does (Redo, Undo), and its id; none when that notice offers nothing. */
+  private offer: { id: string; run: () => void } | undefined;
+  private offers = 0;
 
   constructor(
     readonly panel: vscode.WebviewPanel,
@@ -134,6 +137,14 @@ export class PlayPanel extends Disposable {
   private postServer(): void {
     const { text, problem } = this.servers.describe();
     this.post({ type: 'server', narrator: text, problem });
+  }
+
+  /** Draws the story again after its turns changed elsewhere (a turn deleted from the Adventures view, an undo of it). */
+  refresh(): void {
+    void this.guarded(() => {
+      this.postState();
+      this.postHeadContext();
+    });
   }
 
   /** Every turn of the adventure, on every branch. */
@@ -236,12 +247,46 @@ export class PlayPanel extends Disposable {
     }
   }
 
-  /** Steps the head back one turn: the panel's Undo, and the Adventure Map's. */
+  /** Steps the head back one turn, saying which and offering Redo: the panel's Undo, and the Adventure Map's. */
   undo(): Promise<void> {
     return this.guarded(() => {
+      const undone = this.store.adventure(this.adventure.id).headTurnId;
       this.engine.undo(this.adventure.id);
       this.postState();
       this.postHeadContext();
+      if (!undone) return;
+      const turn = this.store.turn(undone);
+      this.notice(`Undid turn ${turn.depth + 1} ("${firstWords(turn.action.text)}"): it stays in the Adventures view.`, 'Redo', () => {
+        this.engine.redo(this.adventure.id, turn.id);
+        this.postState();
+        this.postHeadContext();
+        this.notice(`Redid turn ${turn.depth + 1} ("${firstWords(turn.action.text)}").`);
+      });
+    });
+  }
+
+  /** A line under the story; `label` names a button that runs `offer` (only the newest notice's offer stands). */
+  private notice(message: string, label?: string, offer?: () => void): void {
+    this.offer = label && offer ? { id: String(++this.offers), run: offer } : undefined;
+    this.post({ type: 'notice', message, ...(this.offer ? { offer: { id: this.offer.id, label: label! } } : {}) });
+  }
+
+  /** Deletes one reply to a moment and what followed it, offering Undo: nothing is lost to a misclick. */
+  deleteReply(turnId: string): Promise<void> {
+    return this.guarded(() => {
+      const turn = this.store.turn(turnId);
+      if (turn.adventureId !== this.adventure.id) throw new Error(`turn ${turnId} belongs to another adventure`);
+      if (this.engine.isGenerating(this.adventure.id)) throw new TurnInProgressError(this.adventure.title);
+      const deleted = this.store.deleteBranch(turnId);
+      this.postState();
+      this.postHeadContext();
+      const after = deleted.turns.length - 1;
+      this.notice(`Deleted a reply to turn ${turn.depth + 1} ("${firstWords(turn.action.text)}")${after > 0 ? ` and the ${after === 1 ? 'turn' : `${after} turns`} after it` : ''}.`, 'Undo', () => {
+        this.store.restore(deleted);
+        this.postState();
+        this.postHeadContext();
+        this.notice(`Restored the deleted reply to turn ${turn.depth + 1}.`);
+      });
     });
   }
 
@@ -299,6 +344,16 @@ export class PlayPanel extends Disposable {
       case 'switch':
         this.switchTo(message.turnId);
         return;
+      case 'deleteReply':
+        return this.deleteReply(message.turnId);
+      case 'takeOffer': {
+        const offer = this.offer;
+        // A button from an older notice does nothing: what it would take back may have changed since.
+        if (offer?.id !== message.id) return;
+        this.offer = undefined;
+        offer.run();
+        return;
+      }
       case 'preview':
         walkthroughDone('previewed');
         this.post(contextView(assembled(await this.engine.previewContext(this.adventure.id, { kind: 'do', text: message.text })), this.nameOf));
@@ -321,6 +376,14 @@ export class PlayPanel extends Disposable {
         // A failed turn shows its own error in the transcript; saying it again below would print it twice.
         this.postState();
         this.servers.afterTurn(outcome.error, outcome.context?.research);
+        const replaced = outcome.replacedFailures;
+        if (replaced.length > 0) {
+          this.notice(`Removed ${replaced.length === 1 ? 'the failed attempt' : `${replaced.length} failed attempts`} at turn ${outcome.turn.depth + 1}: this reply replaces ${replaced.length === 1 ? 'it' : 'them'}.`, 'Undo', () => {
+            for (const deleted of replaced) this.store.restore(deleted);
+            this.postState();
+            this.notice(`Restored ${replaced.length === 1 ? 'the failed attempt' : `${replaced.length} failed attempts`} at turn ${outcome.turn.depth + 1}.`);
+          });
+        }
         return;
       }
     }

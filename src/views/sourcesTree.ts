@@ -5,6 +5,7 @@ import type { FactStatement } from '../knowledge/conflicts';
 import { KNOWLEDGE_CLASSES, alwaysIncludeStanding, isAlwaysIncluded, standingFlags, type ClassOrigin, type KnowledgeClass, type SourceRecord } from '../knowledge/campaign';
 import type { CampaignEntry, CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
+import { plural } from './words';
 import { TreeProvider } from './treeProvider';
 
 export type SourcesNode =
@@ -135,7 +136,7 @@ export class SourcesTree extends TreeProvider<SourcesNode> {
     const parts = [campaignLocation(entry.root)];
     if (state?.kind === 'indexing') parts.push(`indexing ${state.done}/${state.total}`);
     else if (state?.kind === 'error') parts.push('index failed');
-    else if (counts) parts.push(`${counts.sources} sources · ${counts.passages} passages`);
+    else if (counts) parts.push(`${plural(counts.sources, 'source')} · ${plural(counts.passages, 'passage')}`);
     else parts.push('waiting to index');
     item.description = parts.filter(Boolean).join(' · ');
     item.tooltip = state?.kind === 'error' ? state.message : `${entry.campaign.title}\n${entry.root}`;

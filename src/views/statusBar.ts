@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { describeSemanticIndex } from '../knowledge/retrieval';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
+import { plural } from './words';
 
 /** The index's status bar item: index state and passage count (the model server has its own item, ModelServers). */
 export class StatusBar extends Disposable {
@@ -32,10 +33,10 @@ export class StatusBar extends Disposable {
       const state = index.state;
       if (state.kind === 'indexing') indexing = { done: (indexing?.done ?? 0) + state.done, total: (indexing?.total ?? 0) + state.total };
       if (state.kind === 'error') failed++;
-      lines.push(`${index.campaign.title}: ${state.kind === 'error' ? state.message : `${counts?.sources ?? 0} sources, ${counts?.passages ?? 0} passages (${state.kind})`}`);
+      lines.push(`${index.campaign.title}: ${state.kind === 'error' ? state.message : `${plural(counts?.sources ?? 0, 'source')}, ${plural(counts?.passages ?? 0, 'passage')} (${state.kind})`}`);
       if (index.lastSemantic) lines.push(`  ${describeSemanticIndex(index.lastSemantic)}`);
     }
-    const indexText = indexing ? `$(sync~spin) Indexing ${indexing.done}/${indexing.total}` : failed > 0 ? '$(error) Index failed' : `$(book) ${passages} passages`;
+    const indexText = indexing ? `$(sync~spin) Indexing ${indexing.done}/${indexing.total}` : failed > 0 ? '$(error) Index failed' : `$(book) ${plural(passages, 'passage')}`;
     this.item.text = indexText;
     this.item.tooltip = [...lines, 'Click to reindex'].join('\n');
     this.item.show();

@@ -5,6 +5,7 @@ import { replaceFile } from '../knowledge/files';
 import { transcriptMarkdown } from '../story';
 import type { Adventure, Turn } from '../story';
 import { Disposable } from './disposable';
+import { plural } from './words';
 import type { PlayReaders } from './playTrees';
 
 /**
@@ -115,7 +116,7 @@ export class TranscriptDocuments extends Disposable implements vscode.TextDocume
     const uri =
       target ??
       (await vscode.window.showSaveDialog({
-        title: `Export the transcript of ${branch.adventure.title} (${branch.turns.length} turns)`,
+        title: `Export the transcript of ${branch.adventure.title} (${plural(branch.turns.length, 'turn')})`,
         defaultUri: folder ? vscode.Uri.file(path.join(folder, fileName)) : undefined,
         filters: { Markdown: ['md'] },
       }));
@@ -127,7 +128,7 @@ export class TranscriptDocuments extends Disposable implements vscode.TextDocume
       return undefined;
     }
     await vscode.window.showTextDocument(uri, { preview: false });
-    void vscode.window.showInformationMessage(`Transcript of ${branch.adventure.title} (${branch.turns.length} turns) written to ${uri.fsPath}.`);
+    void vscode.window.showInformationMessage(`Transcript of ${branch.adventure.title} (${plural(branch.turns.length, 'turn')}) written to ${uri.fsPath}.`);
     return uri;
   }
 

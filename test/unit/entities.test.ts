@@ -10,6 +10,7 @@ import { KnowledgeStore } from '../../src/knowledge/indexing/store';
 import { PlayStore } from '../../src/story/playStore';
 import { transcriptMarkdown } from '../../src/story/transcript';
 import { corpusPath, EXAMPLE_CAMPAIGN } from '../support/corpora';
+import { importCorpora } from '../support/knowledgeFixtures';
 
 /** A campaign folder indexed as the extension indexes it; the model reads the index, as the editor does. */
 async function indexedModel(root: string): Promise<{ model: EntityModel; store: KnowledgeStore }> {
@@ -258,6 +259,51 @@ describe('entities: the example campaign', () => {
   it('refuses a new name that would break links, naming the reason', () => {
     assert.throws(() => renameEdits(model, model.resolveName('Mara')!.key, 'Mara', 'Mara]] [[x'), /cannot be a name/);
     assert.throws(() => renameEdits(model, model.resolveName('Mara')!.key, 'Mara', '  '), /cannot be empty/);
+  });
+});
+
+describe('entities: the SRD as reference beside Torys, whose entities include everyday words', () => {
+  let library: Awaited<ReturnType<typeof importCorpora>>;
+  let model: EntityModel;
+  let torysAlone: EntityModel;
+
+  before(async function () {
+    this.timeout(120_000);
+    library = await importCorpora('weak', { world: { corpus: corpusPath('torys'), class: 'canon' }, srd: { corpus: corpusPath('dnd-srd-5.1'), class: 'reference' } });
+    const sources = entitySourcesFromStore(library.store);
+    model = new EntityModel(sources);
+    torysAlone = new EntityModel(sources.filter((s) => !s.path.startsWith('srd/')));
+  });
+  after(() => library?.dispose());
+
+  it('counts no rules text as a use of the dragon Ice or the Werewolf: Ice Devil and Wall of Ice are weak mentions', () => {
+    for (const name of ['Ice', 'Werewolf']) {
+      const entity = model.resolveName(name)!;
+      assert.equal(model.usage(entity.key).mentions, torysAlone.usage(entity.key).mentions, `${name} is mentioned as often as in Torys alone`);
+    }
+    const ice = model.resolveName('Ice')!;
+    const weak = model.mentionsOf(ice.key).filter((m) => m.weak);
+    assert.ok(weak.length > 0 && weak.every((m) => m.path.startsWith('srd/')), 'the SRD\'s uses of the word are there, marked weak');
+    const lines = weak.map((m) => model.source(m.path)!.text.split('\n')[m.line]!);
+    assert.ok(lines.some((l) => l.includes('Ice Devil')) && lines.some((l) => l.includes('Wall of Ice')));
+    const iceDevil = mentioningSources(model).find((f) => f.links.some((l) => l.to === ice.key) && /ice devil/i.test(f.title));
+    assert.deepEqual(iceDevil?.links.filter((l) => l.to === ice.key).map((l) => [l.count, l.weak > 0]), [[0, true]], 'the graph joins the Ice Devil page to Ice by weak mentions only');
+    assert.ok(!renameEdits(model, ice.key, 'Ice', 'Rime').some((e) => e.path.startsWith('srd/')), 'renaming the dragon leaves the rules text alone');
+  });
+
+  it('counts the everyday word in a reference note when it is a link, a proper noun mid-sentence, or beside another name of the entity', () => {
+    const ice = model.resolveName('Ice')!;
+    const inNote = (text: string, sources = model.sources) => {
+      const withNote = new EntityModel([...sources, { path: 'notes/dragons.md', title: 'Dragon lore', class: 'reference', entities: [], tags: [], text }]);
+      return withNote.mentionsIn('notes/dragons.md', text).filter((m) => m.entityKey === ice.key);
+    };
+    const note = (text: string) => inNote(text).map((m) => [m.text, m.weak]);
+    assert.deepEqual(note('Kobolds fear [[Ice]].'), [['Ice', false]], 'a link');
+    assert.deepEqual(note('A shadow dragon known as Ice stalks them.'), [['Ice', false]], 'a proper noun mid-sentence');
+    assert.deepEqual(note('Ice storms batter the coast.\nA Wall of Ice rises; the Ice Devil waits.\n| Ice | cold |'), [['Ice', true], ['Ice', true], ['Ice', true], ['Ice', true]], 'a sentence\'s first word, a title-case name, the start of a longer name, a table cell');
+    const withAlias = model.sources.map((s) => (s.title === 'Ice' ? { ...s, entities: ['Ice the Unseen'] } : s));
+    const found = inNote('Ice the Unseen hunts here.\n\nIce waits in the jungle.\n\n\n\n\nIce melts in spring.', withAlias);
+    assert.deepEqual(found.map((m) => [m.line, m.weak]), [[0, false], [2, false], [7, true]], 'the bare word near its other name counts; further off it does not');
   });
 });
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openSession } from '../../src/session';
+import { proposeCanonUpdates, recordDiscarded } from '../../src/story';
 import { FakeOllama } from '../support/fakeOllama';
 import { REPO_ROOT } from '../support/corpora';
 import { readTree, runCliCaptured } from '../support/interchange';
@@ -47,6 +48,37 @@ describe('storyteller propose', () => {
     assert.match(fs.readFileSync(path.join(root, 'places', 'north-gate.md'), 'utf8'), /- \*\*Status:\*\* open/, 'locked canon is never edited');
     const again = await runCliCaptured(['propose', root], dir);
     assert.match(again.stdout, /The canon already agrees with this branch: nothing to propose\./);
+  });
+
+  it('--discarded lists what the writer discarded, and --undo-discard brings it back into the next run', async () => {
+    const session = openSession(root);
+    try {
+      await session.reindex();
+      const adventure = session.play.listAdventures(session.campaign.id)[0]!;
+      const set = await proposeCanonUpdates({ campaign: session.campaign, store: session.store, play: session.play, adventure });
+      // The writer discards two of them in the refactor preview.
+      recordDiscarded(session.play.db, session.campaign.id, adventure.id, set.proposals.filter((p) => p.file === 'characters/mara.md'));
+    } finally {
+      await session.close();
+    }
+    const dry = await runCliCaptured(['propose', root], dir);
+    assert.match(dry.stdout, /2 proposals you discarded before for the same turns left out \(--discarded lists them, --undo-discard brings them back\)/);
+    assert.doesNotMatch(dry.stdout, /characters\/mara\.md/);
+    const listed = await runCliCaptured(['propose', root, '--discarded'], dir);
+    assert.equal(listed.code, 0, listed.stderr);
+    const ids = [...listed.stdout.matchAll(/^ {2}([0-9a-f]{12}) {2}\d{4}-\d\d-\d\d {2}characters\/mara\.md: Sister Mara — (Age|Trust)/gm)].map((m) => m[1]!);
+    assert.equal(ids.length, 2, listed.stdout);
+    const unknown = await runCliCaptured(['propose', root, '--undo-discard', 'ffffffffffff'], dir);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no discarded proposal 'ffffffffffff': --discarded lists them/);
+    const undone = await runCliCaptured(['propose', root, '--undo-discard', ids[0]!], dir);
+    assert.equal(undone.code, 0, undone.stderr);
+    assert.match(undone.stdout, /^1 discarded proposal from "The Night Watch" will be proposed again:\n {2}characters\/mara\.md: Sister Mara/);
+    const again = await runCliCaptured(['propose', root], dir);
+    assert.match(again.stdout, /1 proposal you discarded before for the same turns left out/);
+    assert.equal([...again.stdout.matchAll(/^\d+\. characters\/mara\.md/gm)].length, 1, 'the restored one is proposed again');
+    await runCliCaptured(['propose', root, '--undo-discard', 'all'], dir);
+    assert.match((await runCliCaptured(['propose', root, '--discarded'], dir)).stdout, /^Nothing from "The Night Watch" has been discarded\.\n$/);
   });
 
   it('--json gives the proposals, their diffs and what was refused', async () => {

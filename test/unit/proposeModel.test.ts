@@ -117,7 +117,7 @@ for (const start of [ollama, openai]) {
       server.reply([edit(KIND), edit(LANDING), edit(KIND), edit(GATE)]);
       server.text('Those are all the changes.');
       const set = await propose();
-      assert.equal(set.drafting, `${server.model} drafted 4 of 4 proposed edits through native tool calls; the deterministic rules added theirs`);
+      assert.equal(set.drafting, `${server.model} drafted 4 of 4 proposed edits through native tool calls; the deterministic rules added 5`);
       assert.deepEqual(set.refused, []);
       assert.deepEqual(modelProposals(set).sort(), ['characters/mara.md', 'places/north-gate-update.md', 'places/smugglers-landing.md']);
       const kind = set.proposals.find((p) => p.origin === 'model' && p.file === 'characters/mara.md')!;
@@ -141,7 +141,7 @@ for (const start of [ollama, openai]) {
       server.reply([edit(KIND)]);
       server.fail();
       const set = await propose();
-      assert.match(set.drafting, /drafted 1 of 1 proposed edits through native tool calls; reply 2 failed \(.*model runner has unexpectedly stopped\); the deterministic rules added theirs$/);
+      assert.match(set.drafting, /drafted 1 of 1 proposed edits through native tool calls; reply 2 failed \(.*model runner has unexpectedly stopped\); the deterministic rules added 5$/);
       assert.deepEqual(modelProposals(set), ['characters/mara.md']);
     });
 
@@ -206,7 +206,7 @@ for (const start of [ollama, openai]) {
       server.text(JSON.stringify({ tool_calls: [{ name: 'propose_edit', arguments: KIND }, { name: 'propose_edit', arguments: { ...GATE, file: '../north-gate.md' } }] }));
       server.text('{"content": "That is all."}');
       const set = await propose();
-      assert.equal(set.drafting, `${server.model} drafted 1 of 2 proposed edits through the JSON reply protocol (its server takes no tools); the deterministic rules added theirs`);
+      assert.equal(set.drafting, `${server.model} drafted 1 of 2 proposed edits through the JSON reply protocol (its server takes no tools); the deterministic rules added 5`);
       assert.deepEqual(modelProposals(set), ['characters/mara.md']);
       assert.deepEqual(set.refused.map((r) => r.refusal), ["the path has an empty, '.' or '..' segment: only files inside the campaign may be edited"]);
       const system = server.sent(0)[0]!.content!;

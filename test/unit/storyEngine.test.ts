@@ -87,6 +87,54 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     assert.doesNotMatch(sentMessages(2)[1]!.content, /Refused state changes/, 'a refusal is fed back once');
   });
 
+  it('failed attempts are kept only until one succeeds: the success deletes them, and restore brings them back', async () => {
+    const engine = engineFor();
+    fake.queue({ chunks: ['The gate creaks.'] });
+    const first = (await engine.takeTurn(adventureId, { kind: 'do', text: 'open the gate' })).turn;
+    for (let i = 0; i < 5; i++) fake.queue({ status: 500, error: 'the model failed to generate a response' });
+    const failures = [];
+    failures.push(await engine.takeTurn(adventureId, { kind: 'do', text: 'ring the bell' }));
+    for (let i = 0; i < 4; i++) failures.push(await engine.retry(adventureId));
+    assert.ok(failures.every((f) => f.turn.status === 'error' && f.turn.narration === ''), 'five server errors');
+    // A different action that also failed is the writer's typed text: it stays.
+    fake.queue({ status: 500, error: 'the model failed to generate a response' });
+    const other = (await engine.takeTurn(adventureId, { kind: 'do', text: 'shout for help' })).turn;
+    assert.equal(store.children(adventureId, first.id).length, 6, 'six failed attempts, side by side');
+    fake.queue({ chunks: ['The bell tolls.'] });
+    const success = await engine.retry(adventureId, failures[0]!.turn.id);
+    assert.equal(success.turn.status, 'complete');
+    assert.equal(success.replacedFailures.length, 5);
+    assert.deepEqual(store.children(adventureId, first.id).map((t) => t.id), [other.id, success.turn.id], 'only the success and the other action are left');
+    for (const deleted of success.replacedFailures) store.restore(deleted);
+    assert.equal(store.children(adventureId, first.id).length, 7, 'Undo puts every failed attempt back');
+    assert.equal(store.adventure(adventureId).headTurnId, success.turn.id, 'the head stays on the success');
+  });
+
+  it('deletes a reply with everything after it, moving the head beside it, and restores it exactly; redo takes an undo back', async () => {
+    const engine = engineFor();
+    fake.queue({ chunks: ['A1.'] }, { chunks: ['A2.'] }, { chunks: ['A2 again.'] }, { chunks: ['A3.'] });
+    const a1 = (await engine.takeTurn(adventureId, { kind: 'do', text: 'enter' })).turn;
+    const a2 = (await engine.takeTurn(adventureId, { kind: 'do', text: 'look' })).turn;
+    const swipe = (await engine.retry(adventureId)).turn;
+    const a3 = (await engine.takeTurn(adventureId, { kind: 'do', text: 'listen' })).turn;
+    const before = store.allTurns(adventureId);
+    const deleted = store.deleteBranch(swipe.id);
+    assert.deepEqual(deleted.turns.map((t) => t.id).sort(), [swipe.id, a3.id].sort());
+    assert.deepEqual(store.allTurns(adventureId).map((t) => t.id), [a1.id, a2.id]);
+    assert.equal(store.adventure(adventureId).headTurnId, a2.id, 'the head moves to the other reply');
+    assert.equal(store.getSnapshot(a3.id), undefined);
+    store.restore(deleted);
+    assert.deepEqual(store.allTurns(adventureId), before, 'every turn back as it was');
+    assert.equal(store.adventure(adventureId).headTurnId, a3.id);
+    assert.ok(store.getSnapshot(a3.id), 'with its prompt snapshot');
+    assert.equal(engine.undo(adventureId)!.id, swipe.id);
+    assert.equal(engine.redo(adventureId, a3.id).id, a3.id);
+    assert.equal(store.adventure(adventureId).headTurnId, a3.id);
+    engine.undo(adventureId);
+    engine.undo(adventureId);
+    assert.throws(() => engine.redo(adventureId, a3.id), /turn 3 cannot be redone: the story has moved since it was undone/);
+  });
+
   it('keeps branches apart: retry, undo, fork and edit each see only their own lineage and state', async () => {
     const engine = engineFor();
     fake.queue({ chunks: ['A1 narration.'] }, { chunks: ['A2 narration.\n```json\n{"player.hp": -50}\n```'] });
@@ -153,7 +201,7 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     assert.equal(store.turn(outcome.turn.id).action.text, 'open the door');
   });
 
-  it('says the server is down, and the next action replaces the failed turn as a sibling', async () => {
+  it('says the server is down, and the next action replaces the failed turn, which goes once it succeeds', async () => {
     const engine = engineFor({}, await unusedLoopbackUrl());
     const outcome = await engine.takeTurn(adventureId, { kind: 'do', text: 'open the door' });
     assert.equal(kindOf(outcome.error), 'server-down');
@@ -162,7 +210,8 @@ describe('story engine over a real HTTP Ollama stand-in', () => {
     const working = engineFor();
     const next = await working.takeTurn(adventureId, { kind: 'do', text: 'open the door' });
     assert.equal(next.turn.parentId, null);
-    assert.equal(store.children(adventureId, null).length, 2, 'the failed turn is still in the tree');
+    assert.deepEqual(next.replacedFailures.map((d) => d.turns.map((t) => t.id)), [[outcome.turn.id]]);
+    assert.deepEqual(store.children(adventureId, null).map((t) => t.id), [next.turn.id], 'the failed attempt does not pile up');
   });
 
   it('keeps a reply cut by an error mid-stream, marked incomplete, without applying its state', async () => {

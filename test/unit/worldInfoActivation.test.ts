@@ -33,13 +33,18 @@ function fields(over: Partial<WorldInfoFields> = {}): WorldInfoFields {
   };
 }
 
+/** What each entry's content costs, as a test states it (its line as inserted: the content and a newline). */
+const costs = new Map<string, number>();
+const countTokens = (text: string): number => costs.get(text) ?? text.split(/\s+/).filter(Boolean).length;
+
 function entry(id: string, over: Partial<WorldInfoFields> = {}, content = `About ${id}.`, tokens = 10): ActivationEntry {
-  return { id, title: id, hash: `h-${id}`, content, tokens, fields: fields(over) };
+  costs.set(`${content}\n`, tokens);
+  return { id, title: id, hash: `h-${id}`, content, fields: fields(over) };
 }
 
 function run(entries: ActivationEntry[], messages: string[], more: Partial<Omit<ActivationInput, 'settings'>> & { settings?: Partial<WorldInfoSettings> } = {}) {
   const { settings, ...rest } = more;
-  return activateWorldInfo({ entries, messages, state: NO_TIMED_EFFECTS, seed: 1, budget: 10_000, ...rest, settings: { ...WORLD_INFO_DEFAULTS, ...settings } });
+  return activateWorldInfo({ entries, messages, state: NO_TIMED_EFFECTS, seed: 1, budget: 10_000, countTokens, ...rest, settings: { ...WORLD_INFO_DEFAULTS, ...settings } });
 }
 
 const fired = (r: ReturnType<typeof run>) => r.activated.map((v) => v.id);
@@ -71,7 +76,9 @@ describe('World Info activation (SillyTavern semantics)', () => {
       assert.match(reason(r, 'deep'), /key 'inn' in message 1/);
       assert.match(reason(r, 'inn'), /no key in the last 2 messages/);
       assert.match(reason(run(entries, ['The road is quiet.', 'We reach the inn.', 'I walk on.']), 'last'), /no key in the last message/);
-      assert.deepEqual(fired(run(entries, ['a', 'b', 'the INN'])), ['inn', 'deep', 'last']);
+      // Equal orders: SillyTavern puts each activated entry at the front of its position's list, so the
+      // prompt reads them in reverse book order.
+      assert.deepEqual(fired(run(entries, ['a', 'b', 'the INN'])), ['last', 'deep', 'inn']);
     });
 
     it('a scan depth of 0 reads no message at all', () => {
@@ -83,7 +90,7 @@ describe('World Info activation (SillyTavern semantics)', () => {
       const whole = entry('whole', { keys: ['cat'], matchWholeWords: true });
       const cased = entry('cased', { keys: ['Rose'], caseSensitive: true });
       assert.deepEqual(fired(run([loose, whole, cased], ['concatenate the rose'])), ['loose']);
-      assert.deepEqual(fired(run([loose, whole, cased], ['A cat and Rose.'])), ['loose', 'whole', 'cased']);
+      assert.deepEqual(fired(run([loose, whole, cased], ['A cat and Rose.'])), ['cased', 'whole', 'loose']);
       assert.deepEqual(fired(run([loose], ['concatenate'], { settings: { matchWholeWords: true } })), []);
       // A multi-word key is a plain substring even with whole words, as SillyTavern's test is.
       assert.deepEqual(fired(run([entry('m', { keys: ['old mill'], matchWholeWords: true })], ['the bold mills'])), ['m']);
@@ -108,9 +115,9 @@ describe('World Info activation (SillyTavern semantics)', () => {
       const logic = (selectiveLogic: WorldInfoFields['selectiveLogic']) => entry(selectiveLogic, { keys: ['pet'], secondaryKeys: ['dog', 'puppy', 'canine'], selectiveLogic });
       const all = [logic('and_any'), logic('and_all'), logic('not_any'), logic('not_all')];
       // "dog and puppy present, canine absent": NOT ALL activates.
-      assert.deepEqual(fired(run(all, ['my pet: a dog, a puppy'])), ['and_any', 'not_all']);
-      assert.deepEqual(fired(run(all, ['my pet: a dog, a puppy, a canine'])), ['and_any', 'and_all']);
-      assert.deepEqual(fired(run(all, ['my pet cat'])), ['not_any', 'not_all']);
+      assert.deepEqual(fired(run(all, ['my pet: a dog, a puppy'])), ['not_all', 'and_any']);
+      assert.deepEqual(fired(run(all, ['my pet: a dog, a puppy, a canine'])), ['and_all', 'and_any']);
+      assert.deepEqual(fired(run(all, ['my pet cat'])), ['not_all', 'not_any']);
       assert.match(reason(run(all, ['my pet cat']), 'and_any'), /secondary keys fail AND ANY \(0 of 3 found\)/);
     });
 
@@ -136,7 +143,7 @@ describe('World Info activation (SillyTavern semantics)', () => {
 
     it('0% never fires and 100% or probability off always does', () => {
       for (let seed = 0; seed < 50; seed++) {
-        assert.deepEqual(fired(run([entry('zero', { constant: true, probability: 0 }), entry('all', { constant: true }), entry('off', { constant: true, probability: 5, useProbability: false })], ['x'], { seed })), ['zero', 'all', 'off'].slice(1));
+        assert.deepEqual(fired(run([entry('zero', { constant: true, probability: 0 }), entry('all', { constant: true }), entry('off', { constant: true, probability: 5, useProbability: false })], ['x'], { seed })), ['off', 'all']);
       }
     });
   });
@@ -232,7 +239,7 @@ describe('World Info activation (SillyTavern semantics)', () => {
       const r = run(entries, ['x'], { budget: 100 });
       // Admitted highest order first (high, mid), then low overflows; free ignores the budget.
       assert.deepEqual(fired(r), ['free', 'mid', 'high']);
-      assert.match(reason(r, 'low'), /over the World Info budget \(120\/100 tokens\)/);
+      assert.match(reason(r, 'low'), /over the World Info budget \(120\/100 tokens/);
       assert.equal(worldInfoBudget(WORLD_INFO_DEFAULTS, 8192), 2048);
       assert.equal(worldInfoBudget({ ...WORLD_INFO_DEFAULTS, budgetCap: 500 }, 8192), 500);
     });
@@ -282,7 +289,48 @@ describe('World Info activation (SillyTavern semantics)', () => {
     const old = entry('old', { keys: ['mill'] });
     assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'])), []);
     assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1 } })), ['old']);
-    assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1, minActivationsDepthMax: 3 } })), []);
+    // SillyTavern widens while the depth it just scanned is within the widest allowed: with a widest of 3 it
+    // still scans 4 messages and finds the mill; with 2 it stops after scanning 3.
+    assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1, minActivationsDepthMax: 3 } })), ['old']);
+    assert.deepEqual(fired(run([old], ['the mill', 'a', 'b', 'c'], { settings: { minActivations: 1, minActivationsDepthMax: 2 } })), []);
+  });
+
+  describe('edges, as SillyTavern 1.12.6 runs them (checkWorldInfo in public/scripts/world-info.js)', () => {
+    it('counts only the text earlier passes gave recursion against a later pass: preventRecursion entries no longer do', () => {
+      // Pass 1 fires 'loud' (50 tokens, preventRecursion) and 'inn' (10, whose text names Brisk). SillyTavern
+      // prices pass 2 as the tokens of the recursion text so far (inn's 10) plus its own new entries: 10 + 45
+      // < 100, so 'brisk' fires; counting loud too (105) would cut it.
+      const loud = entry('loud', { constant: true, preventRecursion: true }, 'A loud and long entry.', 50);
+      const inn = entry('inn', { keys: ['inn'] }, 'The inn is run by Brisk.', 10);
+      const brisk = entry('brisk', { keys: ['Brisk'] }, 'Brisk keeps a dagger.', 45);
+      const r = run([loud, inn, brisk], ['the inn'], { budget: 100, settings: { recursive: true } });
+      assert.deepEqual(new Set(fired(r)), new Set(['loud', 'inn', 'brisk']));
+      assert.equal(r.used, 105, 'what the entries cost together is still said');
+    });
+
+    it("keeps an entry's own scan depth while min activations widens the campaign's", () => {
+      // SillyTavern's buffer takes entry.scanDepth ?? (scan depth + skew): the skew never reaches an entry's own.
+      const own = entry('own', { keys: ['mill'], scanDepth: 1 });
+      const wide = entry('wide', { keys: ['mill'] });
+      const r = run([own, wide], ['the mill', 'a', 'b'], { settings: { minActivations: 1 } });
+      assert.deepEqual(fired(r), ['wide']);
+      assert.match(reason(r, 'own'), /no key in the last message/);
+    });
+
+    it('runs delay-until-recursion levels after the normal scan with recursion off, reading the first pass\'s text', () => {
+      // SillyTavern presets the first level (1 here) for recursion passes; when no further scan is planned and
+      // levels are left, it starts a recursion-state pass at the next one, whatever world_info_recursive says,
+      // adding the text of what fired to the buffer first. With level 1 alone and recursion off, none comes.
+      const delayed = entry('secret', { keys: ['Brisk'], delayUntilRecursion: 1 });
+      assert.deepEqual(fired(run([delayed], ['Brisk'])), []);
+      const later = entry('later', { keys: ['dagger'], delayUntilRecursion: 2 });
+      const both = run([delayed, later], ['Brisk and a dagger']);
+      assert.deepEqual(both.verdicts.filter((v) => v.fired).map((v) => [v.id, v.step]), [['secret', 1], ['later', 1]]);
+      const inn = entry('inn', { keys: ['inn'] }, 'The inn is run by Brisk.');
+      const fromText = run([inn, delayed, later], ['the inn, a dagger']);
+      assert.deepEqual(new Set(fired(fromText)), new Set(['inn', 'secret', 'later']));
+      assert.match(reason(fromText, 'secret'), /key 'Brisk' in the text of an entry already activated/);
+    });
   });
 
   it('plays an edited book by its new keys and order, and a book asked again after another by its own', () => {
@@ -297,7 +345,7 @@ describe('World Info activation (SillyTavern semantics)', () => {
     // The campaign's case rule changing is a new rule for entries that follow it.
     assert.deepEqual(fired(run(edited, chat, { settings: { caseSensitive: true } })), ['mill']);
     // Back to the first book: its own keys, its own order (the highest order is admitted first, inserted last).
-    const again = run(book, chat, { budget: 10 });
+    const again = run(book, chat, { budget: 15 });
     assert.deepEqual(fired(again), ['mill']);
     assert.match(reason(again, 'inn'), /over the World Info budget|already full/);
   });

@@ -252,7 +252,7 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     it("reads SillyTavern's global settings, its defaults where absent, and names a wrong one", () => {
       assert.deepEqual(s.campaign.worldInfo, {
         scanDepth: 2, recursive: false, maxRecursionSteps: 0, minActivations: 0, minActivationsDepthMax: 0, budgetPercent: 25, budgetCap: 0,
-        caseSensitive: false, matchWholeWords: false, useGroupScoring: false, searchAdmits: false,
+        caseSensitive: false, matchWholeWords: false, useGroupScoring: false, includeNames: true, searchAdmits: false,
       });
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-world-info-yaml-'));
       try {

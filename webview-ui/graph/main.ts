@@ -189,12 +189,21 @@ function focusOn(id: string): void {
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 const superseded = (n: GraphNode): string => `only in superseded ${n.path} (by ${n.supersededBy.join(', ')})`;
 
+/** What a weak mention is, in the writer's words (see Mention.weak). */
+const weakWords = (n: number): string => `${plural(n, 'weak mention')} (only an everyday word that is also a name, with no link or other name of it nearby)`;
+
+/** An edge's tooltip and list words: `Ice Devil → Ice: 3 weak mentions (…)`. */
+function describeEdge(e: GraphEdge, byId: ReadonlyMap<string, GraphNode>): string {
+  const counts = [e.count > 0 ? plural(e.count, 'mention') : '', e.weak > 0 ? weakWords(e.weak) : ''].filter(Boolean).join(' and ');
+  return `${byId.get(e.from)!.label} → ${byId.get(e.to)!.label}: ${counts}${e.linked ? ' (linked)' : ''}`;
+}
+
 function describe(n: GraphNode): string {
   const what = n.class === 'canon' ? n.kind : `${n.class} file`;
   const marks =
     n.class === 'canon'
       ? [n.neverMentioned ? 'never mentioned elsewhere' : plural(n.mentions, 'mention'), n.neverRetrieved ? 'never retrieved in play' : '']
-      : [`names canon entities ${plural(n.mentions, 'time')}`];
+      : [`names canon entities ${plural(n.mentions, 'time')}`, n.weakMentions > 0 ? weakWords(n.weakMentions) : ''];
   if (n.supersededBy.length > 0) marks.push(superseded(n));
   return `${n.label} (${what}) — ${marks.filter(Boolean).join(', ')} · ${n.path}`;
 }
@@ -266,9 +275,10 @@ function render(): void {
   edgeLayer.replaceChildren(
     ...shownEdges.map((e) => {
       const [a, b] = [positions.get(e.from)!, positions.get(e.to)!];
-      const line = svg('line', { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: e.linked ? 'edge linked' : 'edge', 'stroke-width': Math.min(4, 0.6 + Math.log2(e.count)) });
+      const marks = ['edge', e.linked ? 'linked' : '', e.count === 0 ? 'weak' : ''].filter(Boolean).join(' ');
+      const line = svg('line', { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: marks, 'stroke-width': Math.min(4, 0.6 + Math.log2(e.count + e.weak)) });
       const tip = svg('title');
-      tip.textContent = `${byId.get(e.from)!.label} → ${byId.get(e.to)!.label}: ${e.count} mention${e.count === 1 ? '' : 's'}${e.linked ? ' (linked)' : ''}`;
+      tip.textContent = describeEdge(e, byId);
       line.append(tip);
       return line;
     }),
@@ -286,7 +296,7 @@ function render(): void {
   nodeLayer.replaceChildren(
     ...shown.map((n) => {
       const at = positions.get(n.id)!;
-      const marks = ['node', n.kind, `class-${n.class}`, conflicted.has(n.id) ? 'in-conflict' : '', n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.supersededBy.length > 0 ? 'superseded' : '', n.id === focus ? 'focused' : ''];
+      const marks = ['node', n.kind, `class-${n.class}`, conflicted.has(n.id) ? 'in-conflict' : '', n.neverMentioned ? 'never-mentioned' : '', n.neverRetrieved ? 'never-retrieved' : '', n.supersededBy.length > 0 ? 'superseded' : '', n.mentions === 0 && n.weakMentions > 0 ? 'weak-only' : '', n.id === focus ? 'focused' : ''];
       const g = svg('g', { class: marks.filter(Boolean).join(' '), transform: `translate(${at.x} ${at.y})`, tabindex: 0, role: 'button', 'data-id': n.id, 'aria-label': `${describe(n)}. Enter opens its file; F focuses it.` });
       const tip = svg('title');
       tip.textContent = `${describe(n)}${n.summary ? `\n${n.summary}` : ''}`;

@@ -13,6 +13,8 @@ const GraphNode = z.object({
   kind: z.enum(GRAPH_KINDS),
   /** Mentions elsewhere in the campaign: sets the node's size. */
   mentions: z.number().check(z.nonnegative()),
+  /** A Reference or Inspiration file's weak mentions of canon (the bare everyday word, see Mention.weak); 0 for entities. */
+  weakMentions: z.number().check(z.nonnegative()),
   /** Where it is defined (campaign-relative), the folder filter's key. */
   path: z.string(),
   summary: z.string(),
@@ -25,7 +27,8 @@ const GraphNode = z.object({
 });
 export type GraphNode = z.infer<typeof GraphNode>;
 
-const GraphEdge = z.object({ from: z.string(), to: z.string(), count: z.number().check(z.positive()), linked: z.boolean() });
+/** `count` mentions, `weak` more that are only the bare everyday word: an edge of weak mentions alone is drawn as doubtful. */
+const GraphEdge = z.object({ from: z.string(), to: z.string(), count: z.number().check(z.nonnegative()), weak: z.number().check(z.nonnegative()), linked: z.boolean() });
 export type GraphEdge = z.infer<typeof GraphEdge>;
 
 /** A node's position: id, x, y. */

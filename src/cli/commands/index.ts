@@ -37,6 +37,11 @@ export const COMMANDS: CommandEntry[] = [
     load: async () => (await import('./context')).contextCommand,
   },
   {
+    name: 'eval',
+    summary: "measure research against today's selection on the campaign's questions (eval.yaml), per model: recall at 1/3/5, off-topic, refused calls, rounds, tokens, time",
+    load: async () => (await import('./eval')).evalCommand,
+  },
+  {
     name: 'lint',
     summary:
       'Check a campaign: front matter, encoding, binary and oversize files, duplicates, unclassified files, canon conflicts, always-include budget, stale embeddings, unused sources (exit 1 on errors)',

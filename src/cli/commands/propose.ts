@@ -3,7 +3,17 @@ import { CampaignError, DATA_DIR } from '../../knowledge/campaign';
 import { withWriteLock } from '../../knowledge/files';
 import type { PlayStore } from '../../story/playStore';
 import { proposeCanonUpdates, type ProposalSet } from '../../story/proposalDrafting';
-import { ProposalWriteError, clearSettledConflicts, diskReader, proposalDiff, writeProposals, type CanonProposal } from '../../story/proposals';
+import {
+  ProposalWriteError,
+  clearSettledConflicts,
+  diskReader,
+  listDiscarded,
+  proposalDiff,
+  restoreDiscarded,
+  writeProposals,
+  type CanonProposal,
+  type DiscardedProposal,
+} from '../../story/proposals';
 import type { Adventure } from '../../story/types';
 import { EXIT, UsageError, emit, stringOption, type Command } from '../command';
 import { campaignRootOption, refuse } from './import';
@@ -39,7 +49,7 @@ function report(set: ProposalSet, diffs: readonly string[], written: readonly st
   const lines = [`Canon proposals from "${oneLine(set.adventure.title)}" — ${set.drafting}.`, ''];
   if (count === 0) lines.push('The canon already agrees with this branch: nothing to propose.');
   set.proposals.forEach((p, i) => lines.push(describeProposal(p, i, diffs[i]!), ''));
-  if (set.discardedBefore > 0) lines.push(`${set.discardedBefore} proposal${set.discardedBefore === 1 ? '' : 's'} you discarded before for the same turns left out.`);
+  if (set.discardedBefore > 0) lines.push(`${set.discardedBefore} proposal${set.discardedBefore === 1 ? '' : 's'} you discarded before for the same turns left out (--discarded lists them, --undo-discard brings them back).`);
   if (set.refused.length > 0) {
     lines.push(`Refused (${set.refused.length}):`);
     for (const r of set.refused) lines.push(`  ${oneLine(r.file || '(no file)')}: ${oneLine(r.refusal)}${r.reason ? ` — ${oneLine(r.reason)}` : ''}`);
@@ -49,11 +59,32 @@ function report(set: ProposalSet, diffs: readonly string[], written: readonly st
   return lines.join('\n');
 }
 
+function discardedReport(adventure: Adventure, discards: readonly DiscardedProposal[]): string {
+  if (discards.length === 0) return `Nothing from "${oneLine(adventure.title)}" has been discarded.`;
+  return [
+    `Discarded canon proposals from "${oneLine(adventure.title)}" (not proposed again for the same turns):`,
+    ...discards.map((d) => `  ${d.key.replace(/^proposal:/, '').slice(0, 12)}  ${d.at.slice(0, 10)}  ${oneLine(d.file)}: ${oneLine(d.reason)}`),
+    'Bring one back with --undo-discard <id>, or all with --undo-discard all.',
+  ].join('\n');
+}
+
+/** `--undo-discard <id|all>`: the discards it names, by the id --discarded prints (any unique prefix of the key). */
+function discardsNamed(discards: readonly DiscardedProposal[], wanted: string): DiscardedProposal[] {
+  if (wanted === 'all') return [...discards];
+  const found = discards.filter((d) => d.key.replace(/^proposal:/, '').startsWith(wanted.replace(/^proposal:/, '')));
+  if (found.length === 0) throw new UsageError(`no discarded proposal '${wanted}': --discarded lists them`);
+  if (found.length > 1) throw new UsageError(`'${wanted}' names ${found.length} discarded proposals: give more of the id`);
+  return found;
+}
+
 export const proposeCommand: Command = {
-  usage: `storyteller propose [campaign-dir] [--adventure <id>] [--model <name> ${MODEL_SERVER_USAGE}] [--write] [--json] (API key: $STORYTELLER_API_KEY)`,
+  usage: `storyteller propose [campaign-dir] [--adventure <id>] [--model <name> ${MODEL_SERVER_USAGE}] [--write] [--discarded] [--undo-discard <id|all>] [--json] (API key: $STORYTELLER_API_KEY)`,
   options: {
     adventure: { type: 'string' },
     write: { type: 'boolean', default: false },
+    // The proposals the writer discarded (in the refactor preview): listed, and brought back.
+    discarded: { type: 'boolean', default: false },
+    'undo-discard': { type: 'string' },
     // The model that drafts through propose_edit; without one only the deterministic rules run.
     model: { type: 'string' },
     ...MODEL_SERVER_OPTIONS,
@@ -73,6 +104,20 @@ export const proposeCommand: Command = {
       await session.reindex();
       const campaign = session.campaign;
       const adventure = pickAdventure(session.play, campaign.id, stringOption(args, 'adventure'), campaign.playPath);
+      const undo = stringOption(args, 'undo-discard');
+      if (args.values.discarded === true || undo !== undefined) {
+        const discards = listDiscarded(session.play.db, campaign.id, adventure.id);
+        if (undo === undefined) {
+          emit(io, args, { adventure: { id: adventure.id, title: adventure.title }, discarded: discards }, () => discardedReport(adventure, discards));
+          return EXIT.ok;
+        }
+        const restored = discardsNamed(discards, undo);
+        restoreDiscarded(session.play.db, campaign.id, restored);
+        emit(io, args, { adventure: { id: adventure.id, title: adventure.title }, restored }, () =>
+          [`${restored.length} discarded proposal${restored.length === 1 ? '' : 's'} from "${oneLine(adventure.title)}" will be proposed again:`, ...restored.map((d) => `  ${oneLine(d.file)}: ${oneLine(d.reason)}`)].join('\n'),
+        );
+        return EXIT.ok;
+      }
       const read = diskReader(campaign.root);
       const set = await proposeCanonUpdates({ campaign, store: session.store, play: session.play, adventure }, { read, ...drafter });
       // The diffs are taken before anything is written, against the files they were proposed for.

@@ -34,6 +34,8 @@ export interface WorldInfoSettings {
   caseSensitive: boolean;
   matchWholeWords: boolean;
   useGroupScoring: boolean;
+  /** Each message is scanned as `Name: message`, as SillyTavern's "include names" does (its default: on). */
+  includeNames: boolean;
 }
 
 export const WORLD_INFO_DEFAULTS: Readonly<WorldInfoSettings> = Object.freeze({
@@ -47,6 +49,7 @@ export const WORLD_INFO_DEFAULTS: Readonly<WorldInfoSettings> = Object.freeze({
   caseSensitive: false,
   matchWholeWords: false,
   useGroupScoring: false,
+  includeNames: true,
 });
 
 const count = z.number().int().min(0);
@@ -64,6 +67,7 @@ const WorldInfoFileSchema = z
     case_sensitive: z.boolean().optional(),
     match_whole_words: z.boolean().optional(),
     use_group_scoring: z.boolean().optional(),
+    include_names: z.boolean().optional(),
     /** Relevance may admit entries with SillyTavern behaviour too, beside its activation. */
     search_admits: z.boolean().optional(),
   })
@@ -179,6 +183,7 @@ function worldInfoSettings(w: z.infer<typeof WorldInfoFileSchema>): Campaign['wo
     caseSensitive: w.case_sensitive ?? d.caseSensitive,
     matchWholeWords: w.match_whole_words ?? d.matchWholeWords,
     useGroupScoring: w.use_group_scoring ?? d.useGroupScoring,
+    includeNames: w.include_names ?? d.includeNames,
     searchAdmits: w.search_admits ?? false,
   };
 }

@@ -62,12 +62,21 @@ export interface WorldInfoFields {
   /** 0 off; 1 or more: activated only by recursion, from that recursion level on. */
   delayUntilRecursion: number;
   ignoreBudget: boolean;
+  /** Its uid in its book: SillyTavern's book order, which decides between equal orders. Absent in older indexes. */
+  uid?: number;
+  /** Front matter `character:`: who `{{char}}` is in its keys and text (a card's character); else the narrator. */
+  character?: string;
 }
 
 const plainMap = (value: unknown): Record<string, unknown> | undefined =>
   value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' && Number.isFinite(value) ? value : fallback);
 const flag = (value: unknown): boolean => value === true;
+/** A book keys its entries by uid, a number, sometimes written as text. */
+const uidOf = (value: unknown): number | undefined => {
+  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+};
 
 /**
  * The World Info fields of a file whose front matter holds a `sillytavern.entry` map: top-level fields (the
@@ -105,6 +114,8 @@ export function worldInfoOf(meta: FrontMatter): WorldInfoFields | undefined {
     preventRecursion: flag(entry.preventRecursion),
     delayUntilRecursion,
     ignoreBudget: flag(entry.ignoreBudget),
+    ...(uidOf(entry.uid) !== undefined ? { uid: uidOf(entry.uid) } : {}),
+    ...(meta.character?.trim() ? { character: meta.character.trim() } : {}),
   };
 }
 

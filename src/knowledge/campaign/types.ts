@@ -91,6 +91,7 @@ export interface PassageRecord extends DraftPassage {
  * a section outside its trail is headed by the trail they share, with its opening heading written in.
  * Parser 3: a file's `sillytavern.entry` fields are read into its triggers (SillyTavern's activation in play).
  * Parser 4: a World Info regex key the linear-time engine cannot run is a warning on its file.
+ * Parser 5: with its uid (book order) and `character:` (whom `{{char}}` names).
  */
-export const PARSER_VERSION = 4;
+export const PARSER_VERSION = 5;
 export const CHUNKING_VERSION = 5;

@@ -53,7 +53,8 @@ export function conflictKey(entityKey: string, attributeKey: string, a: FactStat
   return `fact:${digest.slice(0, 24)}`;
 }
 
-function normalizePath(p: string): string {
+/** A campaign-relative path as `supersedes:` may spell it (`./a.md`, `a\\b.md`) and the index holds it. */
+export function normalizePath(p: string): string {
   return p.replace(/\\/g, '/').replace(/^\.\//, '').replace(/^\/+/, '');
 }
 
@@ -155,14 +156,15 @@ export class ConflictAnalysis {
 /**
  * Extracts the facts of every enabled Canon source and pairs the disagreeing ones. `decisions` are the
  * writer's stored choices by conflict key; `sources` should be the whole campaign so names declared
- * anywhere (a title, an alias) resolve everywhere.
+ * anywhere (a title, an alias) resolve everywhere, or `names` the whole campaign's.
  */
 export function analyzeConflicts(
   sources: readonly ConflictSourceInput[],
   decisions: ReadonlyMap<string, ConflictDecision> = new Map(),
   cache?: FactCache,
+  /** The campaign's names, when `sources` are only some of its files. */
+  names: EntityNames = buildEntityNames(sources),
 ): ConflictAnalysis {
-  const names = buildEntityNames(sources);
   const canon = sources.filter((s) => s.class === 'canon' && s.enabled);
   const facts = canon.flatMap((s) => (cache ? cache.factsOf(s, names) : extractFacts({ ...s, path: normalizePath(s.path) }, names)));
   const supersedes = supersessionClosure(canon);

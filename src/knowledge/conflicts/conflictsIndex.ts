@@ -1,4 +1,4 @@
-import { analyzeConflicts, FactCache, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput } from './conflicts';
+import { analyzeConflicts, FactCache, normalizePath, type ConflictAnalysis, type ConflictDecision, type ConflictSourceInput } from './conflicts';
 import type { FactStatement } from './facts';
 import { buildEntityNames, type EntityNames } from '../names';
 import { factSourceFromSplit } from './factsInput';
@@ -84,11 +84,20 @@ export class StoreCanonFacts {
     // Every turn asks (twice with research); an unchanged index and unchanged decisions settle nothing new.
     const at = JSON.stringify([indexVersion(this.store), [...decisions]]);
     if (this.settled?.at === at) return this.settled.supersessions;
-    const sources = analyzedSources(this.store);
+    // What supersedes what is read from the index (written when each file was indexed): only the files a
+    // declaration names are read and analysed, unless the writer kept a statement, which any pair may settle.
+    const declared = this.store.supersessions();
+    const writerKept = [...decisions.values()].some((d) => d === 'kept-a' || d === 'kept-b');
+    if (declared.length === 0 && !writerKept) {
+      this.settled = { signature: '', supersessions: [], at };
+      return this.settled.supersessions;
+    }
+    const named = new Set(declared.flatMap((d) => [d.path, d.target].map(normalizePath)));
+    const sources = analyzedSources(this.store).filter((s) => writerKept || named.has(normalizePath(s.path)));
     const signature = JSON.stringify([sources.map((s) => [s.id, s.sha256, s.class, s.enabled, s.title, s.entities]), [...decisions]]);
     if (this.settled?.signature !== signature) {
       const inputs = sources.flatMap((source) => conflictInputOf(this.store, source) ?? []);
-      const settled = analyzeConflicts(inputs, decisions, this.cache).conflicts.filter((c) => c.supersededBy !== null);
+      const settled = analyzeConflicts(inputs, decisions, this.cache, this.names()).conflicts.filter((c) => c.supersededBy !== null);
       const supersessions = settled.map((c) => {
         const [statement, by] = c.supersededBy === 'a' ? [c.b, c.a] : [c.a, c.b];
         return { statement, by, settledBy: c.settledBy! };

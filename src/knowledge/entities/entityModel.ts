@@ -1,6 +1,6 @@
 import { atxHeading, frontMatterData, splitFrontMatter, type KnowledgeClass } from '../campaign';
-import { buildEntityNames, nameKey, stripInlineMarkup, type EntityNames } from '../names';
-import { findWikiLinks, type WikiLink } from './links';
+import { buildEntityNames, findWikiLinks, nameKey, stripInlineMarkup, type EntityNames, type WikiLink } from '../names';
+import { isEverydayWordAsWritten } from '../retrieval';
 
 /**
  * The campaign as a language: its entities (a source's title with the `entities:` aliases that share a word
@@ -91,6 +91,12 @@ export interface Mention extends TextSpan {
   via: 'name' | 'link';
   /** The entity's own title, `entities:` entry or defining heading: a declaration, not a use. */
   declaration: boolean;
+  /**
+   * Only the bare everyday word that is the entity's name ("Ice", "Elf"), in a Reference or Inspiration file,
+   * with nothing saying it means the entity: not a proper noun there, no link, none of its other names nearby.
+   * Rules text uses such words for its own things (Ice Devil, Wall of Ice), so a weak mention is no use of the entity.
+   */
+  weak: boolean;
 }
 
 export interface LinkTarget extends TextSpan {
@@ -106,6 +112,32 @@ const WORD = /[\p{L}\p{N}]+/gu;
 const NO_LINKS: readonly WikiLink[] = [];
 const WORD_CHAR = /[\p{L}\p{N}]/u;
 const LEADING_ARTICLE = /^(the|a|an)\s/i;
+/** A name that is one word, once a leading article is set aside: "Ice", "the Dancer". */
+const ONE_WORD = /^(?:(?:the|a|an)\s+)?[\p{L}\p{N}]+$/iu;
+/** Within this many lines of a bare everyday word, a link to the entity or another of its names says the word means it. */
+const NEARBY_LINES = 3;
+/** The word and the spaces before a position: what a proper noun mid-sentence follows. */
+const WORD_BEFORE = /([\p{L}\p{N}]+)[ \t]+$/u;
+/** Small words a title-case name runs through ("Wall of Ice", "Ring of the Elf"). */
+const TITLE_JOINERS = new Set(['of', 'the', 'and', 'a', 'an', 'in', 'on', 'to', 'for', 'de', 'von', 'van']);
+/** A capitalised word (or a joiner and one) right after: the name is the start of a longer one ("Ice Devil", "Elf of the Woods"). */
+const LONGER_NAME_AFTER = /^[ \t]+(?:(?:of|the|and)[ \t]+)?\p{Lu}/u;
+const LOWERCASE_START = /^\p{Ll}/u;
+
+/**
+ * Whether a name at `start`..`end` stands as a proper noun of its own: mid-sentence after a lowercase word,
+ * neither inside a title-case run ("Wall of Ice") nor the first word of a longer name ("Ice Devil"). A
+ * sentence's first word, a heading, a table cell or bold text could be any word capitalised.
+ */
+function standsAsProperNoun(lineText: string, start: number, end: number): boolean {
+  const before = WORD_BEFORE.exec(lineText.slice(0, start));
+  if (!before || !LOWERCASE_START.test(before[1]!)) return false;
+  if (TITLE_JOINERS.has(before[1]!)) {
+    const earlier = WORD_BEFORE.exec(lineText.slice(0, before.index));
+    if (!earlier || !LOWERCASE_START.test(earlier[1]!)) return false;
+  }
+  return !LONGER_NAME_AFTER.test(lineText.slice(end));
+}
 
 interface Candidate {
   name: string;
@@ -185,6 +217,8 @@ export class EntityModel {
   private readonly headingsByPath = new Map<string, HeadingEntry[]>();
   /** First word, lowercased → names starting with it, longest first. */
   private readonly candidates = new Map<string, Candidate[]>();
+  /** Canon names that are one everyday English word ("Ice", "Elf", "Werewolf"): bare, they are weak mentions outside canon. */
+  private readonly everydayNames = new Set<string>();
   private campaignMentions: Mention[] | undefined;
   /** allMentions() by entity, built on first use: the Codex and the graph ask for every entity's usage at once. */
   private mentionsByEntity: Map<string, Mention[]> | undefined;
@@ -249,6 +283,7 @@ export class EntityModel {
         const first = name.split(/[^\p{L}\p{N}]/u)[0]!.toLowerCase();
         if (!first) continue;
         this.candidates.set(first, [...(this.candidates.get(first) ?? []), { name, entityKey: entity.key }]);
+        if (ONE_WORD.test(name) && isEverydayWordAsWritten(name.replace(LEADING_ARTICLE, ''))) this.everydayNames.add(name);
       }
     }
     for (const list of this.candidates.values()) list.sort((a, b) => b.name.length - a.name.length);
@@ -296,11 +331,14 @@ export class EntityModel {
   /**
    * Mentions of canon entities in one text: `[[links]]` that resolve to one, and their names as written
    * (case-sensitive but for a leading article, longest name first, never inside another word).
-   * `path` is where the text lives, so declarations (its own title, aliases, defining heading) are told apart.
+   * `path` is where the text lives, so declarations (its own title, aliases, defining heading) are told apart,
+   * and so are weak mentions in a Reference or Inspiration file (see Mention.weak).
    */
   mentionsIn(path: string, text: string): Mention[] {
     const { lines, frontMatterKeys } = describeLines(text);
     const declaringLines = this.declarationLines.get(path);
+    const sourceClass = this.sourcesByPath.get(path)?.class;
+    const besideCanon = sourceClass === 'reference' || sourceClass === 'inspiration';
     const mentions: Mention[] = [];
     let fence: string | null = null;
     for (let line = 0; line < lines.length; line++) {
@@ -318,7 +356,7 @@ export class EntityModel {
       for (const link of links) {
         const target = this.resolveLink(link)?.entity;
         if (!target?.canon) continue;
-        mentions.push({ path, line, start: link.start + 2, end: link.end - 2, entityKey: target.key, text: lineText.slice(link.start + 2, link.end - 2), via: 'link', declaration: false });
+        mentions.push({ path, line, start: link.start + 2, end: link.end - 2, entityKey: target.key, text: lineText.slice(link.start + 2, link.end - 2), via: 'link', declaration: false, weak: false });
       }
       WORD.lastIndex = 0;
       for (let word = WORD.exec(lineText); word !== null; word = WORD.exec(lineText)) {
@@ -329,11 +367,26 @@ export class EntityModel {
         if (!found) continue;
         const end = at + found.name.length;
         const declaration = declaringKey || declaringLines?.has(`${found.entityKey}\u0000${line}`) === true;
-        mentions.push({ path, line, start: at, end, entityKey: found.entityKey, text: lineText.slice(at, end), via: 'name', declaration });
+        const weak = besideCanon && !declaration && this.everydayNames.has(found.name) && !standsAsProperNoun(lineText, at, end);
+        mentions.push({ path, line, start: at, end, entityKey: found.entityKey, text: lineText.slice(at, end), via: 'name', declaration, weak });
         WORD.lastIndex = end;
       }
     }
-    return mentions;
+    return mentions.some((m) => m.weak) ? this.confirmedNearby(path, mentions) : mentions;
+  }
+
+  /**
+   * Weak mentions made strong by what surrounds them: a link to the entity or another of its names within a
+   * few lines, or the file being one that defines the entity.
+   */
+  private confirmedNearby(path: string, mentions: Mention[]): Mention[] {
+    const confirming = mentions.filter((m) => m.via === 'link' || !this.everydayNames.has(m.text));
+    return mentions.map((m) => {
+      if (!m.weak) return m;
+      const defines = this.byKey.get(m.entityKey)?.definitions.some((d) => d.path === path);
+      const nearby = confirming.some((c) => c.entityKey === m.entityKey && Math.abs(c.line - m.line) <= NEARBY_LINES);
+      return defines || nearby ? { ...m, weak: false } : m;
+    });
   }
 
   /** Every mention in the campaign's files, computed once per model (per file, once per text and names). */
@@ -366,10 +419,10 @@ export class EntityModel {
 
   /**
    * How the campaign uses an entity, counted one way for every surface (hover, Codex): its mentions (not the
-   * names that declare it), the files holding them, and those of them other than its defining files.
+   * names that declare it, nor weak ones), the files holding them, and those of them other than its defining files.
    */
   usage(entityKey: string): EntityUsage {
-    const uses = this.mentionsOf(entityKey).filter((m) => !m.declaration);
+    const uses = this.mentionsOf(entityKey).filter((m) => !m.declaration && !m.weak);
     const defining = new Set(this.byKey.get(entityKey)?.definitions.map((d) => d.path) ?? []);
     const files = [...new Set(uses.map((m) => m.path))];
     return { mentions: uses.length, files, elsewhere: files.filter((f) => !defining.has(f)) };

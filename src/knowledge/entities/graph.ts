@@ -5,8 +5,10 @@ import type { EntityModel, Mention } from './entityModel';
 export interface EntityLink {
   from: string;
   to: string;
-  /** How many times `from`'s files mention `to`. */
+  /** How many times `from`'s files mention `to`, weak mentions aside. */
   count: number;
+  /** How many of `from`'s mentions of `to` are weak: the bare everyday word a rules page may use for its own things. */
+  weak: number;
   /** At least one mention is a `[[link]]`, not only the name in prose. */
   linked: boolean;
 }
@@ -29,8 +31,9 @@ function countLinks(model: EntityModel, mentions: readonly Mention[], fromOf: (p
     for (const from of fromOf(mention.path)) {
       if (from === mention.entityKey) continue;
       const id = `${from}\u0000${mention.entityKey}`;
-      const link = links.get(id) ?? { from, to: mention.entityKey, count: 0, linked: false };
-      link.count += 1;
+      const link = links.get(id) ?? { from, to: mention.entityKey, count: 0, weak: 0, linked: false };
+      if (mention.weak) link.weak += 1;
+      else link.count += 1;
       link.linked ||= mention.via === 'link';
       links.set(id, link);
     }

@@ -48,7 +48,8 @@ export function renameEdits(model: EntityModel, entityKey: string, oldName: stri
     const text = texts.get(source.path) ?? source.text;
     const lines = text.split(/\r?\n/);
     for (const mention of model.mentionsIn(source.path, text)) {
-      if (mention.entityKey !== entityKey) continue;
+      // A weak mention ("Ice" in a rules page's "Ice Devil") is some other thing's word: never renamed.
+      if (mention.entityKey !== entityKey || mention.weak) continue;
       const lineText = lines[mention.line]!;
       for (const found of lineText.slice(mention.start, mention.end).matchAll(pattern)) {
         const start = mention.start + found.index;

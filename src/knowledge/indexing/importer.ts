@@ -343,7 +343,7 @@ class ImportRun {
       lexicalState: 'error',
       issues,
     };
-    this.store.writeSource(record, facts.content, [], null);
+    this.store.writeSource(record, facts.content, [], null, []);
     return { path: relPath, sourceId: record.id, outcome: 'error', issues };
   }
 
@@ -495,7 +495,7 @@ class ImportRun {
         duplicateOf: holder.id,
         issues: [...issues, issue],
       };
-      this.store.writeSource(record, text, [], null);
+      this.store.writeSource(record, text, [], null, []);
       return { kind: 'done', outcome: { path: relPath, sourceId: id, outcome: 'duplicate', issues: record.issues, duplicateOf: holder.path } };
     }
     claims.set(sha256, { id, path: relPath });
@@ -576,7 +576,7 @@ class ImportRun {
       issues,
     };
     this.store.atomically(() => {
-      this.store.writeSource(record, prepared.text, kept, triggersOf(prepared.meta));
+      this.store.writeSource(record, prepared.text, kept, triggersOf(prepared.meta), prepared.meta.supersedes ?? []);
       // A source new to the index has none (its rows go with it when it is deleted).
       if (existing) this.store.statement('DELETE FROM duplicate_passages WHERE source_id = ?').run(record.id);
       const insert = this.store.statement('INSERT INTO duplicate_passages (source_id, idx, content_hash, holder_id) VALUES (?, ?, ?, ?)');

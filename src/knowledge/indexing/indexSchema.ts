@@ -1,5 +1,6 @@
 import type { Db, Migration } from './sqlite';
 import { ftsHeading, ftsText } from './indexText';
+import { splitFrontMatter } from '../campaign';
 
 /** Writes the full-text rows of the passages `where` selects anew from their text, as an import writes them. */
 function reindexPassages(db: Db, where: string): void {
@@ -243,6 +244,29 @@ export const INDEX_MIGRATIONS: readonly Migration[] = [
         -- What the campaign's [[links]] call its files is read from the passages holding one, found without reading the rest.
         CREATE INDEX passages_with_links ON passages (campaign_id) WHERE instr(text, '[[') > 0;
       `);
+    },
+  },
+  {
+    version: 14,
+    description: "what each source's front matter says it supersedes, written when it is indexed",
+    up(db) {
+      // Every turn asks what supersedes what: read from each canon file's front matter, that re-read the
+      // whole campaign's text once per process (seconds on a 1,000-entry book). A row per declared path.
+      db.exec(`
+        CREATE TABLE source_supersedes (
+          source_id   TEXT NOT NULL REFERENCES sources (id) ON DELETE CASCADE,
+          campaign_id TEXT NOT NULL,
+          target      TEXT NOT NULL,
+          PRIMARY KEY (source_id, target)
+        );
+        CREATE INDEX source_supersedes_by_campaign ON source_supersedes (campaign_id);
+      `);
+      // Filled from the text already indexed, so an index migrated in place keeps every declaration.
+      const declaring = db
+        .prepare(`SELECT s.id AS id, s.campaign_id AS campaign, c.content AS content FROM sources s JOIN source_contents c ON c.source_id = s.id WHERE instr(c.content, 'supersedes') > 0`)
+        .all() as { id: string; campaign: string; content: string }[];
+      const insert = db.prepare('INSERT OR IGNORE INTO source_supersedes (source_id, campaign_id, target) VALUES (?, ?, ?)');
+      for (const row of declaring) for (const target of splitFrontMatter(row.content).meta.supersedes ?? []) insert.run(row.id, row.campaign, target);
     },
   },
 ];

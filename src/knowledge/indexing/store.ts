@@ -204,8 +204,9 @@ export class KnowledgeStore {
   /**
    * Replaces a source and all its passages atomically. `content` is the original text as read. `triggers`
    * replaces what the source declares it is triggered by (null: nothing); undefined keeps what is stored.
+   * `supersedes`, its front matter's list of the paths it supersedes, likewise.
    */
-  writeSource(source: SourceRecord, content: string, passages: readonly PassageRecord[], triggers?: SourceTriggers | null): void {
+  writeSource(source: SourceRecord, content: string, passages: readonly PassageRecord[], triggers?: SourceTriggers | null, supersedes?: readonly string[]): void {
     if (source.campaignId !== this.campaignId) {
       throw new Error(`source ${source.path} belongs to campaign ${source.campaignId}, not ${this.campaignId}`);
     }
@@ -268,7 +269,19 @@ export class KnowledgeStore {
           this.statement('INSERT INTO source_triggers (source_id, campaign_id, triggers) VALUES (?, ?, ?)').run(source.id, source.campaignId, JSON.stringify(triggers));
         }
       }
+      if (supersedes !== undefined) {
+        this.statement('DELETE FROM source_supersedes WHERE source_id = ?').run(source.id);
+        const insert = this.statement('INSERT OR IGNORE INTO source_supersedes (source_id, campaign_id, target) VALUES (?, ?, ?)');
+        for (const target of supersedes) insert.run(source.id, source.campaignId, target);
+      }
     });
+  }
+
+  /** Every `supersedes:` declaration of this campaign's sources, by the declaring source's id and path, as indexed. */
+  supersessions(): { sourceId: string; path: string; target: string }[] {
+    return this.statement(
+      `SELECT s.id AS sourceId, s.path AS path, d.target AS target FROM source_supersedes d CROSS JOIN sources s ON s.id = d.source_id WHERE d.campaign_id = ?`,
+    ).all(this.campaignId) as { sourceId: string; path: string; target: string }[];
   }
 
   /** Records a file's size and mtime after it was found unchanged by its content, so the next run can trust its stat. */
@@ -429,7 +442,7 @@ export class KnowledgeStore {
   /** Empties the derived index (sources, passages, FTS) while keeping the embedding cache, which is keyed by content. */
   clear(): void {
     this.db.transaction(() => {
-      this.db.exec('DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM source_triggers; DELETE FROM source_contents; DELETE FROM sources;');
+      this.db.exec('DELETE FROM passages_fts; DELETE FROM passages; DELETE FROM source_triggers; DELETE FROM source_supersedes; DELETE FROM source_contents; DELETE FROM sources;');
     })();
   }
 }

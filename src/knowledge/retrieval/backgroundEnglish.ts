@@ -1,4 +1,5 @@
 import { everydayStems } from './everydayStems';
+import { stem } from './stemmer';
 
 /**
  * Ordinary English as a background language model: how often a word is used in everyday speech
@@ -40,4 +41,9 @@ export function englishProbability(stemmed: string): number {
 /** Whether everyday English uses the word at all (a misspelling, a name or a coinage it does not). */
 export function isEverydayWord(stemmed: string): boolean {
   return background().counts.has(stemmed);
+}
+
+/** The same for a word as written, any case: whether a name like "Ice" or "Elf" is also a word everyone uses. */
+export function isEverydayWordAsWritten(word: string): boolean {
+  return isEverydayWord(stem(word.toLowerCase()));
 }

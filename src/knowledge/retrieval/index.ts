@@ -1,4 +1,5 @@
 // Retrieval: lexical and semantic search over the index, and the bounded, class-ordered knowledge sections of a turn.
+export { isEverydayWordAsWritten } from './backgroundEnglish';
 export { describeSemanticIndex, indexSemantic } from './calibration';
 export type { SemanticIndexReport } from './calibration';
 export { calibratedModels } from './embeddings';
@@ -8,7 +9,9 @@ export { OUTCOME_WORDS, decisionLine, excerpt, excerptAround, locate, worldInfoI
 export { rowSelected } from './retrievalRows';
 export { isMeaningfulWord, tokenize } from './retrievalTerms';
 export { indexVersion } from './retrievalScore';
+export { wordRuns } from './shingles';
 export type { CandidateDecision, KnowledgeBudgets, KnowledgeSection, RetrievalQuery, RetrievalRecord, RetrievalResult, RetrievalStage, SelectedPassage, SupersededCanonLine, TokenMeasure, WorldFact, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
-export { NO_TIMED_EFFECTS, activateWorldInfo, insertionOrder, seedFromText, worldInfoBudget } from './worldInfo';
+export { DEFAULT_NAMES, NO_TIMED_EFFECTS, activateWorldInfo, insertionOrder, scannedMessage, seedFromText, worldInfoBudget } from './worldInfo';
+export { hasLorebookMacro, substituteLorebookMacros } from './lorebookMacros';
 export { defaultWorldInfoQuery } from './worldInfoEntries';
-export type { ActivationEntry, EntryVerdict, TimedState } from './worldInfo';
+export type { ActivationEntry, ChatNames, EntryVerdict, TimedState } from './worldInfo';

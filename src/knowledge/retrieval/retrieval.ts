@@ -13,7 +13,7 @@ import type {
   WorldInfoQuery,
   WorldInfoRecord,
 } from './retrievalTypes';
-import { activateSources, defaultWorldInfoQuery, worldInfoSources } from './worldInfoEntries';
+import { activateSources, defaultWorldInfoQuery, entryContent, worldInfoSources } from './worldInfoEntries';
 import { insertionOrder, type EntryVerdict } from './worldInfo';
 import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms, respelled, RECENT_LINES_IN_QUERY, smallWords, stemmedPassage, stemText, tellsWhy, termText, tokenize, type SearchTerm, type StemmedText } from './retrievalTerms';
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
@@ -22,7 +22,7 @@ import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } fr
 import { CANDIDATE_COLUMNS, ELIGIBLE, rowIdentity, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
 import { jaccardAtLeast, overlap, shingles, type ShingleSet } from './shingles';
 import type { KnowledgeStore } from '../indexing';
-import { ALWAYS_INCLUDED_SQL, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
+import { ALWAYS_INCLUDED_SQL, estimateTokens, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
 
 /** The one default for every surface (CLI, extension, story engine) that does not size budgets itself. */
 export const DEFAULT_KNOWLEDGE_BUDGETS: Readonly<KnowledgeBudgets> = Object.freeze({
@@ -286,7 +286,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   const eligibleEntries = query.placePins ? worldInfoSources(store).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
   const wiQuery = eligibleEntries.length > 0 ? (query.worldInfo ?? defaultWorldInfoQuery({ input: query.input, recent: query.recent ?? [], budgets: query.budgets ?? DEFAULT_KNOWLEDGE_BUDGETS })) : null;
   const measure = query.measure;
-  const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (row) => (measure ? measure.passage(rowSelected(row, JSON.parse(row.heading_path) as string[], row.token_count, null, '')) : row.token_count)) : null;
+  const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (text) => measure?.text?.(text) ?? estimateTokens(text), (source) => entryContent(store, source)) : null;
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
   const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
@@ -439,7 +439,8 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   scoreSurvivors(admitted, similarities, floor, terms, query.entities ?? [], sourceEvidence([...byId.values()], weights));
   // What SillyTavern inserts goes first, its highest order first, as its budget admits them; then by score.
   const stOrder = (w: Working) => (w.worldInfo?.fired ? w.worldInfo.order : -Infinity);
-  admitted.sort((a, b) => stOrder(b) - stOrder(a) || b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
+  const activatedAt = (w: Working) => w.worldInfo?.activatedAt ?? 0;
+  admitted.sort((a, b) => stOrder(b) - stOrder(a) || activatedAt(a) - activatedAt(b) || b.decision.score! - a.decision.score! || a.row.rowid - b.row.rowid);
   suppressRedundancy(admitted, placedPins, query.stateFacts ?? []);
   const abstention = admitted.length > 0 ? null : vetoed ?? whyNothing(terms, weights, apart, best && [...byId.values()].find((w) => w.lexical === best));
   return { queryText, terms, semantic, alwaysInclude: placedPins, admitted, rest, abstention, worldInfo: activation?.record ?? null };
@@ -610,6 +611,11 @@ function suppressRedundancy(admitted: Working[], pinned: readonly Working[], sta
   for (const w of admitted) {
     const d = w.decision;
     const own = shinglesOf(w);
+    // An entry SillyTavern's activation inserts is sent whatever else is: it may still make others repeats.
+    if (w.worldInfo?.fired) {
+      kept.add(w, own);
+      continue;
+    }
     if (facts.size > 0 && own.size > 0 && overlap(own, facts) / own.size >= IN_STATE_CONTAINMENT) {
       d.outcome = 'in-state';
       d.section = competesFor(w);
@@ -711,10 +717,18 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
   const framed = new Set<KnowledgeSection>();
   const cost = (w: Working, placedIn: KnowledgeSection) => w.decision.tokenCount + (framed.has(placedIn) ? 0 : measure.section(placedIn));
 
-  const pinnedNeed = ranked.alwaysInclude.length === 0 ? 0 : ranked.alwaysInclude.reduce((n, w) => n + w.decision.tokenCount, measure.section('alwaysInclude'));
+  // What SillyTavern's activation inserts was priced under the World Info budget: the class budgets govern
+  // only what retrieval admits, so every entry that fired reaches the prompt, where its position puts it.
+  const fired = (w: Working) => w.worldInfo?.fired === true;
+  for (const w of [...ranked.alwaysInclude, ...ranked.admitted].filter(fired)) {
+    selected.push(w);
+    select(w, competesFor(w), 'within the World Info budget, not the class budgets');
+  }
+  const pins = ranked.alwaysInclude.filter((w) => !fired(w));
+  const pinnedNeed = pins.length === 0 ? 0 : pins.reduce((n, w) => n + w.decision.tokenCount, measure.section('alwaysInclude'));
   const overflow: Working[] = [];
   const leftOut: Working[] = [];
-  for (const w of ranked.alwaysInclude) {
+  for (const w of pins) {
     const tokens = cost(w, 'alwaysInclude');
     if (used.alwaysInclude + tokens <= budgets.alwaysInclude) {
       used.alwaysInclude += tokens;
@@ -748,7 +762,7 @@ function selectWithinBudgets(ranked: RankedCandidates, budgets: KnowledgeBudgets
 
   const subjects = namedPages(ranked.admitted);
   for (const w of [...subjects, ...ranked.admitted.filter((w) => !subjects.includes(w))]) {
-    if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state') continue;
+    if (w.decision.outcome === 'duplicate' || w.decision.outcome === 'in-state' || fired(w)) continue;
     const section = sectionOf(w.row.class);
     const tokens = cost(w, section);
     if (used[section] + tokens <= budgets[section]) {
@@ -786,9 +800,10 @@ const PRESSURE_ORDER: Record<KnowledgeClass, number> = { inspiration: 0, referen
 const PRIORITY_RANK: Record<Priority, number> = { low: 0, normal: 1, high: 2 };
 
 function applyTotalPressure(selected: Working[], total: number, measure: TokenMeasure): void {
-  const frames = new Set(selected.map((w) => w.decision.section!));
-  let used = selected.reduce((n, w) => n + w.decision.tokenCount, [...frames].reduce((n, s) => n + measure.section(s), 0));
-  const removable = selected
+  const retrieved = selected.filter((w) => !w.worldInfo?.fired);
+  const frames = new Set(retrieved.map((w) => w.decision.section!));
+  let used = retrieved.reduce((n, w) => n + w.decision.tokenCount, [...frames].reduce((n, s) => n + measure.section(s), 0));
+  const removable = retrieved
     .filter((w) => w.decision.section !== 'alwaysInclude')
     .sort(
       (a, b) =>

@@ -2,7 +2,7 @@ import type { KnowledgeStore } from '../indexing';
 import type { KnowledgeClass, SourceTriggers } from '../campaign';
 import { indexVersion } from './retrievalScore';
 import { isMeaningfulWord, nameTokens, tokenize } from './retrievalTerms';
-import { findWikiLinks } from '../entities';
+import { findWikiLinks } from '../names';
 import { plainKeyIn } from './worldInfo';
 
 /**

@@ -1,5 +1,5 @@
 import type { KnowledgeClass } from '../campaign';
-import type { EntryVerdict, TimedState, WorldInfoSettings } from './worldInfo';
+import type { ChatNames, EntryVerdict, TimedState, WorldInfoSettings } from './worldInfo';
 
 /**
  * The contract between retrieval (src/knowledge/retrieval*.ts) and every consumer: the story engine's
@@ -75,6 +75,8 @@ export interface WorldInfoQuery {
   budget: number;
   /** Relevance may admit these entries too, beside SillyTavern's activation (off for imported books by default). */
   searchAdmits: boolean;
+  /** Who `{{user}}` and `{{char}}` are in keys and entries; absent: the player character and the narrator. */
+  names?: ChatNames;
 }
 
 /** What SillyTavern's activation decided for one prompt. */
@@ -99,6 +101,8 @@ export interface TokenMeasure {
   passage(passage: SelectedPassage): number;
   /** A section's own heading and use line, charged once, with the first passage placed in it. */
   section(section: KnowledgeSection): number;
+  /** Plain text as sent, no frame (a World Info entry's content, as SillyTavern prices it); absent: the stored estimate's rule. */
+  text?(text: string): number;
 }
 
 export type CandidateOutcome =

@@ -3,6 +3,8 @@
  * bit sketch that rules most pairs out before their shingles are compared.
  */
 
+import { tokenize } from './retrievalTerms';
+
 /** Three word ids below this make one number exactly (3 × 17 bits): a shingle is then compared as a number. */
 const SHINGLE_BASE = 1 << 17;
 
@@ -122,4 +124,15 @@ function walkShared(x: ShingleSet, y: ShingleSet, step: (found: boolean, left: n
   }
   for (const shingle of small.texts) if (!step(large.texts.has(shingle), --left)) return false;
   return true;
+}
+
+/**
+ * A text's runs of `length` consecutive words as tokenize reads them, each joined into one string: text
+ * copied word for word matches whatever case, punctuation or line breaks it was given.
+ */
+export function wordRuns(text: string, length: number): string[] {
+  const words = tokenize(text);
+  const runs: string[] = [];
+  for (let i = 0; i + length <= words.length; i++) runs.push(words.slice(i, i + length).join(' '));
+  return runs;
 }

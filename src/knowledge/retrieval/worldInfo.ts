@@ -1,4 +1,5 @@
 import { regexKey, regexKeyRefusal, type CompiledPattern, type SelectiveLogic, type WorldInfoFields, type WorldInfoSettings } from '../campaign';
+import { substituteLorebookMacros, type MacroNames } from './lorebookMacros';
 
 export { WORLD_INFO_DEFAULTS, type WorldInfoSettings } from '../campaign';
 
@@ -26,10 +27,10 @@ export interface ActivationEntry {
   title: string;
   /** Changes when the entry does: a timed effect of an edited entry ends, as SillyTavern's does. */
   hash: string;
-  /** Its text, scanned by recursion. */
+  /** Its text as written: macros substituted, it is what recursion scans and what the budget prices. */
   content: string;
-  /** What it costs against the World Info budget. */
-  tokens: number;
+  /** The character its card named, whom `{{char}}` means in its keys and text (else the narrator). */
+  character?: string;
   fields: WorldInfoFields;
 }
 
@@ -62,6 +63,24 @@ export interface ActivationInput {
   settings: WorldInfoSettings;
   /** Tokens the activated entries may take together (see worldInfoBudget). */
   budget: number;
+  /** Tokens of a text as the prompt sends it: an entry is priced on its content, as SillyTavern prices it. */
+  countTokens: (text: string) => number;
+  /** Who `{{user}}` and `{{char}}` are (an entry's card character aside); absent: the player character and the narrator. */
+  names?: ChatNames;
+}
+
+/** The chat's two speakers, as the scan's name prefixes and the macros call them. */
+export interface ChatNames {
+  user: string;
+  narrator: string;
+}
+
+/** Who speaks when the adventure names no one: the player character and the narrator, as our prompt calls them. */
+export const DEFAULT_NAMES: Readonly<ChatNames> = Object.freeze({ user: 'the player character', narrator: 'the narrator' });
+
+/** A message as the scan reads it: `Name: message` when the campaign includes names (SillyTavern's default). */
+export function scannedMessage(speaker: string, text: string, settings: Pick<WorldInfoSettings, 'includeNames'>): string {
+  return settings.includeNames ? `${speaker}: ${text}` : text;
 }
 
 export interface EntryVerdict {
@@ -76,6 +95,8 @@ export interface EntryVerdict {
   order: number;
   depth: number;
   role: number;
+  /** Fired entries only: the place in which it was activated (0 first), which orders equal orders in the prompt. */
+  activatedAt?: number;
 }
 
 export interface ActivationResult {
@@ -96,10 +117,18 @@ export interface ActivationResult {
  */
 const PROMPT_PLACE: Record<number, number> = { 0: 0, 1: 1, 5: 2, 6: 3, 4: 4, 2: 5, 3: 6, 7: 7 };
 
-/** SillyTavern's prompt order of two inserted entries: by position, then depth (deeper first), then order. */
-export function insertionOrder(a: Pick<EntryVerdict, 'position' | 'depth' | 'order'>, b: Pick<EntryVerdict, 'position' | 'depth' | 'order'>): number {
+/**
+ * SillyTavern's prompt order of two inserted entries: by position, then depth (deeper first), then order; of
+ * equal orders, the one activated later comes first (it puts each entry at the front of its position's list,
+ * going through them highest order first, activation order within one order), so a book's ties read in
+ * reverse book order.
+ */
+export function insertionOrder(
+  a: Pick<EntryVerdict, 'position' | 'depth' | 'order' | 'activatedAt'>,
+  b: Pick<EntryVerdict, 'position' | 'depth' | 'order' | 'activatedAt'>,
+): number {
   const place = (v: typeof a) => PROMPT_PLACE[v.position] ?? 7;
-  return place(a) - place(b) || (a.position === 4 && b.position === 4 ? b.depth - a.depth : 0) || a.order - b.order;
+  return place(a) - place(b) || (a.position === 4 && b.position === 4 ? b.depth - a.depth : 0) || a.order - b.order || (b.activatedAt ?? 0) - (a.activatedAt ?? 0);
 }
 
 /** A 32-bit hash (FNV-1a) of text: the roll of one entry under one seed, never Math.random. */
@@ -167,9 +196,14 @@ interface Window {
   nothing: string;
 }
 
-const SEPARATOR = '\u0001';
+/**
+ * SillyTavern's scan buffer: each text opens with \x01 and the next follows on a new line, so a regular
+ * expression tested once over the whole of it never sees a message start as `^` (its `^` is the \x01).
+ */
+const OPENS = '\u0001';
 function windowOf(texts: Scanned[]): Window {
-  return { texts, raw: texts.map((t) => t.raw).join(SEPARATOR), lower: texts.map((t) => t.lower).join(SEPARATOR), grams: {}, nothing: '' };
+  const raw = texts.length > 0 ? OPENS + texts.map((t) => t.raw).join(`\n${OPENS}`) : '';
+  return { texts, raw, lower: raw.toLowerCase(), grams: {}, nothing: '' };
 }
 
 /**
@@ -216,9 +250,11 @@ interface Key {
   regex: CompiledPattern | null;
 }
 
-/** An entry's keys, compiled for its key rules. */
+/** An entry's keys, compiled for its key rules and names. */
 interface Prepared {
   rules: KeyRules;
+  /** The names its macros were substituted with. */
+  names: string;
   keys: Key[];
   secondary: Key[];
   /** "; regex key not run: /(a)\1/ uses a backreference \1, …" for each key that never runs, or nothing. */
@@ -231,29 +267,31 @@ interface Prepared {
  */
 const compiled = new WeakMap<WorldInfoFields, Prepared>();
 
-function prepare(f: WorldInfoFields, settings: WorldInfoSettings): Prepared {
+function prepare(f: WorldInfoFields, settings: WorldInfoSettings, names: MacroNames): Prepared {
   const caseSensitive = f.caseSensitive ?? settings.caseSensitive;
   const matchWholeWords = f.matchWholeWords ?? settings.matchWholeWords;
+  const signature = `${names.user}\u0000${names.char}`;
   let c = compiled.get(f);
-  if (!c || c.rules.caseSensitive !== caseSensitive || c.rules.matchWholeWords !== matchWholeWords) {
-    const keyed = (keys: readonly string[]): Key[] =>
-      keys.map((key) => {
+  if (!c || c.rules.caseSensitive !== caseSensitive || c.rules.matchWholeWords !== matchWholeWords || c.names !== signature) {
+    // SillyTavern substitutes its macros in each key before it looks for it: `{{user}}` is the persona's name.
+    const keyed = (written: readonly string[]): Key[] =>
+      written.flatMap((original) => {
+        const key = substituteLorebookMacros(original, names);
+        if (key.trim() === '') return [];
         const needle = caseSensitive ? key.trim() : key.trim().toLowerCase();
-        return { key, needle, grams: Array.from({ length: Math.max(0, needle.length - 2) }, (_, i) => gramAt(needle, i)), regex: regexKey(key) };
+        return [{ key, needle, grams: Array.from({ length: Math.max(0, needle.length - 2) }, (_, i) => gramAt(needle, i)), regex: regexKey(key) }];
       });
     const keys = keyed(f.keys);
     const secondary = keyed(f.secondaryKeys);
     const refused = [...keys, ...secondary].flatMap((k) => (k.regex && 'refused' in k.regex ? [`; ${regexKeyRefusal(k.key, k.regex.refused)}`] : []));
-    c = { rules: { caseSensitive, matchWholeWords }, keys, secondary, refused: refused.join('') };
+    c = { rules: { caseSensitive, matchWholeWords }, names: signature, keys, secondary, refused: refused.join('') };
     compiled.set(f, c);
   }
   return c;
 }
 
-function keyFound(k: Key, text: Scanned, rules: KeyRules): boolean {
-  if (!k.regex) return plainKeyIn(k.key, text, rules);
-  return 'pattern' in k.regex && k.regex.pattern.test(text.raw);
-}
+/** A regular-expression key's test of a text; false for one the pattern door refused. */
+const patternIn = (k: Key, text: string): boolean => k.regex !== null && 'pattern' in k.regex && k.regex.pattern.test(text);
 
 /** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
 function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
@@ -264,16 +302,21 @@ function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
   return possible;
 }
 
-/** The first of the keys found, and where. */
-function findKey(keys: readonly Key[], window: Window, rules: KeyRules): { key: string; where: Scanned } | null {
+/**
+ * The first of the keys found, and where: a plain key in one text, a regular expression over the whole scan
+ * buffer, tested once as SillyTavern tests it (a match no single text holds is said to be in the scanned text).
+ */
+function findKey(keys: readonly Key[], window: Window, rules: KeyRules): { key: string; where: Scanned | null } | null {
   const possible = mayHold(keys, window, rules);
   if (possible.length === 0) return null;
-  for (const text of window.texts) for (const k of possible) if (keyFound(k, text, rules)) return { key: k.key, where: text };
-  return null;
+  for (const text of window.texts) for (const k of possible) if (k.regex ? patternIn(k, text.raw) : plainKeyIn(k.key, text, rules)) return { key: k.key, where: text };
+  const pattern = possible.find((k) => k.regex);
+  return pattern ? { key: pattern.key, where: null } : null;
 }
 
+/** Keys found in the window; mayHold has already tested a regular expression over the whole buffer. */
 const countFound = (keys: readonly Key[], window: Window, rules: KeyRules): number =>
-  mayHold(keys, window, rules).filter((k) => window.texts.some((t) => keyFound(k, t, rules))).length;
+  mayHold(keys, window, rules).filter((k) => k.regex || window.texts.some((t) => plainKeyIn(k.key, t, rules))).length;
 
 function secondaryAllows(logic: SelectiveLogic, found: number, total: number): boolean {
   switch (logic) {
@@ -300,7 +343,7 @@ function groupScore(p: Prepared, logic: SelectiveLogic, window: Window): number 
   return primary;
 }
 
-const where = (s: Scanned): string => (s.number === null ? 'the text of an entry already activated' : `message ${s.number}`);
+const where = (s: Scanned | null): string => (s === null ? 'the scanned text' : s.number === null ? 'the text of an entry already activated' : `message ${s.number}`);
 
 /** "sticky: 3 more messages" */
 const more = (n: number, what: string): string => `${n} more ${what}${n === 1 ? '' : 's'}`;
@@ -372,26 +415,37 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   }
   for (const [id, effect] of Object.entries(state.cooldown)) if (byId.has(id)) coolingNow.set(id, effect);
 
+  const names = input.names ?? DEFAULT_NAMES;
+  const macroNames = (e: ActivationEntry): MacroNames => ({ user: names.user, char: e.character ?? names.narrator });
   const prepared = new Map<string, Prepared>();
-  for (const entry of entries) prepared.set(entry.id, prepare(entry.fields, settings));
+  for (const entry of entries) prepared.set(entry.id, prepare(entry.fields, settings, macroNames(entry)));
 
-  const messages: Scanned[] = input.messages.map((raw, i) => ({ number: chatLength - input.messages.length + i + 1, raw, lower: raw.toLowerCase() }));
+  // SillyTavern trims each message it scans.
+  const messages: Scanned[] = input.messages.map((text, i) => {
+    const raw = text.trim();
+    return { number: chatLength - input.messages.length + i + 1, raw, lower: raw.toLowerCase() };
+  });
   const recursion: Scanned[] = [];
   const activated = new Map<string, { entry: ActivationEntry; step: number }>();
   const failedRoll = new Set<string>();
   const groupsWon = new Set<string>();
   let used = 0;
+  /** Tokens of the text earlier passes gave recursion: SillyTavern counts it, not what preventRecursion kept out, against each later pass. */
+  let carried = 0;
   let overflowed = false;
   let skew = 0;
   const levels = [...new Set(entries.map((e) => e.fields.delayUntilRecursion).filter((n) => n > 0))].sort((a, b) => a - b);
   let level = levels.shift() ?? 0;
   let mode: 'initial' | 'recursion' | 'min-activations' = 'initial';
   let step = 0;
+  // An entry's own scan depth stays as it is while min activations widens the campaign's.
+  const depthOf = (f: WorldInfoFields): number => f.scanDepth ?? settings.scanDepth + skew;
   // Most entries scan as deep as the campaign says: each window (its depth, and what recursion has added) is
   // built once, and a pass that adds nothing to scan reuses it.
   const windows = new Map<string, Window>();
   const windowAt = (depth: number): Window => {
-    const spread = mode === 'min-activations' ? [] : recursion;
+    // A depth of 0 scans nothing, the activated entries' text included, as SillyTavern's buffer gives it.
+    const spread = mode === 'min-activations' || depth <= 0 ? [] : recursion;
     const key = `${depth}:${spread.length}`;
     let w = windows.get(key);
     if (!w) {
@@ -400,6 +454,17 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
       windows.set(key, w);
     }
     return w;
+  };
+  const contentOf = new Map<string, { text: string; tokens: number }>();
+  const insertedContent = (e: ActivationEntry) => {
+    let c = contentOf.get(e.id);
+    if (!c) {
+      const text = substituteLorebookMacros(e.content, macroNames(e));
+      // Each entry is inserted on its own line.
+      c = { text, tokens: input.countTokens(`${text}\n`) };
+      contentOf.set(e.id, c);
+    }
+    return c;
   };
   for (let pass = 0; ; pass++) {
     if (settings.maxRecursionSteps > 0 && pass >= settings.maxRecursionSteps) break;
@@ -419,10 +484,10 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
         continue;
       }
       if (!sticky && f.delayUntilRecursion > 0 && (mode !== 'recursion' || f.delayUntilRecursion > level)) {
-        verdict(entry, false, `only recursion activates it${f.delayUntilRecursion > 1 ? ` (from recursion level ${f.delayUntilRecursion})` : ''}${settings.recursive ? '' : ', and recursion is off'}`, null);
+        verdict(entry, false, `only recursion activates it${f.delayUntilRecursion > 1 ? ` (from recursion level ${f.delayUntilRecursion})` : ''}`, null);
         continue;
       }
-      if (!sticky && mode === 'recursion' && f.excludeRecursion) continue;
+      if (!sticky && mode === 'recursion' && settings.recursive && f.excludeRecursion) continue;
       if (f.constant) {
         now.push({ entry, why: 'constant (always active)', sticky: false });
         continue;
@@ -436,8 +501,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
         verdict(entry, false, 'it has no keys and is not constant', null);
         continue;
       }
-      const depth = (f.scanDepth ?? settings.scanDepth) + skew;
-      const window = windowAt(depth);
+      const window = windowAt(depthOf(f));
       const found = findKey(p.keys, window, p.rules);
       if (!found) {
         verdict(entry, false, `${window.nothing}${p.refused}`, null);
@@ -457,8 +521,11 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
     // Stickies first, then the book's order.
     now.sort((a, b) => Number(b.sticky) - Number(a.sticky));
 
-    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, prepared, windowAt, skew, seed, step, verdict);
+    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, prepared, windowAt, depthOf, seed, step, verdict);
 
+    // SillyTavern prices the pass's new entries together, on top of what earlier passes gave recursion, and
+    // stops at the first that brings the total to the budget.
+    let pending = 0;
     const accepted: ActivationEntry[] = [];
     for (const { entry, why, sticky } of winners) {
       const f = entry.fields;
@@ -476,15 +543,21 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
         verdict(entry, false, `${reason}; the World Info budget (${input.budget} tokens) was already full`, step);
         continue;
       }
-      if (!f.ignoreBudget && used + entry.tokens > input.budget) {
-        overflowed = true;
-        verdict(entry, false, `${reason}; over the World Info budget (${used + entry.tokens}/${input.budget} tokens)`, step);
-        continue;
+      const { tokens } = insertedContent(entry);
+      if (!f.ignoreBudget) {
+        const total = carried + pending + tokens;
+        if (total >= input.budget) {
+          overflowed = true;
+          verdict(entry, false, `${reason}; over the World Info budget (${total}/${input.budget} tokens: SillyTavern stops when the total reaches it)`, step);
+          continue;
+        }
+        pending += tokens;
       }
-      used += entry.tokens;
+      used += tokens;
       if (f.ignoreBudget && used > input.budget) reason += '; ignores the budget';
       if (step > 0) reason += ` (recursion step ${step})`;
       verdict(entry, true, reason, step);
+      verdicts.get(entry.id)!.activatedAt = activated.size;
       activated.set(entry.id, { entry, step });
       for (const g of f.groups) groupsWon.add(g);
       accepted.push(entry);
@@ -492,28 +565,30 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
 
     // What the next pass is, as SillyTavern decides it.
     const spreading = accepted.filter((e) => !e.fields.preventRecursion);
-    if (settings.recursive && spreading.length > 0 && !overflowed) {
-      for (const e of spreading) recursion.push({ number: null, raw: e.content, lower: e.content.toLowerCase() });
-      mode = 'recursion';
-      step++;
+    const wasMinActivations = mode === 'min-activations';
+    let next: 'recursion' | 'min-activations' | 'level' | null = null;
+    if (settings.recursive && !overflowed && (spreading.length > 0 || (wasMinActivations && recursion.length > 0))) next = 'recursion';
+    if (!next && !overflowed && settings.minActivations > 0 && activated.size < settings.minActivations) {
+      // It widens while the depth it scanned is within the widest allowed, so the last scan reaches one past it.
+      const depth = settings.scanDepth + skew;
+      if (!(settings.minActivationsDepthMax > 0 && depth > settings.minActivationsDepthMax) && depth <= messages.length) next = 'min-activations';
+    }
+    // Entries that wait for a recursion level get their pass after the rest, recursion on or off.
+    if (!next && levels.length > 0) next = 'level';
+    if (!next) break;
+    if (spreading.length > 0) {
+      const text = spreading.map((e) => insertedContent(e).text).join('\n');
+      recursion.push({ number: null, raw: text, lower: text.toLowerCase() });
+      carried += input.countTokens(`${text}\n`);
+    }
+    if (next === 'min-activations') {
+      skew++;
+      mode = 'min-activations';
       continue;
     }
-    if (settings.minActivations > 0 && activated.size < settings.minActivations && !overflowed) {
-      const depth = settings.scanDepth + skew + 1;
-      const widest = settings.minActivationsDepthMax > 0 ? Math.min(settings.minActivationsDepthMax, messages.length) : messages.length;
-      if (depth <= widest) {
-        skew++;
-        mode = 'min-activations';
-        continue;
-      }
-    }
-    if (settings.recursive && levels.length > 0 && !overflowed) {
-      level = levels.shift()!;
-      mode = 'recursion';
-      step++;
-      continue;
-    }
-    break;
+    if (next === 'level') level = levels.shift()!;
+    mode = 'recursion';
+    step++;
   }
 
   // New timed effects start with this message; one already running is not renewed.
@@ -546,7 +621,7 @@ function inclusionGroups(
   settings: WorldInfoSettings,
   prepared: Map<string, Prepared>,
   windowAt: (depth: number) => Window,
-  skew: number,
+  depthOf: (f: WorldInfoFields) => number,
   seed: number,
   step: number,
   verdict: (e: ActivationEntry, fired: boolean, reason: string, step: number | null) => void,
@@ -575,8 +650,7 @@ function inclusionGroups(
     if (scored.length > 0) {
       const score = (c: Candidate) => {
         const f = c.entry.fields;
-        const depth = (f.scanDepth ?? settings.scanDepth) + skew;
-        return groupScore(prepared.get(c.entry.id)!, f.selectiveLogic, windowAt(depth));
+        return groupScore(prepared.get(c.entry.id)!, f.selectiveLogic, windowAt(depthOf(f)));
       };
       const scores = new Map(scored.map((c) => [c, score(c)]));
       const best = Math.max(...scores.values());

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { KnowledgeStore } from '../indexing';
-import type { Campaign, SourceTriggers, WorldInfoFields } from '../campaign';
+import { splitFrontMatter, type Campaign, type SourceTriggers, type WorldInfoFields } from '../campaign';
 import { CANDIDATE_COLUMNS, type CandidateRow } from './retrievalRows';
 import { indexVersion } from './retrievalScore';
 import type { RetrievalQuery, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
-import { activateWorldInfo, NO_TIMED_EFFECTS, WORLD_INFO_DEFAULTS, type EntryVerdict } from './worldInfo';
+import { activateWorldInfo, DEFAULT_NAMES, NO_TIMED_EFFECTS, scannedMessage, WORLD_INFO_DEFAULTS, type ActivationEntry, type EntryVerdict } from './worldInfo';
 
 /** A source that carries SillyTavern behaviour: its passages (the entry's text) and its World Info fields. */
 export interface WorldInfoSource {
@@ -41,9 +41,24 @@ export function worldInfoSources(store: KnowledgeStore): WorldInfoSource[] {
     }
     source.rows.push(row);
   }
-  const sources = [...bySource.values()].map((s) => ({ ...s, hash: createHash('sha1').update(s.hash).update(s.rows.map((r) => r.content_hash).join(',')).digest('hex').slice(0, 16) }));
+  const sources = [...bySource.values()]
+    .map((s) => ({ ...s, hash: createHash('sha1').update(s.hash).update(s.rows.map((r) => r.content_hash).join(',')).digest('hex').slice(0, 16) }))
+    .sort(bookOrder);
   sourcesCache.set(store, { key: version, sources });
   return sources;
+}
+
+const folderOf = (path: string): string => path.slice(0, path.lastIndexOf('/') + 1);
+
+/**
+ * SillyTavern's book order, which decides between entries of equal order: a book (here its folder) after
+ * another, and within one its entries by uid; an entry without one (written by hand) after those, by path.
+ */
+function bookOrder(a: WorldInfoSource, b: WorldInfoSource): number {
+  const [fa, fb] = [folderOf(a.path), folderOf(b.path)];
+  if (fa !== fb) return fa < fb ? -1 : 1;
+  const [ua, ub] = [a.fields.uid ?? Infinity, b.fields.uid ?? Infinity];
+  return ua !== ub ? (ua < ub ? -1 : 1) : a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 }
 
 /**
@@ -53,7 +68,9 @@ export function worldInfoSources(store: KnowledgeStore): WorldInfoSource[] {
  */
 export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'recent' | 'budgets'>, campaign: Campaign['worldInfo'] = { ...WORLD_INFO_DEFAULTS, searchAdmits: false }): WorldInfoQuery {
   const { searchAdmits, ...settings } = campaign;
-  const messages = [...(query.recent ?? []), query.input].filter((m) => m.trim() !== '');
+  // Who said each recent line is not known here; the input is the player character's.
+  const input = query.input.trim() === '' ? [] : [scannedMessage(DEFAULT_NAMES.user, query.input, settings)];
+  const messages = [...(query.recent ?? []).filter((m) => m.trim() !== ''), ...input];
   const b = query.budgets;
   return {
     messages,
@@ -66,33 +83,57 @@ export function defaultWorldInfoQuery(query: Pick<RetrievalQuery, 'input' | 'rec
   };
 }
 
-/** SillyTavern's activation over the eligible sources: the record, and each source's verdict. */
+const bodies = new WeakMap<KnowledgeStore, Map<string, string>>();
+
+/**
+ * An entry's content as SillyTavern holds it: its file's body, byte for byte what an export gives back (the
+ * passages strip markdown), kept by source version.
+ */
+export function entryContent(store: KnowledgeStore, source: WorldInfoSource): string {
+  let held = bodies.get(store);
+  if (!held) bodies.set(store, (held = new Map()));
+  const key = `${source.sourceId}:${source.hash}`;
+  let body = held.get(key);
+  if (body === undefined) {
+    const text = store.getSourceContent(source.sourceId);
+    body = text === undefined ? source.rows.map((r) => r.text).join('\n') : splitFrontMatter(text).body;
+    if (held.size > 10_000) held.clear();
+    held.set(key, body);
+  }
+  return body;
+}
+
+/**
+ * SillyTavern's activation over the eligible sources: the record, and each source's verdict. `countTokens`
+ * prices an entry's text as the prompt sends it (its passages, the text its file holds, without our frames).
+ */
 export function activateSources(
   sources: readonly WorldInfoSource[],
   query: WorldInfoQuery,
-  cost: (row: CandidateRow) => number,
+  countTokens: (text: string) => number,
+  contentOf: (source: WorldInfoSource) => string,
 ): { record: WorldInfoRecord; verdicts: Map<string, EntryVerdict> } {
+  const entries: ActivationEntry[] = sources.map((s) => ({
+    id: s.sourceId,
+    title: s.title,
+    hash: s.hash,
+    // Read only for an entry the pass prices or recurses into: a big book's others are never read.
+    get content() {
+      return contentOf(s);
+    },
+    ...(s.fields.character ? { character: s.fields.character } : {}),
+    fields: s.fields,
+  }));
   const result = activateWorldInfo({
-    entries: sources.map((s) => {
-      let tokens: number | undefined;
-      return {
-        id: s.sourceId,
-        title: s.title,
-        hash: s.hash,
-        content: s.rows.map((r) => r.text).join('\n'),
-        // Priced only when the pass asks (an entry it activates): a big book's other entries cost nothing.
-        get tokens() {
-          return (tokens ??= s.rows.reduce((n, r) => n + cost(r), 0));
-        },
-        fields: s.fields,
-      };
-    }),
+    entries,
     messages: query.messages,
     chatLength: query.chatLength,
     state: query.state,
     seed: query.seed,
     settings: query.settings,
     budget: query.budget,
+    countTokens,
+    ...(query.names ? { names: query.names } : {}),
   });
   const paths = new Map(sources.map((s) => [s.sourceId, s.path]));
   return {

@@ -10,6 +10,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { AdventureMapPanel } from '../../../src/views/adventureMapPanel';
 import type { GraphPanel } from '../../../src/views/graphPanel';
 import type { PlayPanel } from '../../../src/views/playPanel';
+import { writeSrdCopy } from '../../support/corpora';
 import { FakeOllama } from '../../support/fakeOllama';
 import { EXTENSION_ID, activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from '../suite/harness';
 
@@ -77,6 +78,33 @@ describe('the installed VSIX', function () {
     const map = (await vscode.commands.executeCommand<AdventureMapPanel>('storyteller.openAdventureMap', { campaignRoot: root, adventureId: panel.adventureId }))!;
     await waitFor(async () => webviewText(await capture('smoke-adventure-map', 500), 'Adventure map:').includes('I knock on the gate of the Old Abbey'), 30_000, 'the map to draw the turn');
     map.panel.dispose();
+  });
+
+  /**
+   * The numbers go to artifacts/smoke/activation-cost.json (docs/benchmarks.md#activation-cost); they are
+   * not asserted, a loaded machine moves them. VS Code's own activation time (loading the bundle and
+   * activate()) is read from its Running Extensions editor; the memory is the extension host's, the suite's
+   * own small share included, after the SRD's 1,029 files have indexed into the campaign.
+   */
+  it('records its activation cost, and indexes the SRD copied into the campaign', async function () {
+    this.timeout(600_000);
+    await vscode.commands.executeCommand('workbench.action.showRuntimeExtensions');
+    const activation = await waitFor(async () => {
+      const seen = await capture('smoke-running-extensions', 500);
+      const found = /Adventure Storyteller\n[\d.]+\n[^\n]*\n((?:Startup )?Activation): (\d+)ms/.exec(seen.workbenchText);
+      return found ? { event: found[1]!, ms: Number(found[2]) } : undefined;
+    }, 30_000, "the Running Extensions editor to show the extension's activation time");
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    const before = process.memoryUsage();
+    const files = writeSrdCopy(path.join(root, 'srd'), 0);
+    const index = api.knowledge.get(root)!;
+    await waitFor(() => (index.store?.listSources().filter((s) => s.path.startsWith('srd/')).length ?? 0) >= files, 540_000, `the ${files} SRD files to be indexed`);
+    await settled(index, "the SRD's index");
+    const after = process.memoryUsage();
+    const mb = (bytes: number) => Math.round(bytes / 1048576);
+    const cost = { activation, srdFiles: files, extensionHostMb: { before: { rss: mb(before.rss), heapUsed: mb(before.heapUsed) }, afterSrd: { rss: mb(after.rss), heapUsed: mb(after.heapUsed) } }, loadAverage: os.loadavg() };
+    fs.writeFileSync(path.join(harnessConfig().artifactsDir, 'activation-cost.json'), JSON.stringify(cost, null, 2));
+    assert.ok(activation.ms > 0);
   });
 
   it("copies the example campaign shipped inside the VSIX, as the walkthrough's first step does", async () => {

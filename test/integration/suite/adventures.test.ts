@@ -21,7 +21,15 @@ describe('adventures in the Adventures view', () => {
     await settled(api.knowledge, 'every campaign index');
   });
 
-  after(() => vscode.commands.executeCommand('workbench.action.closeAllEditors'));
+  // Whatever a test left (a failure midway, the adventure the last one restored), the next suite never sees.
+  after(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    for (const title of ['The Salt Road', 'The Salt Road, Retold']) {
+      const node = adventureNode(title);
+      if (node) inPlayDb(node.playPath, 'store.deleteAdventure(process.env.ADVENTURE);', { ADVENTURE: node.adventure.id });
+    }
+    api.adventures.refresh();
+  });
 
   it('starts a new adventure in its own play panel and lists it', async () => {
     const panel = await vscode.commands.executeCommand<PlayPanel>('storyteller.newAdventure', { campaignRoot: root, title: 'The Salt Road' });
@@ -55,18 +63,24 @@ describe('adventures in the Adventures view', () => {
     assert.equal(reopened?.adventureId, node.adventure.id);
   });
 
-  it('deletes an adventure only after the writer confirms, closing its panel', async () => {
+  it('deletes an adventure only after the writer confirms, closing its panel, and Undo brings it back whole', async () => {
     const node = adventureNode('The Salt Road, Retold')!;
     const deleting = vscode.commands.executeCommand<boolean>('storyteller.deleteAdventure', node);
     const dialog = await waitFor(async () => {
       const seen = await capture('delete-adventure-confirmation', 300);
       return seen.workbenchText.includes("Delete the adventure 'The Salt Road, Retold'?") && seen;
     }, 15_000, 'the confirmation dialog');
-    assert.match(dialog.workbenchText, /cannot be recovered/);
+    assert.match(dialog.workbenchText, /Undo in the notification brings them back/);
+    const turnsBefore = inPlayDb(node.playPath, 'process.stdout.write(String(store.allTurns(process.env.ADVENTURE).length));', { ADVENTURE: node.adventure.id });
     await capture('delete-adventure-confirmed', 100, [{ action: 'click', selector: '.monaco-dialog-box .monaco-button:has-text("Delete Adventure")' }]);
     assert.equal(await deleting, true);
     assert.equal(adventureNode('The Salt Road, Retold'), undefined);
     assert.equal(api.play.list().filter((p) => p.adventureId === node.adventure.id).length, 0, 'its panel closed');
     assert.equal(inPlayDb(node.playPath, 'process.stdout.write(String(store.getAdventure(process.env.ADVENTURE) === undefined));', { ADVENTURE: node.adventure.id }), 'true');
+    // The misclick taken back: the notification's Undo.
+    await waitFor(async () => (await capture('delete-adventure-undo-offered', 300)).workbenchText.includes("Deleted the adventure 'The Salt Road, Retold'"), 60_000, 'the notification offering Undo');
+    await capture('delete-adventure-undone', 200, [{ action: 'click', selector: '.notifications-toasts .monaco-button:has-text("Undo")' }]);
+    await waitFor(() => adventureNode('The Salt Road, Retold'), 60_000, 'the adventure back in the Adventures view');
+    assert.equal(inPlayDb(node.playPath, 'process.stdout.write(String(store.allTurns(process.env.ADVENTURE).length));', { ADVENTURE: node.adventure.id }), turnsBefore, 'every turn back');
   });
 });

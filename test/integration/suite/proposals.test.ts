@@ -6,13 +6,15 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
 import type { AdventuresNode } from '../../../src/views/playTrees';
 import type { ProposalOutcome } from '../../../src/views/proposals';
+import { listDiscarded } from '../../../src/story';
 import { FakeOllama, unusedLoopbackUrl } from '../../support/fakeOllama';
 import { playScene, writePlayedCampaign } from '../../support/playedCampaign';
 import { activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
 
 /**
- * Propose Canon Updates… in the real workbench: the refactor preview opens with every proposed change,
- * Discard leaves the files as they were (and remembers it), Apply edits them and the index follows.
+ * Propose Canon Updates… in the real workbench: the refactor preview opens with every proposed change ticked,
+ * Discard leaves the files as they were and keeps the proposals, Apply edits them and the index follows, and a
+ * discard is only ever on purpose and can be undone.
  */
 describe('canon proposals in the refactor preview', function () {
   this.timeout(180_000);
@@ -74,47 +76,73 @@ describe('canon proposals in the refactor preview', function () {
     fs.rmSync(played, { recursive: true, force: true });
   });
 
-  it('shows every proposed change in the preview, and Discard writes nothing and is remembered', async () => {
+  it('offers every proposed change ticked; Discard writes nothing and keeps them, discarding is asked for and undoable', async () => {
     const before = ['characters/mara.md', 'places/bridge.md', 'places/north-gate.md'].map(read);
-    // Grouped by file, each change a line to tick: nothing is checked until the writer says yes.
     const { running, seen } = await openPreview('proposals-preview', /\*\*Status:\*\* destroyed/);
     for (const shown of [/mara\.md/, /\*\*Age:\*\* 52/, /\*\*Trust:\*\* 55/, /north-gate-update\.md/, /tomas-the-smuggler\.md/]) assert.match(seen.workbenchText, shown);
+    // Every change is ticked: Apply as shown would write them all; the writer unticks what they refuse.
+    const ticked = '.bulk-edit-panel .monaco-list-row .edit-checkbox.checked';
+    const unticked = '.bulk-edit-panel .monaco-list-row .edit-checkbox:not(.checked)';
+    const boxes = await capture('proposals-preview-ticked', 200, [], [ticked, unticked]);
+    assert.ok(boxes.located[ticked], 'the rows have ticked boxes');
+    assert.equal(boxes.located[unticked], null, 'no row is unticked');
     // The same changes by their labels: each turn and reason.
     await vscode.commands.executeCommand('refactorPreview.groupByType');
     const labelled = await waitFor(async () => {
       const reply = await capture('proposals-preview-by-reason', 300);
       return /Turn 2: Sister Mara — Age: canon says "34"; play made it "52"/.test(reply.workbenchText) && reply;
-    }, 30_000, 'the preview grouped by each change\'s turn and reason');
+    }, 60_000, 'the preview grouped by each change\'s turn and reason');
     assert.match(labelled.workbenchText, /Turn 3: Sister Mara — Trust: play made it "55"; canon does not say/);
+    assert.doesNotMatch(labelled.workbenchText, /Review the proposed canon edits/, 'the entry that opens the preview is not shown');
     await vscode.commands.executeCommand('refactorPreview.groupByFile');
     await capture('proposals-discarded', 200, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Discard")' }]);
     const outcome = await running;
-    assert.equal(outcome.applied.length, 0);
-    assert.equal(outcome.discarded.length, 5);
+    assert.deepEqual([outcome.applied.length, outcome.discarded.length], [0, 0]);
     assert.deepEqual(['characters/mara.md', 'places/bridge.md', 'places/north-gate.md'].map(read), before, 'nothing written');
     assert.equal(fs.existsSync(path.join(played, 'characters', 'tomas-the-smuggler.md')), false);
+    const adventureId = adventureNode()!.adventure.id;
+    const discards = () => listDiscarded(index.session.play.db, index.campaign.id, adventureId).length;
+    assert.equal(discards(), 0, 'a Discard in the preview is not a discard for good');
+    // The writer discards them on purpose, from the question the notification asks, then changes their mind.
+    const asked = await waitFor(async () => {
+      const reply = await capture('proposals-discard-asked', 300);
+      return /Nothing was written from The Night Watch: the 5 proposals will be proposed again next time/.test(reply.workbenchText) && reply;
+    }, 60_000, 'the question whether to discard them');
+    assert.ok(asked);
+    await capture('proposals-discard-them', 200, [{ action: 'click', selector: '.notifications-toasts .monaco-button:has-text("Discard Them")' }]);
+    await waitFor(() => discards() === 5, 60_000, 'the five discards recorded');
     const again = await vscode.commands.executeCommand<ProposalOutcome>('storyteller.proposeCanonUpdates', adventureNode());
     assert.equal(again.set.proposals.length, 0, 'not proposed again for the same turns');
     assert.equal(again.set.discardedBefore, 5);
+    await capture('proposals-undo-discard', 300, [{ action: 'click', selector: '.notifications-toasts .monaco-button:has-text("Undo Discard")' }]);
+    await waitFor(() => discards() === 0, 60_000, 'the discards undone');
   });
 
-  it('a later turn proposes anew; Apply edits the file, saves it, and the index follows', async () => {
+  it('Apply as shown writes every ticked change and saves it; what the writer unticked is discarded, with Undo', async () => {
     const play = index.session.play;
     const adventure = play.adventure(adventureNode()!.adventure.id);
     const head = play.turn(adventure.headTurnId!);
     const turn = play.createTurn({ adventureId: adventure.id, parentId: head.id, action: { kind: 'do', text: 'A year passes in the abbey' }, model: null, stateAfter: {} });
     play.finishTurn(turn.id, { status: 'complete', narration: 'Winter again.', error: null, stateDelta: null, stateAfter: { ...head.stateAfter, 'npc.mara.age': 53 }, refusals: [], promptEvalCount: null, evalCount: null });
     const { running } = await openPreview('proposals-preview-turn-4', /\*\*Age:\*\* 53/);
-    // The writer ticks the change (the file's box), then applies.
-    await capture('proposals-ticked', 200, [{ action: 'click', selector: '.bulk-edit-panel .monaco-list-row .edit-checkbox' }]);
+    // The writer refuses the smuggler's new page (its row's box), and applies the rest as shown.
+    await capture('proposals-unticked', 200, [{ action: 'click', selector: '.bulk-edit-panel .monaco-list-row:has-text("tomas-the-smuggler.md") .edit-checkbox' }]);
     await capture('proposals-applied', 200, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Apply")' }]);
     const outcome = await running;
-    assert.deepEqual(outcome.applied.map((p) => p.file), ['characters/mara.md']);
-    await waitFor(() => /- \*\*Age:\*\* 53/.test(read('characters/mara.md')), 15_000, 'the edit saved to disk');
+    assert.deepEqual([...new Set(outcome.applied.map((p) => p.file))].sort(), ['characters/mara.md', 'places/bridge.md', 'places/north-gate-update.md']);
+    assert.deepEqual(outcome.discarded.map((p) => p.file), ['characters/tomas-the-smuggler.md']);
+    assert.equal(fs.existsSync(path.join(played, 'characters', 'tomas-the-smuggler.md')), false);
+    await waitFor(() => /- \*\*Age:\*\* 53/.test(read('characters/mara.md')) && /- \*\*Status:\*\* destroyed/.test(read('places/bridge.md')), 30_000, 'the edits saved to disk');
     await waitFor(async () => {
       await settled(index, "the played campaign's index");
       return /Age:?\*?\*? 53/.test(index.store!.getSourceContent(index.store!.getSourceByPath('characters/mara.md')!.id) ?? '');
-    }, 30_000, 'the index to hold the applied edit');
+    }, 60_000, 'the index to hold the applied edit');
+    await waitFor(async () => {
+      const reply = await capture('proposals-applied-undo-offered', 300);
+      return /1 edit you unticked is discarded/.test(reply.workbenchText) && reply;
+    }, 60_000, 'the notification naming the unticked edit, with Undo Discard');
+    await capture('proposals-applied-undo', 200, [{ action: 'click', selector: '.notifications-toasts .monaco-button:has-text("Undo Discard")' }]);
+    await waitFor(() => listDiscarded(play.db, index.campaign.id, adventure.id).length === 0, 60_000, 'the unticked edit brought back');
   });
 
   it("a model's proposal appears in the preview labelled with its turn and reason, and what it may not do is named with why", async () => {
@@ -141,7 +169,7 @@ describe('canon proposals in the refactor preview', function () {
     await capture('proposals-model-discarded', 200, [{ action: 'click', selector: '.bulk-edit-panel .buttons .monaco-button:has-text("Discard")' }]);
     const outcome = await running;
     assert.match(outcome.set.drafting, /^llama3\.2 drafted 1 of 2 proposed edits through native tool calls/);
-    assert.deepEqual(outcome.set.proposals.map((p) => [p.origin, p.file]), [['model', 'places/bridge.md']]);
+    assert.deepEqual(outcome.set.proposals.filter((p) => p.origin === 'model').map((p) => p.file), ['places/bridge.md']);
     assert.deepEqual(outcome.set.refused.map((r) => r.file), ['../outside.md']);
     assert.equal(read('places/bridge.md'), before, 'nothing written');
     assert.equal(fs.existsSync(path.join(path.dirname(played), 'outside.md')), false);
