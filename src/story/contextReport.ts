@@ -1,5 +1,6 @@
 import { decisionLine, worldInfoLines } from '../knowledge/retrieval';
 import type { PlayStore } from './playStore';
+import { plural } from './research';
 import type { ResearchRecord, ResearchStep } from './types';
 import type { AssembledContext, ContextSection } from './types';
 
@@ -77,7 +78,7 @@ export function budgetBar({ section, items, leftOut }: DescribedSection): Budget
  */
 export function sectionLabel(section: Pick<ContextSection, 'title'> & Partial<Pick<ContextSection, 'id'>>): { label: string; note: string } {
   // The prompt calls it "Imported knowledge", which reads as what was imported; it is the rule for reading it, sent even when nothing is.
-  if (section.id === 'knowledge-rule') return { label: 'Rules for campaign notes', note: 'how the narrator treats canon, reference and inspiration' };
+  if (section.id === 'knowledge-rule') return { label: 'Rules for campaign notes', note: '' };
   const parts = /^(.*?)\s+(?:—\s+(.*)|\((.*)\))$/s.exec(section.title);
   const head = parts ? parts[1]! : section.title;
   const note = parts ? (parts[2] ?? parts[3]!) : '';
@@ -192,7 +193,8 @@ export function researchLines(record: ResearchRecord): string[] {
     ...record.steps.map((s) => `  ${s.round}. ${researchStepWords(s, name)} → ${s.outcome === 'refused' ? 'REFUSED: ' : ''}${s.said}${s.shown.length > 0 ? ` [${s.shown.map(name).join('; ')}]` : ''}`),
     ...record.kept.map((k) => `  kept ${name(k.id)}${k.reason ? `: ${k.reason}` : ''}`),
     ...record.refused.map((r) => `  refused ${name(r.id)}: ${r.reason}`),
-    `  ${record.rounds} round(s), ${record.resultTokens} tokens of results sent to the model, ${record.modelMs} ms model, ${record.runtimeMs} ms runtime`,
+    // Today's selection asked no model: its rounds, tokens and times are all nothing.
+    ...(record.rounds === 0 ? [] : [`  ${plural(record.rounds, 'round')}, ${record.resultTokens} tokens of results sent to the model, ${record.modelMs} ms model, ${record.runtimeMs} ms runtime`]),
   ];
   return lines;
 }

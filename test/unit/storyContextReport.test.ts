@@ -63,7 +63,7 @@ describe('context report', () => {
     }
     assert.match(summary, /^ {2}Sent the same every turn:\n {4}Narrator +\d+ tokens\n {4}Rules for campaign notes +\d+ tokens$/m);
     assert.match(summary, /^ {2}Written for this turn:$/m);
-    assert.match(report, /^## 2\. Rules for campaign notes \(how the narrator treats canon, reference and inspiration\) — \d+ tokens \(required\)$/m);
+    assert.match(report, /^## 2\. Rules for campaign notes — \d+ tokens \(required\)$/m);
   });
 
   it("names the recent story by its turns, not their ids, and says why a passage's heading reads \\#", async () => {

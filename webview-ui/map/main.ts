@@ -136,7 +136,9 @@ function turnNode(n: MapNode): SVGGElement {
   });
   const tip = svg('title');
   tip.textContent = describe(n);
-  g.append(tip, svg('circle', { r: RADIUS }));
+  // A square drawn only while the turn is the one opened in the play panel (.opened): apart from the rings and fills of every theme.
+  const square = RADIUS + 5;
+  g.append(tip, svg('rect', { class: 'opened-mark', x: -square, y: -square, width: 2 * square, height: 2 * square, rx: 3 }), svg('circle', { r: RADIUS }));
   // The latest turn of the current story wears a ring, apart from its fill in every theme.
   if (n.head) g.append(svg('circle', { class: 'head-ring', r: RADIUS + 4 }));
   // Only the later replies are marked: the first child of every turn would otherwise carry a "1/2" too.
