@@ -16,7 +16,7 @@ import { TreeProvider } from './treeProvider';
 import { shortLines } from './words';
 
 /** Characters a Why Not? row holds in a side bar at its default width. */
-const WHY_NOT_ROW_WIDTH = 44;
+const WHY_NOT_ROW_WIDTH = 34;
 
 /** The play stores the trees read: each campaign session's own, once its play.db exists. */
 export class PlayReaders {

@@ -206,7 +206,7 @@ describe('the play panel', () => {
     const rows = api.provenance.getChildren(top).map((n) => api.provenance.getTreeItem(n));
     assert.equal(rows.map((r) => String(r.label)).join(' '), answer.replace(/\s+/g, ' '), 'the whole answer in rows under the question');
     for (const row of rows) {
-      assert.ok(String(row.label).length <= 44 || !String(row.label).includes(' '), `"${String(row.label)}" fits a side bar at its default width`);
+      assert.ok(String(row.label).length <= 34 || !String(row.label).includes(' '), `"${String(row.label)}" fits a side bar at its default width`);
       assert.equal(row.tooltip, answer, 'hovering any row shows the whole answer');
     }
     const commands = await vscode.commands.getCommands(true);
