@@ -345,8 +345,9 @@ const mayHold = (k: Key, window: Window, rules: KeyRules): boolean => (k.regex ?
  */
 function findKey(keys: readonly Key[], window: Window, rules: KeyRules): { key: string; where: Scanned | null } | null {
   // Most entries of a big book have no key in the window: they are told so without a list being built.
-  const first = keys.findIndex((k) => mayHold(k, window, rules));
-  if (first === -1) return null;
+  let first = 0;
+  while (first < keys.length && !mayHold(keys[first]!, window, rules)) first++;
+  if (first === keys.length) return null;
   const possible = [keys[first]!, ...keys.slice(first + 1).filter((k) => mayHold(k, window, rules))];
   for (const text of window.texts) for (const k of possible) if (keyIn(k, text, rules)) return { key: k.key, where: text };
   const pattern = possible.find((k) => k.regex);
@@ -486,16 +487,18 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   const depthOf = (f: WorldInfoFields): number => f.scanDepth ?? settings.scanDepth + skew;
   // Most entries scan as deep as the campaign says: each window (its depth, and what recursion has added) is
   // built once, and a pass that adds nothing to scan reuses it.
-  const windows = new Map<string, Window>();
+  // By how much of the recursion text they hold, then by depth: every entry asks, so no key is built to look.
+  const windows = new Map<number, Map<number, Window>>();
   const windowAt = (depth: number): Window => {
     // A depth of 0 scans nothing, the activated entries' text included, as SillyTavern's buffer gives it.
-    const spread = mode === 'min-activations' || depth <= 0 ? [] : recursion;
-    const key = `${depth}:${spread.length}`;
-    let w = windows.get(key);
+    const spread = mode === 'min-activations' || depth <= 0 ? 0 : recursion.length;
+    let byDepth = windows.get(spread);
+    if (!byDepth) windows.set(spread, (byDepth = new Map()));
+    let w = byDepth.get(depth);
     if (!w) {
-      w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...spread]);
-      w.nothing = `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${spread.length > 0 ? ' or activated entries' : ''}`;
-      windows.set(key, w);
+      w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...recursion.slice(0, spread)]);
+      w.nothing = `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${spread > 0 ? ' or activated entries' : ''}`;
+      byDepth.set(depth, w);
     }
     return w;
   };
