@@ -1,7 +1,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { isOpenConflict, type SuggestedQuote } from '../knowledge/conflicts';
-import { entitiesByFile, entityKindOf, entityLinks, mentioningSources, type Entity } from '../knowledge/entities';
+import { entitiesByFile, entityLinks, mentioningSources, type Entity } from '../knowledge/entities';
 import { GraphHostMessage, GraphState, GraphWebviewMessage, type GraphNode } from '../../webview-ui/graph/protocol';
 import type { CampaignRegistry } from './campaigns';
 import type { CodexTree } from './codexTree';
@@ -64,7 +64,7 @@ export class GraphPanel extends Disposable {
     const nodes: GraphNode[] = this.codex.entries(this.root).map(({ entity, mentions, mentioningFiles, retrieved }) => ({
       id: entity.key,
       label: entity.display,
-      kind: entity.kind,
+      kind: entity.group,
       mentions,
       weakMentions: 0,
       path: entity.definitions[0]?.path ?? '',
@@ -80,7 +80,7 @@ export class GraphPanel extends Disposable {
       nodes.push({
         id: `${FILE_NODE}${file.path}`,
         label: file.title || file.path,
-        kind: entityKindOf(file.tags, file.path),
+        kind: model.groupOf(model.source(file.path)!),
         mentions: file.links.reduce((n, l) => n + l.count, 0),
         weakMentions: file.links.reduce((n, l) => n + l.weak, 0),
         path: file.path,

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
-import { layoutGraph } from '../../webview-ui/graph/layout';
+import { EntityModel, entityLinks, entitySourcesFromStore } from '../../src/knowledge/entities';
+import { placeLabels, overlap, shortened } from '../../webview-ui/graph/labels';
+import { layoutGraph, nodeRadius } from '../../webview-ui/graph/layout';
+import { fitView, labelRequests, layoutDrawn, overview, OVERVIEW_HUBS, type OverviewEdge } from '../../webview-ui/graph/overview';
+import { corpusPath } from '../support/corpora';
+import { importCorpora } from '../support/knowledgeFixtures';
 
 // A small web: a hub with spokes and a ring, the shape a setting's characters and places often make.
 const nodes = Array.from({ length: 30 }, (_, i) => ({ id: `n${i}`, radius: 6 }));
@@ -36,5 +41,66 @@ describe('campaign graph layout', () => {
         assert.ok(distance(placed.get(a.id)!, placed.get(b.id)!) >= a.radius + b.radius, `${a.id} and ${b.id} do not overlap`);
       }
     }
+  });
+});
+
+describe('campaign graph labels and overview, on Torys and the SRD', () => {
+  type Node = { id: string; label: string; kind: string; mentions: number };
+  const campaigns = new Map<string, { nodes: Node[]; edges: OverviewEdge[] }>();
+  const radius = (n: Node) => nodeRadius(n.mentions);
+
+  before(async function () {
+    this.timeout(180_000);
+    for (const [name, corpus] of [['Torys', 'torys'], ['the SRD', 'dnd-srd-5.1']]) {
+      // As the graph panel builds its nodes: canon entities, kinds as the campaign says them, links between their files.
+      const library = await importCorpora('labels', { [corpus!]: { corpus: corpusPath(corpus!), class: 'canon' } });
+      try {
+        const model = new EntityModel(entitySourcesFromStore(library.store));
+        const nodes = model.canonEntities().map((e) => ({ id: e.key, label: e.display, kind: e.group, mentions: model.usage(e.key).mentions }));
+        campaigns.set(name!, { nodes, edges: entityLinks(model) });
+      } finally {
+        library.dispose();
+      }
+    }
+  });
+
+  for (const name of ['Torys', 'the SRD']) {
+    it(`draws no two labels of ${name} over each other at any zoom, and labels the most connected when fitted`, () => {
+      const { nodes, edges } = campaigns.get(name)!;
+      const drawn = overview(nodes, edges, new Set());
+      const placed = layoutDrawn(drawn, radius, new Map());
+      const fitted = fitView([...placed.values()], 900, 600)!;
+      for (const k of [fitted.k / 2, fitted.k, fitted.k * 3]) {
+        const labels = placeLabels(labelRequests(drawn, placed, radius), k);
+        for (const [i, a] of labels.entries()) for (const b of labels.slice(i + 1)) assert.ok(!overlap(a, b), `at zoom ${k.toFixed(2)}, "${a.text}" and "${b.text}" overlap`);
+        if (k !== fitted.k) continue;
+        const labelled = new Set(labels.map((l) => l.id));
+        const top = [...drawn.nodes].sort((a, b) => drawn.degree.get(b.id)! - drawn.degree.get(a.id)!).slice(0, 10);
+        assert.deepEqual(top.filter((n) => !labelled.has(n.id)).map((n) => n.label), [], 'the ten most connected are labelled');
+        assert.ok(labels.length >= 0.75 * (drawn.nodes.length + drawn.groups.length), `most of what is drawn is labelled: ${labels.length}`);
+      }
+      assert.ok(placeLabels(labelRequests(drawn, placed, radius), fitted.k * 3).length === drawn.nodes.length + drawn.groups.length, 'zoomed in, every label is drawn');
+    });
+  }
+
+  it('opens the SRD on its most connected entities and one node per kind, the kinds the campaign\'s own folders', () => {
+    const { nodes, edges } = campaigns.get('the SRD')!;
+    const drawn = overview(nodes, edges, new Set());
+    assert.equal(drawn.nodes.length, OVERVIEW_HUBS);
+    assert.equal(drawn.nodes.length + drawn.groups.reduce((n, g) => n + g.members.length, 0), nodes.length, 'every entity is drawn or folded');
+    assert.ok(['Spells', 'Monsters', 'Races'].every((kind) => drawn.groups.some((g) => g.kind === kind)), drawn.groups.map((g) => g.kind).join(', '));
+    assert.ok(nodes.filter((n) => n.kind === 'other').length < 10, 'few entities are left without a kind');
+    // Opening Monsters draws its entities where the group was; what was drawn stays where the writer saw it.
+    const before = layoutDrawn(drawn, radius, new Map());
+    const monsters = drawn.groups.find((g) => g.kind === 'Monsters')!;
+    const opened = overview(nodes, edges, new Set(['Monsters']));
+    const after = layoutDrawn(opened, radius, before, new Map(monsters.members.map((id) => [id, before.get(monsters.id)!])));
+    for (const n of drawn.nodes) assert.deepEqual(after.get(n.id), before.get(n.id));
+    assert.ok(monsters.members.every((id) => opened.nodes.some((n) => n.id === id)), 'every monster is drawn');
+  });
+
+  it('shortens a long label at a word before dropping it', () => {
+    assert.equal(shortened('Semeret the Motherly'), 'Semeret the…');
+    assert.equal(shortened('Ice'), 'Ice');
   });
 });

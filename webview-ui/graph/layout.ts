@@ -33,13 +33,14 @@ interface SimNode extends SimulationNodeDatum {
 /**
  * Positions for `nodes`. Nodes placed by an earlier layout stay where they were, so a refresh after an edit
  * never rearranges what the writer has learnt to read; new nodes start beside a neighbour and settle around
- * them. The same input gives the same picture (d3-force places unplaced nodes on a fixed spiral, which
+ * them, or at their `seeds` (an opened group's entities start where the group was). The same input gives the same picture (d3-force places unplaced nodes on a fixed spiral, which
  * measured better than seeding them in breadth-first order: linked entities ended closer).
  */
 export function layoutGraph(
   nodes: readonly { id: string; radius: number }[],
   edges: readonly { from: string; to: string }[],
   previous: ReadonlyMap<string, Placed> = new Map(),
+  seeds: ReadonlyMap<string, Placed> = new Map(),
 ): Map<string, Placed> {
   // Nothing new to place: the picture stays exactly as it was (an edit that changed only text or counts).
   if (nodes.every((n) => previous.has(n.id))) return new Map(nodes.map((n) => [n.id, { ...previous.get(n.id)! }]));
@@ -48,11 +49,14 @@ export function layoutGraph(
     if (!neighbour.has(e.from)) neighbour.set(e.from, e.to);
     if (!neighbour.has(e.to)) neighbour.set(e.to, e.from);
   }
-  const sim: SimNode[] = nodes.map((n) => {
-    const at = previous.get(neighbour.get(n.id) ?? '');
+  const sim: SimNode[] = nodes.map((n, i) => {
+    const seed = seeds.get(n.id);
+    const at = seed ?? previous.get(neighbour.get(n.id) ?? '');
     const kept = previous.get(n.id);
     if (kept) return { id: n.id, r: n.radius, x: kept.x, y: kept.y, fx: kept.x, fy: kept.y };
-    return { id: n.id, r: n.radius, ...(at ? { x: at.x + n.radius * 2, y: at.y } : {}) };
+    // Seeded nodes share one point: a small spiral keeps them apart for the forces to start from.
+    const turn = seed ? { x: Math.cos(i * 2.4) * (4 + i * 0.3), y: Math.sin(i * 2.4) * (4 + i * 0.3) } : { x: n.radius * 2, y: 0 };
+    return { id: n.id, r: n.radius, ...(at ? { x: at.x + turn.x, y: at.y + turn.y } : {}) };
   });
   const known = new Set(nodes.map((n) => n.id));
   const links = edges.filter((e) => known.has(e.from) && known.has(e.to)).map((e) => ({ source: e.from, target: e.to }));

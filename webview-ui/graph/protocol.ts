@@ -2,7 +2,8 @@
 // the full one was 454 KB of the graph's 476 KB script; this one is tree-shaken to what the schemas use.
 import * as z from 'zod/mini';
 
-export const GRAPH_KINDS = ['character', 'place', 'faction', 'item', 'other'] as const;
+/** The kinds with colours of their own; a campaign's own kinds (`Monsters`, `tumulted-sea`) take the palette's. */
+export const KNOWN_KINDS = ['character', 'place', 'faction', 'item', 'other'] as const;
 /** Canon nodes are entities; Reference and Inspiration nodes are files that name canon entities. */
 export const GRAPH_CLASSES = ['canon', 'reference', 'inspiration'] as const;
 
@@ -10,7 +11,8 @@ const GraphNode = z.object({
   /** The entity's key. */
   id: z.string(),
   label: z.string(),
-  kind: z.enum(GRAPH_KINDS),
+  /** What the campaign calls its kind: a known kind, else its own `type:` or folder word (Entity.group). */
+  kind: z.string(),
   /** Mentions elsewhere in the campaign: sets the node's size. */
   mentions: z.number().check(z.nonnegative()),
   /** A Reference or Inspiration file's weak mentions of canon (the bare everyday word, see Mention.weak); 0 for entities. */

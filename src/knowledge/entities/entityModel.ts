@@ -34,6 +34,31 @@ export function entityKindOf(tags: readonly string[], path: string, declaredType
   return 'other';
 }
 
+/** Words that say a page is a page, not what it describes (`layout: page`), and folders that hold a whole setting. */
+const GENERIC_TYPES = new Set(['page', 'post', 'default', 'doc', 'note', 'article', 'entry', 'index', 'home', 'wiki']);
+const GENERIC_FOLDERS = new Set(['world', 'worlds', 'canon', 'reference', 'references', 'inspiration', 'content', 'docs', 'notes', 'lore', 'wiki', 'setting', 'campaign', 'pages']);
+
+/**
+ * What the campaign calls a file's kind, for grouping a picture of it: one of the known kinds when its tags,
+ * type or folders say so; else its own `layout:`/`type:` word; else its first folder below what every file
+ * shares and the setting-wide containers (`world/`): the SRD's `Monsters`, Torys's `tumulted-sea`.
+ */
+export function campaignGroupOf(kind: EntityKind, path: string, declaredType: string | undefined, sharedFolders: number): string {
+  if (kind !== 'other') return kind;
+  const type = declaredType?.trim().toLowerCase();
+  if (type && !GENERIC_TYPES.has(type)) return type;
+  const folders = path.split('/').slice(sharedFolders, -1);
+  return folders.find((f) => !GENERIC_FOLDERS.has(f.toLowerCase())) ?? folders[0] ?? 'other';
+}
+
+/** How many leading folders every path shares (a campaign kept under one folder groups by the folders inside it). */
+function sharedFolderCount(paths: readonly string[]): number {
+  const split = paths.map((p) => p.split('/').slice(0, -1));
+  let depth = 0;
+  while (split.length > 0 && split.every((f) => f.length > depth && f[depth] === split[0]![depth])) depth++;
+  return depth;
+}
+
 /** One campaign file as the model reads it. */
 export interface EntitySource {
   /** Campaign-relative POSIX path. */
@@ -70,6 +95,8 @@ export interface Entity {
   /** Every declared spelling. */
   names: string[];
   kind: EntityKind;
+  /** What the campaign calls its kind (campaignGroupOf): the kind, else the campaign's own type or folder word. */
+  group: string;
   definitions: EntityDefinition[];
   /** The first paragraph of its canon file, plain text; empty when it has none. */
   summary: string;
@@ -229,6 +256,8 @@ export class EntityModel {
   private readonly mentionsBySource: Map<EntitySource, Mention[]>;
   /** Everything a file's mentions depend on besides its own text: every entity's key, names, canon and definedness. */
   private readonly mentionSignature: string;
+  /** Leading folders every file shares: set aside when grouping by folder. */
+  private readonly sharedFolders: number;
   /** Per file, `entityKey\0line` of the lines defining an entity there (its heading or title line). */
   private readonly declarationLines = new Map<string, Set<string>>();
 
@@ -262,14 +291,17 @@ export class EntityModel {
         else this.declarationLines.set(source.path, new Set([`${key}\u0000${definition.line}`]));
       }
     }
+    this.sharedFolders = sharedFolderCount(sources.map((s) => s.path));
     this.entities = groups.map(({ key, display, names }) => {
       const defs = (definitions.get(key) ?? []).sort((a, b) => Number(b.source.class === 'canon') - Number(a.source.class === 'canon'));
       const primary = defs[0];
+      const kind = primary ? entityKindOf(primary.source.tags, primary.source.path, declaredType(primary.source.text)) : 'other';
       const entity: Entity = {
         key,
         display,
         names,
-        kind: primary ? entityKindOf(primary.source.tags, primary.source.path, declaredType(primary.source.text)) : 'other',
+        kind,
+        group: primary ? this.groupOf(primary.source, kind) : kind,
         definitions: defs.map((d) => d.definition),
         summary: primary ? (this.names.resolve(primary.source.title) === key ? declaredSummary(primary.source.text) : undefined) ?? summaryAfter(primary.source.text, primary.definition.line) : '',
         canon: defs.some((d) => d.source.class === 'canon'),
@@ -290,6 +322,11 @@ export class EntityModel {
     this.mentionSignature = JSON.stringify(this.entities.map((e) => [e.key, e.names, e.canon, e.definitions.length > 0]));
     this.mentionsBySource =
       previous?.mentionSignature === this.mentionSignature ? new Map(sources.flatMap((s) => (previous.mentionsBySource.has(s) ? [[s, previous.mentionsBySource.get(s)!]] : []))) : new Map();
+  }
+
+  /** What the campaign calls the kind of what `source` describes (campaignGroupOf); `kind` when already known. */
+  groupOf(source: EntitySource, kind = entityKindOf(source.tags, source.path, declaredType(source.text))): string {
+    return campaignGroupOf(kind, source.path, declaredType(source.text), this.sharedFolders);
   }
 
   entity(key: string): Entity | undefined {

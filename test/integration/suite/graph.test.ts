@@ -20,7 +20,7 @@ const THEMES = [
 /** Switches the workbench to `theme`, brings `panel` forward and screenshots it as `name-<theme>`. */
 async function inTheme(panel: GraphPanel, theme: (typeof THEMES)[number], name: string, marker: string): Promise<void> {
   await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme[0], vscode.ConfigurationTarget.Global);
-  await waitFor(() => vscode.window.activeColorTheme.kind === theme[1], 10_000, `the ${theme[0]} theme`);
+  await waitFor(() => vscode.window.activeColorTheme.kind === theme[1], 20_000, `the ${theme[0]} theme`);
   panel.panel.reveal();
   const reply = await capture(`${name}-${theme[0].toLowerCase().replace(/\s+/g, '-')}`, 800);
   assert.match(webviewText(reply, marker), /entities/);
@@ -128,11 +128,11 @@ describe('the campaign graph', () => {
     try {
       await config.update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);
       await config.update('narrator.model', 'llama3.2', vscode.ConfigurationTarget.Global);
-      await waitFor(() => api.settings.current.ollamaHost === fake.url, 5000, 'the Ollama host setting');
+      await waitFor(() => api.settings.current.ollamaHost === fake.url, 20_000, 'the Ollama host setting');
       const summary = await vscode.commands.executeCommand<ConsistencyCheckSummary>('storyteller.checkCanonConsistency', { campaignRoot: root });
       assert.equal(summary.suggestions.length, 1, 'one pair holds both quotes');
       key = summary.suggestions[0]!.key;
-      const graph = await waitFor(() => (panel.graph().suggestions.length > 0 ? panel.graph() : undefined), 10_000, 'the graph to take the suggestion');
+      const graph = await waitFor(() => (panel.graph().suggestions.length > 0 ? panel.graph() : undefined), 20_000, 'the graph to take the suggestion');
       const [suggested] = graph.suggestions;
       const label = (id: string) => graph.nodes.find((n) => n.id === id)?.label;
       assert.deepEqual([label(suggested!.from), label(suggested!.to)], ['Sister Mara', 'The Old Abbey'], 'between the entities whose pages hold the quotes');
@@ -159,6 +159,51 @@ describe('the campaign graph', () => {
   });
 
   for (const theme of THEMES) it(`is drawn in the ${theme[0]} theme`, () => inTheme(panel, theme, 'campaign-graph', GRAPH_MARKER));
+
+  describe('on the SRD, a thousand entities in a campaign of their own', () => {
+    const MARKER = 'Campaign graph: SRD';
+    let srd: string;
+    let graphPanel: GraphPanel;
+
+    before(async function () {
+      this.timeout(240_000);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      srd = path.join(path.dirname(root), 'srd-graph');
+      fs.cpSync(corpusPath('dnd-srd-5.1'), srd, { recursive: true });
+      fs.writeFileSync(path.join(srd, 'campaign.yaml'), 'id: srd-graph\ntitle: SRD\ndefault_class: canon\n');
+      await openCampaignFolder(api, srd, 900);
+      graphPanel = (await vscode.commands.executeCommand<GraphPanel>('storyteller.openCampaignGraph', { campaignRoot: srd }))!;
+      await waitFor(() => graphPanel.graph().nodes.length > 900, 120_000, 'the SRD entity model');
+    });
+
+    after(async function () {
+      this.timeout(60_000);
+      graphPanel?.panel.dispose();
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await closeCampaignFolder(api, srd);
+    });
+
+    it('opens on its most connected entities and a node per kind, its list naming counts and the top neighbours', async () => {
+      const graph = graphPanel.graph();
+      assert.ok(['Spells', 'Monsters'].every((kind) => graph.nodes.some((n) => n.kind === kind)), 'kinds from the SRD\'s folders');
+      // The least mentioned monster is folded in the overview, and drawn once Monsters is opened.
+      const monster = graph.nodes.filter((n) => n.kind === 'Monsters' && /^[\w ()-]+$/.test(n.id)).sort((a, b) => a.mentions - b.mentions)[0]!;
+      const drawnMonster = `.node[data-id="${monster.id}"]`;
+      const reply = await waitFor(async () => {
+        const seen = await capture('campaign-graph-srd-overview', 800, [], ['.node.group[data-id="group:Monsters"]', drawnMonster]);
+        return /40 drawn \(the most connected\), \d+ folded by kind/.test(webviewText(seen, MARKER)) && seen.located['.node.group[data-id="group:Monsters"]'] ? seen : undefined;
+      }, 60_000, 'the overview');
+      const text = webviewText(reply, MARKER);
+      assert.match(text, /Monsters · \d+ entities folded, the most connected: [^·]+ and \d+ more/, 'a folded kind is listed with its count');
+      assert.match(text, /\d+ links: (?:[^,]+, ){7}[^,]+ and \d+ more/, 'an entity lists its eight most-mentioned neighbours and counts the rest');
+      assert.ok(!reply.located[drawnMonster], `${monster.label} is folded at first`);
+      const shown = await capture('campaign-graph-srd-monsters', 800, [{ action: 'click', selector: 'button[aria-label$="of Monsters folded in the overview"]' }], [drawnMonster]);
+      const after = webviewText(shown, MARKER);
+      assert.doesNotMatch(after, /Monsters · \d+ entities folded/, 'Monsters opened');
+      assert.match(after, /\d+ drawn \(the most connected and the kinds opened\)/);
+      assert.ok(shown.located[drawnMonster], `${monster.label} is drawn`);
+    });
+  });
 
   describe('on the Torys setting bible, in a campaign of its own', () => {
     const DAYS_END = 'world/tumulted-sea/andal/days-end';
