@@ -3,7 +3,7 @@
 // the campaign (notes added, turns played) in .cache/demo-campaign until that folder is deleted.
 import path from 'node:path';
 import { MissingPieceError, PROJECT_ROOT, installBuiltExtension, launchCodeServer } from './codeServer';
-import { ensureDemoCampaign } from './demoCampaign';
+import { DEMO_WORKSPACE_SETTINGS, ensureDemoCampaign } from './demoCampaign';
 
 const PORT = Number(process.env.PORT ?? 8080);
 const START_DIR = path.join(PROJECT_ROOT, '.cache', 'start');
@@ -19,6 +19,8 @@ async function main(): Promise<void> {
     extensionsDir,
     workspace: DEMO_CAMPAIGN,
     logFile: path.join(START_DIR, 'code-server.log'),
+    // The demo's settings as user settings too: a campaign opened from File > Open Folder saves when the writer does.
+    settings: DEMO_WORKSPACE_SETTINGS,
   });
   const campaign = fresh ? `a fresh copy of the example campaign in ${DEMO_CAMPAIGN}` : `your copy of the example campaign in ${DEMO_CAMPAIGN} (delete that folder to start over)`;
   console.log(`\nAdventure Storyteller is running with ${campaign}:\n\n  ${server.url}\n\nOpen it in a browser. Ctrl-C stops it.`);

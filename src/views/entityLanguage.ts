@@ -274,7 +274,9 @@ export class EntityLanguage extends Disposable {
   /** Once the rename reached the file named after the old name, offers to give it the new one. */
   private offerFileRename(doc: vscode.TextDocument): void {
     const offer = this.fileOffer;
-    if (!offer || Date.now() > offer.until || doc.uri.fsPath !== uriOf(offer.root, offer.from).fsPath || !doc.getText().includes(offer.name)) return;
+    // The whole URI, not the path: the refactor preview edits a copy of the file under its own scheme and the same
+    // path, and that copy changing is no rename landing.
+    if (!offer || Date.now() > offer.until || doc.uri.toString() !== uriOf(offer.root, offer.from).toString() || !doc.getText().includes(offer.name)) return;
     this.fileOffer = undefined;
     const rename = 'Rename File';
     void vscode.window.showInformationMessage(`${offer.from} is still named after the old name. Rename it to ${offer.to}?`, rename).then(async (choice) => {

@@ -129,7 +129,7 @@ export function fullCardV2(): Record<string, unknown> {
             constant: false,
             position: 'after_char',
           },
-          { keys: ['crypt'], content: 'Under the abbey.', extensions: {}, enabled: false, insertion_order: 10, name: 'Crypt', position: 'before_char' },
+          { keys: ['crypt'], content: 'Under the abbey.', extensions: {}, enabled: false, insertion_order: 10, name: 'Abbey Crypt', position: 'before_char' },
         ],
       },
     },

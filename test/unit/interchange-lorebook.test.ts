@@ -26,15 +26,16 @@ const SAMPLES = [
   'Seraphina.card-v2.chara.json',
   'default_Seraphina.card-v2.png',
 ] as const;
-const ELDORIA_TITLES = ['eldoria', 'shadowfang', 'glade', 'power'];
+/** SillyTavern's lowercase comments, read as names. */
+const ELDORIA_TITLES = ['Eldoria', 'Shadowfang', 'Glade', 'Power'];
 const ELDORIA_KEYS = [
   ['eldoria', 'wood', 'forest', 'magical forest'],
   ['shadowfang', 'beast', 'monster', 'monsters', 'beasts'],
   ['glade', 'safe haven', 'refuge'],
   ['power', 'magic', 'ability'],
 ];
-/** Keys are triggers: the entity is the title, read as a name, with only the name-like keys as aliases. */
-const ELDORIA_ENTITIES = [['Eldoria', 'magical forest'], ['Shadowfang'], ['Glade', 'safe haven'], ['Power']];
+/** Keys are triggers, phrases (`magical forest`, `safe haven`) too: the entity is the title, read as a name. */
+const ELDORIA_ENTITIES = [['Eldoria'], ['Shadowfang'], ['Glade'], ['Power']];
 
 const readJson = (name: string): Record<string, unknown> => JSON.parse(fs.readFileSync(sample(name), 'utf8')) as Record<string, unknown>;
 const parseJsonValue = (name: string, value: unknown): ParsedLorebook => parseLorebook(name, Buffer.from(JSON.stringify(value)));
@@ -126,10 +127,17 @@ describe('lorebook formats written to their specs', () => {
     for (const [uid, raw] of Object.entries(data.entries as Record<string, Record<string, unknown>>)) assert.deepEqual(byUid.get(uid)!.worldInfo, raw);
     assert.deepEqual(byUid.get('7')!.worldInfo.key, ['Elise', 'elise', 'ELISE']);
     assert.equal(byUid.get('3')!.title, '龙之森');
-    assert.equal(byUid.get('5')!.title, 'spell', 'no comment: the first plain key titles the entry');
+    assert.equal(byUid.get('5')!.title, 'Spell', 'no comment: the first plain key titles the entry');
     assert.equal(byUid.get('6')!.title, 'Old name', 'a title is one line');
     assert.deepEqual(book.settings, { name: 'Full', extensions: { world_tool: { version: 3 } } });
     assert.deepEqual(book.droppedSettings.map((d) => d.field), ['originalData']);
+  });
+
+  it('titles a book named only by its lowercase file name as a name: eldoria.json is Eldoria', () => {
+    const { name: _name, ...unnamed } = fullWorldInfo();
+    assert.equal(parseJsonValue('eldoria.json', unnamed).name, 'Eldoria');
+    assert.equal(parseJsonValue('house of the moon.json', unnamed).name, 'House of the Moon');
+    assert.equal(parseJsonValue('Westhaven lore.json', unnamed).name, 'Westhaven lore', 'a capital means the writer chose the case');
   });
 
   it('reads a Character Card V2 book with every extension, as SillyTavern converts it', () => {
@@ -144,7 +152,7 @@ describe('lorebook formats written to their specs', () => {
     assert.deepEqual(bell!.dropped, { case_sensitive: true, name: 'Bell', priority: 7 }, 'what SillyTavern drops from a card entry is named');
     assert.deepEqual(
       { uid: crypt!.worldInfo.uid, position: crypt!.worldInfo.position, disable: crypt!.worldInfo.disable, title: crypt!.title },
-      { uid: 0, position: 0, disable: true, title: 'Crypt' },
+      { uid: 0, position: 0, disable: true, title: 'Abbey Crypt' },
       'no id: the smallest free uid; before_char: position 0; a name titles an entry without a comment',
     );
   });
@@ -302,7 +310,7 @@ describe('lorebook round trip: import as canon, export as World Info, compare ev
     const expected = entriesOf(parseLorebook('mara.json', bytes));
     const { world, imported, exported } = await roundTrip(dir, 'mara.json', bytes);
     assert.deepEqual(world.entries['4'], expected[0]);
-    assert.deepEqual(world.entries['0'], { ...expected[1], comment: 'Crypt' });
+    assert.deepEqual(world.entries['0'], { ...expected[1], comment: 'Abbey Crypt' });
     const { entries: _entries, ...book } = world;
     assert.deepEqual(book, { name: 'Mara lore', description: 'What Mara knows.', scan_depth: 6, token_budget: 900, recursive_scanning: true, extensions: { tool: 'x' } });
     assert.deepEqual(exported.bookSettings.written, ['name', 'description', 'scan_depth', 'token_budget', 'recursive_scanning', 'extensions']);
@@ -460,19 +468,19 @@ describe('lorebook import: writing campaign markdown', () => {
     store.close();
   });
 
-  it('makes each entry one Codex entity named by its title: trigger words such as "magic" or "beast" name nothing', async () => {
+  it('makes each entry one Codex entity named by its title: trigger words such as "magic", "beast" or "magical forest" name nothing', async () => {
     importLorebookFile(sample('Eldoria.worldinfo.st-current.json'), { campaignRoot: campaign, class: 'canon' });
     const store = KnowledgeStore.inMemory('westhaven');
     await importCampaign(loadCampaign(campaign), store);
     const model = new EntityModel(entitySourcesFromStore(store));
-    for (const word of ['magic', 'ability', 'beast', 'beasts', 'monster', 'wood', 'forest', 'refuge']) assert.equal(model.resolveName(word), undefined, word);
+    for (const word of ['magic', 'ability', 'beast', 'beasts', 'monster', 'wood', 'forest', 'refuge', 'magical forest', 'safe haven']) assert.equal(model.resolveName(word), undefined, word);
     assert.deepEqual(
       model.canonEntities().filter((e) => e.definitions[0]?.path.startsWith('lore/')).map((e) => e.display),
-      ['Eldoria', 'Glade', 'magical forest', 'Power', 'safe haven', 'Shadowfang'],
+      ['Eldoria', 'Glade', 'Power', 'Shadowfang'],
+      'the Codex lists each entry once, titled as a name (SillyTavern wrote `eldoria`)',
     );
-    assert.equal(model.resolveName('the magical forest')?.definitions[0]?.path, 'lore/eldoria.md', 'a key of several words names the entry');
     const said = 'A beast may use its power and magic once per day; Shadowfang waits in the magical forest by the Glade.';
-    assert.deepEqual(model.mentionsIn('notes.md', said).map((m) => m.text), ['Shadowfang', 'magical forest', 'Glade']);
+    assert.deepEqual(model.mentionsIn('notes.md', said).map((m) => m.text), ['Shadowfang', 'Glade']);
     store.close();
   });
 

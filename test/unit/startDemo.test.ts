@@ -16,6 +16,8 @@ describe('npm start: the example campaign a writer plays in is a copy', () => {
     const start = fs.readFileSync(path.join(REPO_ROOT, 'scripts', 'start.ts'), 'utf8');
     assert.match(start, /path\.join\(PROJECT_ROOT, '\.cache', 'demo-campaign'\)/);
     assert.match(start, /workspace: DEMO_CAMPAIGN/);
+    // Any other campaign opened in that workbench saves when the writer does, as the demo does.
+    assert.match(start, /settings: DEMO_WORKSPACE_SETTINGS/);
     // Exit 0: ignored (a checkout's .cache may be a link, so the folder itself is asked about).
     execFileSync('git', ['-C', REPO_ROOT, 'check-ignore', '-q', '--no-index', '.cache']);
   });

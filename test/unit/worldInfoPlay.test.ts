@@ -86,10 +86,10 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
       ['More rumors, please, and about the ghost.', 'She shivers and says no more.', ['The Drowned Ghost'], { 'Northern Rumours': /cooling down until message 19/ }],
       ['I go down to the cellar.', 'Barrels of wine line the walls.', [], { 'The Cellar': /secondary keys fail AND ALL \(0 of 2 found\)/ }],
       ['I search the cellar barrels for the good wine.', 'Dust everywhere.', ['The Cellar'], { 'The Cellar': /AND ALL \(2 of 2 found\)/ }],
-      ['At dawn I walk into the forest of Eldoria.', 'Trees tower over you.', ['eldoria']],
-      ['A shadowfang howls!', 'Something moves between the trunks.', ['shadowfang']],
-      ['I run until I find a glade, a safe haven.', 'Sunlight falls through the leaves.', ['glade']],
-      ['I call on my magic ability.', 'Your hands glow.', ['power']],
+      ['At dawn I walk into the forest of Eldoria.', 'Trees tower over you.', ['Eldoria']],
+      ['A shadowfang howls!', 'Something moves between the trunks.', ['Shadowfang']],
+      ['I run until I find a glade, a safe haven.', 'Sunlight falls through the leaves.', ['Glade']],
+      ['I call on my magic ability.', 'Your hands glow.', ['Power']],
     ];
     const adventure = s.play.createAdventure({
       campaignId: s.campaign.id,
@@ -146,7 +146,7 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
         assert.match(JSON.stringify(outcome.context!.sections.find((x) => x.id === 'canon')?.leftOut ?? []), /outlet[^"]*SillyTavern sends it only where a prompt names its outlet/, turn);
       }
       // Eldoria's entries say position 0: before the player character.
-      for (const title of ['eldoria', 'shadowfang', 'glade', 'power']) {
+      for (const title of ['Eldoria', 'Shadowfang', 'Glade', 'Power']) {
         const placed = outcome.context!.sections.find((x) => x.id === 'world-info-before')!.worldInfo!.map((w) => record.candidates.find((c) => c.passageId === w.id)!.sourceTitle);
         assert.equal(placed.includes(title), expected.includes(title), `${turn}: ${title}`);
       }
@@ -232,12 +232,12 @@ describe('World Info in play: a book plays as SillyTavern plays it', () => {
     const cli = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir, '--json'], os.tmpdir());
     assert.equal(cli.code, 0, cli.stderr);
     const json = JSON.parse(cli.stdout) as { record: RetrievalRecord };
-    assert.deepEqual(firedTitles(json.record), ['The World', 'shadowfang']);
+    assert.deepEqual(firedTitles(json.record), ['Shadowfang', 'The World']);
     const text = await runCaptured(['context', '--input', 'A shadowfang!', '--campaign', s.dir], os.tmpdir());
-    assert.match(text.stdout, /^fired · shadowfang \(eldoria\/shadowfang\.md\): key 'shadowfang' in message 1/m);
+    assert.match(text.stdout, /^fired · Shadowfang \(eldoria\/shadowfang\.md\): key 'shadowfang' in message 1/m);
     // --recent lines are the chat before the input, scanned as deep as campaign.yaml says.
     const recent = ['context', '--input', 'I run.', '--recent', 'A shadowfang howls.', '--campaign', s.dir, '--json'];
-    assert.deepEqual(firedTitles((JSON.parse((await runCaptured(recent, os.tmpdir())).stdout) as { record: RetrievalRecord }).record), ['The World', 'shadowfang']);
+    assert.deepEqual(firedTitles((JSON.parse((await runCaptured(recent, os.tmpdir())).stdout) as { record: RetrievalRecord }).record), ['Shadowfang', 'The World']);
     const yaml = path.join(s.dir, 'campaign.yaml');
     const before = fs.readFileSync(yaml, 'utf8');
     try {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { entryTitle, WORLD_INFO_ENTRY_DEFAULTS, type WorldInfoEntry } from './lorebookEntry';
+import { entryTitle, prettyTitle, WORLD_INFO_ENTRY_DEFAULTS, type WorldInfoEntry } from './lorebookEntry';
 import { isPng, PngError, readPngTextChunks } from './lorebookPng';
 import { isZip, readZipEntry, ZipError } from './lorebookZip';
 
@@ -217,7 +217,8 @@ function parseWith<T extends z.ZodType>(file: string, schema: T, data: unknown, 
   return parsed.data;
 }
 
-const bookName = (file: string): string => path.basename(file).replace(/\.(json|lorebook|png|charx)$/i, '');
+/** A book named only by its file (`eldoria.json`) is titled as a name: `Eldoria`. */
+const bookName = (file: string): string => prettyTitle(path.basename(file).replace(/\.(json|lorebook|png|charx)$/i, ''));
 
 /** Builds a LoreEntry from a finished World Info entry and the source-field → World Info-field account. */
 function loreEntry(
@@ -234,7 +235,8 @@ function loreEntry(
   const dropped: Record<string, unknown> = Object.fromEntries(fates.filter((f) => f.to === undefined).map((f) => [f.field, f.value]));
   const keys = Array.isArray(worldInfo.key) ? (worldInfo.key as string[]) : [];
   const comment = typeof worldInfo.comment === 'string' && worldInfo.comment.trim() ? worldInfo.comment : options.titleFallback;
-  return { sourceId, title: entryTitle(comment, keys, sourceId), worldInfo, sourceFields, dropped, tags: options.tags ?? [] };
+  // A lowercase title (`eldoria`, SillyTavern's habit) reads as a name; the comment itself is kept, for export.
+  return { sourceId, title: prettyTitle(entryTitle(comment, keys, sourceId)), worldInfo, sourceFields, dropped, tags: options.tags ?? [] };
 }
 
 function parseWorldInfo(file: string, data: unknown): ParsedLorebook {

@@ -89,14 +89,19 @@ const MINOR_WORDS = new Set(['a', 'an', 'and', 'at', 'by', 'for', 'in', 'of', 'o
  * capital means the writer chose the case. Names are matched case-sensitively, so a title left as the
  * trigger word `power` would make every lowercase "power" in the campaign a mention of the entry.
  */
-function prettyTitle(title: string): string {
-  if (/\p{Lu}/u.test(title)) return title;
+export function prettyTitle(title: string): string {
+  // Any other mark (`title: "quoted" # …`) makes it a phrase, not a name, and it stays as written.
+  if (/\p{Lu}/u.test(title) || /[^\p{L}\p{M}\p{N}\s'’-]/u.test(title)) return title;
   return title.replace(/\p{Ll}[\p{L}\p{M}\p{N}'’-]*/gu, (word, at: number) => (at > 0 && MINOR_WORDS.has(word) ? word : word.replace(/^./u, (first) => first.toUpperCase())));
 }
 
-/** A key that names something: capitalised (`Elise`, `GDP`), of several words (`safe haven`), or a form of the title (`eldorian`). */
+/**
+ * A key that names something: capitalised (`Elise`, `GDP`) or a form of the title (`eldorian`). A lowercase
+ * phrase (`safe haven`, `magical forest`) is a trigger like any other: as an entity it would list in the Codex
+ * and graph as a thing of its own, in lowercase.
+ */
 function nameLikeKey(key: string, title: string): boolean {
-  if (/^\p{Lu}/u.test(key) || /\s/.test(key)) return true;
+  if (/^\p{Lu}/u.test(key)) return true;
   const [k, t] = [key.toLowerCase(), title.toLowerCase()];
   const [short, long] = k.length <= t.length ? [k, t] : [t, k];
   return short.length >= 4 && long.startsWith(short) && long.length - short.length <= 3;
@@ -223,8 +228,10 @@ export function entryFromFrontMatter(source: EntrySource): { entry: WorldInfoEnt
   if (fm.keys !== undefined && !keys) notes.push('`keys` is not a list of text; the entities were used instead');
   entry.key = keys ?? keysFromNames(source.title, source.entities);
   const keptComment = typeof kept?.comment === 'string' ? kept.comment : undefined;
-  // An untouched title goes back as the comment it came from; a renamed one replaces it.
-  entry.comment = keptComment !== undefined && source.title === entryTitle(keptComment, entry.key as string[], String(kept?.uid ?? '')) ? keptComment : source.title;
+  // An untouched title (as imported, a lowercase one read as a name) goes back as the comment it came from; a renamed one replaces it.
+  const importedTitle = keptComment !== undefined ? entryTitle(keptComment, entry.key as string[], String(kept?.uid ?? '')) : undefined;
+  const untouched = importedTitle !== undefined && (source.title === importedTitle || source.title === prettyTitle(importedTitle));
+  entry.comment = untouched ? keptComment! : source.title;
   entry.content = source.body;
   // The file's own always_include and enabled win; a kept value only stands where it agrees with them.
   if (source.alwaysInclude) entry.constant = true;

@@ -16,7 +16,7 @@ import { REPORT_SCHEME } from '../../../src/views/reportDocuments';
 import type { SourcesNode } from '../../../src/views/sourcesTree';
 import { corpusPath } from '../../support/corpora';
 import type { ScreenshotReply } from '../protocol';
-import { EXTENSION_ID, activatedExtension, capture, harnessConfig, settled, waitFor } from './harness';
+import { EXTENSION_ID, activatedExtension, capture, harnessConfig, settled, waitFor, within } from './harness';
 
 /** The workbench text as read on screen: the editor renders spaces as no-break spaces. */
 const screenText = (reply: ScreenshotReply): string => reply.workbenchText.replace(/\u00a0/g, ' ');
@@ -77,7 +77,7 @@ describe('campaign commands in the workbench', () => {
     api = (await activatedExtension()).exports as StorytellerApi;
     root = path.resolve(harnessConfig().workspace);
     await settled(api.knowledge, 'every campaign index');
-    index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
+    index = await waitFor(() => api.knowledge.get(root), 20_000, 'the campaign index');
     await settled(index);
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'storyteller-commands-'));
     // The empty secondary side bar only narrows the editors the screenshots are about.
@@ -89,6 +89,8 @@ describe('campaign commands in the workbench', () => {
     const imported: string[] = [];
     // Later suites count the example campaign's sources: leave it as it was found.
     after(async () => {
+      // A dialog a failed test left open would import later, into the next test's campaign: closed first.
+      await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
       // Scrolled back to the top, where later suites look for the first sources.
       await vscode.commands.executeCommand('storyteller.sources.focus');
       await vscode.commands.executeCommand('list.focusFirst');
@@ -120,7 +122,7 @@ describe('campaign commands in the workbench', () => {
       const inspiration = await waitFor(async () => {
         const listed = await treeSources('inspiration');
         return listed.includes('harbour-songs.md') && listed.includes('canon-2.md') && listed;
-      }, 10_000, 'the Sources tree to list the imports under Inspiration');
+      }, 20_000, 'the Sources tree to list the imports under Inspiration');
       assert.ok(inspiration.includes('inspiration.md'));
       assert.ok(!(await treeSources('canon')).includes('canon-2.md'));
 
@@ -141,8 +143,12 @@ describe('campaign commands in the workbench', () => {
       assert.match(screenText(reply), /class: inspiration/, 'the copy opens with its class in the front matter');
     });
 
-    it('asks which folder of the campaign the copies go to, in a folder dialog that starts at the campaign', async () => {
+    it('asks which folder of the campaign the copies go to, in a folder dialog that starts at the campaign', async function () {
+      // Typing a path key by key and a click, each with the driver's longer budget, on a loaded machine.
+      this.timeout(180_000);
       const notes = path.join(scratch, 'tide-notes.md');
+      // Named before the dialog opens: should the test fail half-way, the after hook still removes the copy.
+      imported.push('places/tide-notes.md');
       fs.writeFileSync(notes, '# Tide notes\n\nLow water uncovers the abbey steps twice a day.\n');
       const importing = vscode.commands.executeCommand<FileImportResult>('storyteller.importFile', vscode.Uri.file(notes), [vscode.Uri.file(notes)], { class: 'reference' });
       const input = '.quick-input-widget input';
@@ -156,10 +162,10 @@ describe('campaign commands in the workbench', () => {
       const entered = await capture('import-file-folder-entered', 300, [
         { action: 'fill', selector: input, text: path.join(root, 'places') },
         { action: 'press', selector: input, key: 'Enter' },
-      ], [importHere]);
+      ], [importHere], 60_000);
       const button = entered.located[importHere];
-      if (button && button.bottom > button.top) await capture('import-file-folder-chosen', 300, [{ action: 'click', selector: importHere }]);
-      const result = await importing;
+      if (button && button.bottom > button.top) await capture('import-file-folder-chosen', 300, [{ action: 'click', selector: importHere }], [], 60_000);
+      const result = await within(importing, 30_000, 'the import to end once its folder was chosen');
       imported.push(...(result?.written.map((w) => w.path) ?? []));
       assert.deepEqual(result?.written.map((w) => w.path), ['places/tide-notes.md']);
       assert.match(fs.readFileSync(path.join(root, 'places', 'tide-notes.md'), 'utf8'), /^---\nclass: reference\n---\n# Tide notes/);
@@ -222,7 +228,7 @@ describe('campaign commands in the workbench', () => {
       const message = await waitFor(async () => {
         const seen = await capture('export-campaign-message', 300);
         return /Exported The Westhaven Campaign to .*: \d+ files \(\d+ sources\), /.test(seen.workbenchText) && seen.workbenchText;
-      }, 10_000, 'the export message');
+      }, 20_000, 'the export message');
       assert.doesNotMatch(message, /prompt_snapshots|turn_passages|adventures \d|turns \d/, 'no table names');
 
       const target = path.join(scratch, 'restored');
@@ -245,7 +251,7 @@ describe('campaign commands in the workbench', () => {
       const reply = await waitFor(async () => {
         const seen = await capture('import-campaign-restored');
         return seen.workbenchText.includes('Restored "The Westhaven Campaign (restored)" into') && seen;
-      }, 10_000, 'the restore message');
+      }, 20_000, 'the restore message');
       assert.equal(restored.index.indexed, exported.sources);
       assert.match(reply.workbenchText, new RegExp(`\\d+ files, ${exported.sources} indexed`));
 
@@ -257,7 +263,7 @@ describe('campaign commands in the workbench', () => {
         await waitFor(async () => (await titles()).length === 2, 20_000, 'both campaigns in the Sources view');
         assert.deepEqual((await titles()).sort(), ['The Westhaven Campaign', 'The Westhaven Campaign (restored)']);
         await vscode.commands.executeCommand('storyteller.sources.focus');
-        await waitFor(async () => (await capture('restored-beside-original', 500)).workbenchText.includes('The Westhaven Campaign (restored)'), 10_000, 'both campaigns on screen');
+        await waitFor(async () => (await capture('restored-beside-original', 500)).workbenchText.includes('The Westhaven Campaign (restored)'), 20_000, 'both campaigns on screen');
       } finally {
         const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === target);
         if (at >= 0) vscode.workspace.updateWorkspaceFolders(at, 1);
@@ -282,7 +288,7 @@ describe('campaign commands in the workbench', () => {
       const reply = await waitFor(async () => {
         const seen = await capture('import-campaign-refused');
         return seen.workbenchText.includes('not valid JSON') && seen.workbenchText.includes('"../canon.md"') && seen;
-      }, 10_000, 'both refusals on screen');
+      }, 20_000, 'both refusals on screen');
       assert.match(reply.workbenchText, /Not imported, nothing was written: .*truncated\.storyteller\.json: not valid JSON, the bundle is truncated or corrupt/);
     });
   });
@@ -316,7 +322,7 @@ describe('campaign commands in the workbench', () => {
       await waitFor(async () => {
         const seen = await capture('import-lorebook');
         return seen.workbenchText.includes('Imported 4 entries from SillyTavern World Info into worlds/eldoria/ as Reference; every field was carried') && /Where each field went/.test(reportText(seen));
-      }, 10_000, 'the summary message and the report');
+      }, 20_000, 'the summary message and the report');
       assert.ok(reportTabs().length <= 1, 'in the one report tab');
     });
 

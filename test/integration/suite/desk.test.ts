@@ -49,7 +49,7 @@ describe("the writer's desk", () => {
     const copied = await vscode.commands.executeCommand<vscode.Uri | undefined>('storyteller.openExampleCampaign', { parent: inside, then: 'none' });
     assert.equal(copied, undefined);
     assert.deepEqual(fs.readdirSync(inside.fsPath), before, 'nothing was written');
-    await waitFor(async () => (await capture('example-refused-inside-campaign', 300)).workbenchText.includes('campaigns do not nest'), 10_000, 'the refusal on screen');
+    await waitFor(async () => (await capture('example-refused-inside-campaign', 300)).workbenchText.includes('campaigns do not nest'), 20_000, 'the refusal on screen');
   });
 
   it('never copies the example campaign inside a campaign that is only on disk, outside the workspace', async () => {
@@ -60,7 +60,7 @@ describe("the writer's desk", () => {
       const copied = await vscode.commands.executeCommand<vscode.Uri | undefined>('storyteller.openExampleCampaign', { parent: vscode.Uri.file(path.join(elsewhere, 'notes')), then: 'none' });
       assert.equal(copied, undefined);
       assert.deepEqual(fs.readdirSync(path.join(elsewhere, 'notes')), [], 'nothing was written');
-      await waitFor(async () => (await capture('example-refused-inside-disk-campaign', 300)).workbenchText.includes(`Choose a folder outside the campaign at ${elsewhere}`), 10_000, 'the refusal naming the campaign on screen');
+      await waitFor(async () => (await capture('example-refused-inside-disk-campaign', 300)).workbenchText.includes(`Choose a folder outside the campaign at ${elsewhere}`), 20_000, 'the refusal naming the campaign on screen');
     } finally {
       fs.rmSync(elsewhere, { recursive: true, force: true });
     }
@@ -89,7 +89,7 @@ describe("the writer's desk", () => {
     const config = vscode.workspace.getConfiguration('storyteller');
     const down = await unusedLoopbackUrl();
     await config.update('ollama.host', down, vscode.ConfigurationTarget.Global);
-    await waitFor(() => workspace.api.settings.current.ollamaHost === down, 5000, 'the Ollama host setting');
+    await waitFor(() => workspace.api.settings.current.ollamaHost === down, 20_000, 'the Ollama host setting');
     try {
       const summary = await vscode.commands.executeCommand<ConsistencyCheckSummary>('storyteller.checkCanonConsistency', { campaignRoot: workspace.root });
       assert.equal(summary.campaignTitle, 'The Westhaven Campaign');
@@ -99,7 +99,7 @@ describe("the writer's desk", () => {
       const seen = await waitFor(async () => {
         const reply = await capture('canon-check-unchecked', 300);
         return reply.workbenchText.includes(`checked 0 of ${summary.pairs} pairs`) && reply;
-      }, 10_000, 'the message saying what was not checked');
+      }, 20_000, 'the message saying what was not checked');
       assert.doesNotMatch(seen.workbenchText, /No suggested canon conflicts\.$/m, 'never "no conflicts" for pairs that were not checked');
     } finally {
       await config.update('ollama.host', undefined, vscode.ConfigurationTarget.Global);

@@ -20,7 +20,7 @@ const THEMES = [
 /** Switches the workbench to `theme`, brings `panel` forward and screenshots it as `name-<theme>`. */
 async function inTheme(panel: GraphPanel, theme: (typeof THEMES)[number], name: string, marker: string): Promise<void> {
   await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme[0], vscode.ConfigurationTarget.Global);
-  await waitFor(() => vscode.window.activeColorTheme.kind === theme[1], 10_000, `the ${theme[0]} theme`);
+  await waitFor(() => vscode.window.activeColorTheme.kind === theme[1], 20_000, `the ${theme[0]} theme`);
   panel.panel.reveal();
   const reply = await capture(`${name}-${theme[0].toLowerCase().replace(/\s+/g, '-')}`, 800);
   assert.match(webviewText(reply, marker), /entities/);
@@ -128,11 +128,11 @@ describe('the campaign graph', () => {
     try {
       await config.update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);
       await config.update('narrator.model', 'llama3.2', vscode.ConfigurationTarget.Global);
-      await waitFor(() => api.settings.current.ollamaHost === fake.url, 5000, 'the Ollama host setting');
+      await waitFor(() => api.settings.current.ollamaHost === fake.url, 20_000, 'the Ollama host setting');
       const summary = await vscode.commands.executeCommand<ConsistencyCheckSummary>('storyteller.checkCanonConsistency', { campaignRoot: root });
       assert.equal(summary.suggestions.length, 1, 'one pair holds both quotes');
       key = summary.suggestions[0]!.key;
-      const graph = await waitFor(() => (panel.graph().suggestions.length > 0 ? panel.graph() : undefined), 10_000, 'the graph to take the suggestion');
+      const graph = await waitFor(() => (panel.graph().suggestions.length > 0 ? panel.graph() : undefined), 20_000, 'the graph to take the suggestion');
       const [suggested] = graph.suggestions;
       const label = (id: string) => graph.nodes.find((n) => n.id === id)?.label;
       assert.deepEqual([label(suggested!.from), label(suggested!.to)], ['Sister Mara', 'The Old Abbey'], 'between the entities whose pages hold the quotes');

@@ -88,5 +88,5 @@ export const THEMES = [
 /** Switches the workbench to `theme` and waits until it is on; `undefined` goes back to the default. */
 export async function useTheme(theme: (typeof THEMES)[number][0] | undefined, kind?: vscode.ColorThemeKind): Promise<void> {
   await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme, vscode.ConfigurationTarget.Global);
-  if (kind !== undefined) await waitFor(() => vscode.window.activeColorTheme.kind === kind, 10_000, `the ${theme} theme`);
+  if (kind !== undefined) await waitFor(() => vscode.window.activeColorTheme.kind === kind, 20_000, `the ${theme} theme`);
 }

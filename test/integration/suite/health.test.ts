@@ -35,7 +35,7 @@ describe('campaign health', () => {
     const index = api.knowledge.get(root)!;
     await waitFor(() => index.store?.listSources().some((s) => s.path === broken), 15_000, `${broken} to be indexed`);
     await config().update('context.budgets', { alwaysInclude: 10, canon: 1500, reference: 900, inspiration: 300 }, vscode.ConfigurationTarget.Global);
-    await waitFor(() => api.settings.current.budgets.alwaysInclude === 10, 5000, 'the budget setting');
+    await waitFor(() => api.settings.current.budgets.alwaysInclude === 10, 20_000, 'the budget setting');
 
     const report = (await vscode.commands.executeCommand<LintReport>('storyteller.checkHealth'))!;
     const front = report.findings.find((f) => f.path === broken);

@@ -205,7 +205,7 @@ describe('campaign knowledge in the workbench', () => {
     }, 15_000, 'search results in the quick pick');
     assert.match(reply.workbenchText, /Captain Ilse Varra/, 'the result shows the text around the match');
     await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-    const editor = await waitFor(() => vscode.window.activeTextEditor, 10_000, 'the chosen passage to open');
+    const editor = await waitFor(() => vscode.window.activeTextEditor, 20_000, 'the chosen passage to open');
     assert.equal(editor.document.uri.fsPath, file('canon.md'));
     assert.match(editor.document.getText(editor.selection), /Captain Ilse Varra/);
   });
@@ -260,13 +260,13 @@ describe('campaign knowledge in the workbench', () => {
     const config = vscode.workspace.getConfiguration('storyteller');
     await config.update('context.length', 10, vscode.ConfigurationTarget.Global);
     try {
-      await waitFor(() => api.settings.current.problems.length > 0, 5000, 'the settings to be re-read');
+      await waitFor(() => api.settings.current.problems.length > 0, 20_000, 'the settings to be re-read');
       assert.match(api.settings.current.problems[0]!, /storyteller\.context\.length must be at least 512 tokens/);
       assert.equal(api.settings.current.contextLength, 8192);
     } finally {
       await config.update('context.length', undefined, vscode.ConfigurationTarget.Global);
     }
-    await waitFor(() => api.settings.current.problems.length === 0, 5000, 'the settings to be valid again');
+    await waitFor(() => api.settings.current.problems.length === 0, 20_000, 'the settings to be valid again');
   });
 
   it('creates a new campaign where the writer chose, adds it to the workspace (Sources lists it), and refuses to nest one', async function () {
@@ -294,7 +294,7 @@ describe('campaign knowledge in the workbench', () => {
       await waitFor(async () => {
         const seen = await capture('new-campaign-in-sources', 500);
         return seen.workbenchText.includes('Salt Roads') && seen.workbenchText.includes('Added to the workspace');
-      }, 10_000, 'the new campaign and the message on screen');
+      }, 20_000, 'the new campaign and the message on screen');
     } finally {
       const at = vscode.workspace.workspaceFolders!.findIndex((f) => f.uri.fsPath === created.fsPath);
       await vscode.commands.executeCommand('notifications.hideList');

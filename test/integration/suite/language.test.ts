@@ -188,8 +188,13 @@ describe('the campaign as a language', () => {
         { action: 'fill', selector: '.rename-box input', text: 'Marra' },
         { action: 'press', selector: '.rename-box input', key: 'Control+Enter' },
       ]);
+      // The preview edits a copy of each file (its own scheme, the same path), and the extension hears that copy
+      // change: no rename has landed, so her file's rename is not offered yet.
+      const maraPath = uri('characters/mara.md').path;
+      await waitFor(() => vscode.workspace.textDocuments.some((d) => d.uri.scheme !== 'file' && d.uri.path === maraPath && d.getText().includes('Sister Marra')), 20_000, 'the preview’s copy of her file');
       const seen = await capture('language-rename-preview', 1500);
       assert.match(seen.workbenchText, /Refactor\sPreview/);
+      assert.doesNotMatch(seen.workbenchText, /still named after the old name/, 'no file rename offered while the rename is only previewed');
       // Each change shows the old spelling struck through beside the new one.
       assert.match(seen.workbenchText, /title:\sSister\sMaraMarra/);
       assert.match(seen.workbenchText, /\[\[Sister\sMaraMarra\]\]/);

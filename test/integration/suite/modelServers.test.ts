@@ -64,13 +64,13 @@ describe('model servers', () => {
 
   it('says in the status bar text, before any turn, that no server answers, then that the model is missing, and pulls it with progress', async () => {
     // Nothing listens on Ollama's default address here: the preflight at start-up says so.
-    await waitFor(() => api.servers.state.kind === 'no-server', 10_000, 'the start-up preflight to find no server');
+    await waitFor(() => api.servers.state.kind === 'no-server', 20_000, 'the start-up preflight to find no server');
     assert.equal(api.servers.item.text, `$(vm-outline) Ollama ${api.settings.current.ollamaHost.replace('http://', '')} unreachable`);
     await workbenchShows('server-unreachable', (t) => t.includes('unreachable'));
 
     await set('ollama.host', ollama.url);
     await set('narrator.model', 'qwen2.5:7b');
-    await waitFor(() => api.servers.state.kind === 'model-missing', 10_000, 'the preflight to find the model missing');
+    await waitFor(() => api.servers.state.kind === 'model-missing', 20_000, 'the preflight to find the model missing');
     const host = ollama.url.replace('http://', '');
     assert.equal(api.servers.item.text, `$(warning) qwen2.5:7b missing on Ollama ${host}`);
     await workbenchShows('server-model-missing', (t) => t.includes(`qwen2.5:7b missing on Ollama ${host}`));
@@ -79,7 +79,7 @@ describe('model servers', () => {
     const pulled = vscode.commands.executeCommand<string | undefined>('storyteller.pullModel', 'qwen2.5:7b');
     await workbenchShows('server-pull-progress', (t) => t.includes('Pulling qwen2.5:7b onto Ollama') && /pulling 6a0746a1ec1a — \d+%/.test(t));
     assert.equal(await pulled, 'qwen2.5:7b');
-    await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to find the pulled model');
+    await waitFor(() => api.servers.state.kind === 'ready', 20_000, 'the preflight to find the pulled model');
     assert.equal(api.servers.item.text, `$(vm-active) qwen2.5:7b · Ollama ${host}`);
     await workbenchShows('server-ready-ollama', (t) => t.includes(`qwen2.5:7b · Ollama ${host}`));
   });
@@ -88,12 +88,12 @@ describe('model servers', () => {
     const host = ollama.url;
     // Port 9 (discard) refuses connections: the host the writer mistyped.
     await set('ollama.host', 'http://127.0.0.1:9');
-    await waitFor(() => api.servers.state.kind === 'no-server', 10_000, 'the preflight to find no server');
+    await waitFor(() => api.servers.state.kind === 'no-server', 20_000, 'the preflight to find no server');
     const offered = vscode.commands.executeCommand('storyteller.fixModelServer');
     await workbenchShows('server-fix-offered', (t) => t.includes('Cannot reach Ollama at') && t.includes('127.0.0.1:9') && t.includes('Check Again'));
     await set('ollama.host', host);
-    await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to find the fixed host');
-    await within(offered, 10_000, 'the fix pick to close once the server answers');
+    await waitFor(() => api.servers.state.kind === 'ready', 20_000, 'the preflight to find the fixed host');
+    await within(offered, 20_000, 'the fix pick to close once the server answers');
     await workbenchShows('server-fix-gone', (t) => !t.includes('Cannot reach Ollama') && t.includes(`qwen2.5:7b · Ollama ${host.replace('http://', '')}`));
   });
 
@@ -101,7 +101,7 @@ describe('model servers', () => {
     await set('narrator.model', 'mistral-small');
     await set('openaiCompatible.baseUrl', openai.baseUrl);
     await set('provider', 'openai-compatible');
-    await waitFor(() => api.servers.state.kind === 'no-server' && api.servers.state.failure === 'unauthorized', 10_000, 'the preflight to ask for a key');
+    await waitFor(() => api.servers.state.kind === 'no-server' && api.servers.state.failure === 'unauthorized', 20_000, 'the preflight to ask for a key');
     const server = openai.baseUrl.replace('http://', '');
     assert.equal(api.servers.item.text, `$(key) API key needed · OpenAI-compatible ${server}`);
 
@@ -122,7 +122,7 @@ describe('model servers', () => {
       { action: 'fill', selector: QUICK_INPUT, text: KEY },
       { action: 'press', selector: QUICK_INPUT, key: 'Enter' },
     ]);
-    await waitFor(() => api.servers.state.kind === 'ready', 10_000, 'the preflight to pass with the key');
+    await waitFor(() => api.servers.state.kind === 'ready', 20_000, 'the preflight to pass with the key');
     await panelShows('server-problem-cleared', (t) => !t.includes('Fix…'));
 
     const picked = vscode.commands.executeCommand<string | undefined>('storyteller.selectNarratorModel');
@@ -195,7 +195,7 @@ describe('a model server named by the workspace settings', () => {
     const user = { provider: 'openai-compatible', 'openaiCompatible.baseUrl': home.baseUrl, 'narrator.model': 'abbey-narrator', research: 'off' };
     // Research off: one request per turn, so each server's count is the turns it was sent.
     for (const key of USER_SETTINGS) await config().update(key, user[key], vscode.ConfigurationTarget.Global);
-    await waitFor(() => api.servers.state.kind === 'ready' && api.settings.current.narratorBackend?.baseUrl === home.baseUrl, 10_000, "the preflight to find the writer's server");
+    await waitFor(() => api.servers.state.kind === 'ready' && api.settings.current.narratorBackend?.baseUrl === home.baseUrl, 20_000, "the preflight to find the writer's server");
   });
 
   after(async () => {
@@ -237,15 +237,15 @@ describe('a model server named by the workspace settings', () => {
     const asked = vscode.commands.executeCommand('storyteller.confirmWorkspaceServers');
     await workbenchShows('workspace-server-asked-again', (t) => t.includes(ASKED(rogue.baseUrl)));
     await capture('workspace-server-confirmed', 300, [{ action: 'click', selector: DIALOG_BUTTON('Use This Server') }]);
-    await within(asked, 10_000, 'the confirmation to be taken');
-    await waitFor(() => api.settings.current.narratorBackend?.baseUrl === rogue.baseUrl, 10_000, "the confirmed workspace server to be used");
+    await within(asked, 20_000, 'the confirmation to be taken');
+    await waitFor(() => api.settings.current.narratorBackend?.baseUrl === rogue.baseUrl, 20_000, "the confirmed workspace server to be used");
     rogue.queue({ chunks: ['A voice answers ', 'from the dark.'] });
     await playTurn('workspace-server-turn-confirmed', 'I give my name', 'A voice answers from the dark.');
     assert.equal(turnsTo(rogue), 1);
     assert.equal(turnsTo(home), 1);
 
     await vscode.commands.executeCommand('storyteller.forgetWorkspaceServers');
-    await waitFor(() => api.settings.current.narratorBackend?.baseUrl === home.baseUrl, 10_000, "the writer's server to be used again");
+    await waitFor(() => api.settings.current.narratorBackend?.baseUrl === home.baseUrl, 20_000, "the writer's server to be used again");
     home.queue({ chunks: ['The grille ', 'slams shut.'] });
     await playTurn('workspace-server-turn-forgotten', 'I wait', 'The grille slams shut.');
     assert.equal(turnsTo(home), 2);

@@ -47,7 +47,7 @@ describe('the play panel', () => {
     const config = vscode.workspace.getConfiguration('storyteller');
     await config.update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);
     await config.update('narrator.model', 'llama3.2', vscode.ConfigurationTarget.Global);
-    await waitFor(() => api.settings.current.ollamaHost === fake.url, 5000, 'the Ollama host setting');
+    await waitFor(() => api.settings.current.ollamaHost === fake.url, 20_000, 'the Ollama host setting');
   });
 
   after(async () => {
@@ -468,7 +468,7 @@ describe('the play panel', () => {
     ] as const) {
       it(`is drawn in the ${theme} theme`, async () => {
         await vscode.workspace.getConfiguration('workbench').update('colorTheme', theme, vscode.ConfigurationTarget.Global);
-        await waitFor(() => vscode.window.activeColorTheme.kind === kind, 10_000, `the ${theme} theme`);
+        await waitFor(() => vscode.window.activeColorTheme.kind === kind, 20_000, `the ${theme} theme`);
         const slug = theme.toLowerCase().replace(/\s+/g, '-');
         const text = await panelShows(`theme-${slug}`, (t) => t.includes('the ropes were cut'), [{ action: 'press', selector: `${first} .edit`, key: 'Shift' }]);
         assert.match(text, /world state/i);

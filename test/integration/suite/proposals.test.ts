@@ -27,7 +27,7 @@ describe('canon proposals in the refactor preview', function () {
   const useServer = async (host: string, model?: string) => {
     await config().update('ollama.host', host, vscode.ConfigurationTarget.Global);
     await config().update('narrator.model', model, vscode.ConfigurationTarget.Global);
-    await waitFor(() => api.settings.current.ollamaHost === host, 5000, 'the Ollama host setting');
+    await waitFor(() => api.settings.current.ollamaHost === host, 20_000, 'the Ollama host setting');
   };
 
   const adventureNode = () =>

@@ -26,7 +26,7 @@ describe('embeddings from the settings', () => {
     index = api.knowledge.get(root)!;
     fake = await FakeOllama.start({ embedModels: { [EMBED_MODEL]: 64 } });
     await config().update('ollama.host', fake.url, vscode.ConfigurationTarget.Global);
-    await waitFor(() => api.settings.current.ollamaHost === fake.url, 5000, 'the Ollama host setting');
+    await waitFor(() => api.settings.current.ollamaHost === fake.url, 20_000, 'the Ollama host setting');
   });
 
   after(async () => {
@@ -72,7 +72,7 @@ describe('embeddings from the settings', () => {
 
   it('goes back to lexical only when the model is cleared', async () => {
     await config().update('embedding.model', undefined, vscode.ConfigurationTarget.Global);
-    await waitFor(() => index.lastSemantic === undefined, 5000, 'the semantic report to go');
+    await waitFor(() => index.lastSemantic === undefined, 20_000, 'the semantic report to go');
     assert.doesNotMatch(String(api.statusBar.item.tooltip), /semantic \(/);
   });
 });

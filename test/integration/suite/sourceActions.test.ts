@@ -51,7 +51,7 @@ describe('source actions', () => {
 
     // The promise in the dialog: Restore brings the file back byte for byte, and the index with it.
     await capture('delete-source-restore', 300, [{ action: 'click', selector: '.notifications-toasts .monaco-button:has-text("Restore")' }]);
-    await waitFor(() => fs.existsSync(file()), 10_000, 'Restore to bring the deleted file back');
+    await waitFor(() => fs.existsSync(file()), 20_000, 'Restore to bring the deleted file back');
     assert.match(fs.readFileSync(file(), 'utf8'), /two after dark/);
     await waitFor(() => source(), 15_000, 'the restored file to be indexed again');
   });

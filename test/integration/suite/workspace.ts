@@ -20,7 +20,7 @@ export async function campaignWorkspace(): Promise<CampaignWorkspace> {
   const api = (await activatedExtension()).exports as StorytellerApi;
   const root = path.resolve(harnessConfig().workspace);
   await settled(api.knowledge, 'every campaign index');
-  const index = await waitFor(() => api.knowledge.get(root), 10_000, 'the campaign index');
+  const index = await waitFor(() => api.knowledge.get(root), 20_000, 'the campaign index');
   await settled(index);
   return { api, root, index };
 }
