@@ -6,6 +6,9 @@ const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
 // `npm run package` builds its production bundles apart, so the checkout's dist/ (what tests and `npm start` run) stays as it was.
 const outdir = process.argv.find((arg) => arg.startsWith('--outdir='))?.slice('--outdir='.length) ?? 'dist';
+// `npm pack` (prepack) builds only what the CLI's tarball ships, in production, then (postpack) the dev ones again.
+const cliOnly = process.argv.includes('--cli');
+const CLI_BUNDLES = ['cli', 'cli-run', 'parse-worker'];
 
 // src/models, src/knowledge, src/story and src/session are the vscode-free core: importing `vscode` there fails the build.
 const coreStaysVscodeFree = {
@@ -86,8 +89,9 @@ const builds = [
   },
 ];
 
+const chosen = cliOnly ? builds.filter((options) => Object.keys(options.entryPoints).every((name) => CLI_BUNDLES.includes(name))) : builds;
 if (watch) {
-  for (const options of builds) await (await esbuild.context(options)).watch();
+  for (const options of chosen) await (await esbuild.context(options)).watch();
 } else {
-  await Promise.all(builds.map((options) => esbuild.build(options)));
+  await Promise.all(chosen.map((options) => esbuild.build(options)));
 }

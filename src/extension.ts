@@ -12,6 +12,7 @@ import { ConflictFeatures } from './views/conflicts';
 import { SourceDiagnostics } from './views/diagnostics';
 import { Disposable } from './views/disposable';
 import { EntityLanguage } from './views/entityLanguage';
+import { EvaluateResearchCommand } from './views/evaluateResearchCommand';
 import { HealthCommand } from './views/healthCommand';
 import { InterchangeCommands } from './views/interchangeCommands';
 import { KnowledgeService } from './views/knowledgeService';
@@ -149,6 +150,7 @@ class StorytellerExtension extends Disposable implements StorytellerApi {
       }),
     );
     this._register(new HealthCommand(this.campaigns, this.knowledge, this.settings, this.reports));
+    this._register(new EvaluateResearchCommand(this.campaigns, this.knowledge, this.settings));
     this._register(new InterchangeCommands(extensionUri, this.campaigns, this.knowledge, this.settings, this.play, this.reports, () => this.adventures.refresh()));
     if (this.sqliteProblem) {
       this.log.error(this.sqliteProblem);

@@ -9,6 +9,7 @@ import { embedderFor as serverEmbedder, narratorFor, ProcessToolSupport, toolCha
 import { describeSemanticIndex, indexSemantic, type SemanticIndexReport, type TokenMeasure } from '../knowledge/retrieval';
 import { knowledgeMeasure } from '../story/contextBuilder';
 import { StoryEngine, type EngineSettings } from '../story/engine';
+import { evaluateResearch, readEvalSet, type EvalReport } from '../story/evaluation';
 import { indexKnowledge } from '../story/indexKnowledge';
 import { PlayStore } from '../story/playStore';
 import { TokenEstimator } from '../story/tokenEstimator';
@@ -226,6 +227,28 @@ export class CampaignSession {
   promptMeasure(): TokenMeasure {
     const estimator = this.storyEngine?.estimator() ?? new TokenEstimator(this.settings().narratorModel, this.playIfAny);
     return knowledgeMeasure(estimator, '');
+  }
+
+  /**
+   * The narrator model the settings name, researching on its server, scored against today's selection on the
+   * campaign's question set (eval.yaml in the campaign folder unless `setFile`). Plays and writes nothing.
+   */
+  async evaluateResearch(options: { setFile?: string; signal?: AbortSignal } = {}): Promise<EvalReport> {
+    const settings = this.settings();
+    if (!settings.narratorBackend) throw new Error(settings.backendProblem ?? 'no model server is configured');
+    if (!this.hasIndex) throw new Error(`${this.current.id} has no index yet at ${this.current.indexPath}; index it first`);
+    const store = this.store;
+    const set = readEvalSet(options.setFile ?? path.join(this.root, 'eval.yaml'), new Set(store.listSources().map((s) => s.path)));
+    const narrator = this.narrator();
+    return evaluateResearch({
+      campaign: this.current,
+      set,
+      knowledge: this.knowledge(),
+      client: this.toolChat(),
+      models: [settings.narratorModel],
+      contextWindow: async (model) => (settings.researchContextWindow > 0 ? settings.researchContextWindow : ((await narrator.contextLength(model).catch(() => null)) ?? undefined)),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   }
 
   /** The writer's conflict decisions, from play.db; none while the campaign was never played. */

@@ -19,6 +19,7 @@ describe('the CLI package (npm pack)', function () {
   let packed: string[];
   let storyteller: string;
   let campaign: string;
+  let installed: string;
 
   before(() => {
     requireBuiltCli();
@@ -32,6 +33,7 @@ describe('the CLI package (npm pack)', function () {
     const prefix = path.join(work, 'prefix');
     execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, ...tarballs], { cwd: work, env: npmEnv(), stdio: 'pipe' });
     storyteller = path.join(prefix, 'node_modules', '.bin', 'storyteller');
+    installed = path.join(prefix, 'node_modules', 'adventure-storyteller');
     campaign = path.join(work, 'campaign');
     fs.cpSync(EXAMPLE_CAMPAIGN, campaign, { recursive: true, filter: (src) => path.basename(src) !== '.storyteller' });
   });
@@ -46,6 +48,15 @@ describe('the CLI package (npm pack)', function () {
 
   it('holds the runtime only: no sources, tests, benches, fixtures or source maps', () => {
     assert.deepEqual(packed, RUNTIME);
+  });
+
+  it('ships production bundles (npm pack builds them first): minified, pointing at no source map', () => {
+    for (const bundle of packed.filter((f) => f.endsWith('.js'))) {
+      const code = fs.readFileSync(path.join(installed, bundle), 'utf8');
+      assert.doesNotMatch(code, /sourceMappingURL=/, `${bundle} points at a map the package does not hold`);
+      const lines = code.split('\n');
+      assert.ok(code.length / lines.length > 200, `${bundle} is minified (${lines.length} lines for ${code.length} characters)`);
+    }
   });
 
   it('indexes, searches and lints the example campaign from the installed copy, with exit codes a CI reads', () => {

@@ -95,7 +95,7 @@ describe('campaign bundle', () => {
 
   it('round-trips byte for byte: export, import into a new folder, export again', async () => {
     const exported = await exportBundle(campaign, bundlePath('first'), fixedClock);
-    assert.deepEqual(exported.skipped, [{ path: 'map.png', reason: 'is not campaign content (a bundle restores only campaign.yaml and .md, .markdown, .txt files)' }]);
+    assert.deepEqual(exported.skipped, [{ path: 'map.png', reason: 'is not campaign content (a bundle restores only campaign.yaml, eval.yaml and .md, .markdown, .txt files)' }]);
     const restored = path.join(dir, 'restored');
     const summary = await importCampaignBundle(bundlePath('first'), restored);
     assert.equal(summary.campaignId, 'westhaven');

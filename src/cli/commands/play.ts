@@ -144,6 +144,8 @@ export const playCommand: Command = {
           const kind = error instanceof NarratorError ? error.kind : 'error';
           say(turn.status === 'incomplete' ? `⚠ incomplete (${kind}): ${error.message} — the text so far is kept; /retry to ask again` : `✖ ${error.message} — your action is saved; /retry to try again`);
         }
+        const replaced = outcome.replacedFailures.length;
+        if (replaced > 0) say(`  removed ${replaced === 1 ? 'the failed attempt' : `${replaced} failed attempts`} at this action: this reply replaces ${replaced === 1 ? 'it' : 'them'}`);
         if (outcome.context?.research) say(`  ${researchHeadline(outcome.context.research)}`);
         if (outcome.context?.research?.learned) say(`  ${outcome.context.research.learned} (this process remembers it until it ends)`);
         for (const [path, value] of Object.entries(outcome.applied)) say(`  state: ${path} → ${String(value)}`);

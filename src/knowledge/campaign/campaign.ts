@@ -8,6 +8,8 @@ import { KNOWLEDGE_CLASSES, type KnowledgeClass } from './types';
 
 /** A folder is a campaign when it holds this file. */
 export const CAMPAIGN_FILE = 'campaign.yaml';
+/** The campaign's own research questions (`storyteller eval`): the writer's, so a bundle carries it beside campaign.yaml. */
+export const EVAL_FILE = 'eval.yaml';
 /** Per-campaign data folder: the derived index and the play database. */
 export const DATA_DIR = '.storyteller';
 

@@ -1,5 +1,5 @@
 // Campaign files: campaign.yaml, how a file is classified, its front matter, decoding, and the shared vocabulary.
-export { CAMPAIGN_FILE, CampaignError, DATA_DIR, WORLD_INFO_DEFAULTS, findCampaignRoot, loadCampaign } from './campaign';
+export { CAMPAIGN_FILE, CampaignError, DATA_DIR, EVAL_FILE, WORLD_INFO_DEFAULTS, findCampaignRoot, loadCampaign } from './campaign';
 export type { Campaign, WorldInfoSettings } from './campaign';
 export { classifySource, describeClassOrigin, isUnder } from './classify';
 export type { Classification } from './classify';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { CAMPAIGN_FILE, DATA_DIR, ReadRefusedError, loadCampaign, readFileBounded, unsafeName, unsafeRelativePath, type Campaign } from '../campaign';
+import { CAMPAIGN_FILE, DATA_DIR, EVAL_FILE, ReadRefusedError, loadCampaign, readFileBounded, unsafeName, unsafeRelativePath, type Campaign } from '../campaign';
 import { THIS_PROCESS, createFile, parseProcessOwner, processOwnerAlive, replaceFile, shortPath, writeFailure } from '../files';
 import { SOURCE_EXTENSIONS, documentKind, importCampaign, type ImportReport } from '../indexing';
 import { INDEX_MIGRATIONS } from '../indexing';
@@ -322,16 +322,16 @@ function refusedName(p: string): string | undefined {
   return `'${dotted}' is dot-named: tools read such files and folders as their own (a .git file or folder can run a command when the folder is opened), never campaign content`;
 }
 
-const RESTORED_KINDS = `${CAMPAIGN_FILE} and ${Object.keys(SOURCE_EXTENSIONS).join(', ')} files`;
+const RESTORED_KINDS = `${CAMPAIGN_FILE}, ${EVAL_FILE} and ${Object.keys(SOURCE_EXTENSIONS).join(', ')} files`;
 
 /**
  * Why a well-formed member is not campaign content, which a bundle neither carries nor restores, or undefined
- * when it is: only `campaign.yaml` at the top and files the indexer reads as sources (play data travels beside
+ * when it is: only `campaign.yaml` and `eval.yaml` at the top and files the indexer reads as sources (play data travels beside
  * them). Anything else — git's metadata (a `.git` file or folder, HEAD, config, objects: dot-named or without
  * an extension), editor and CI settings, executables — is someone else's, and some of it runs commands.
  */
 export function notCampaignContent(p: string): string | undefined {
-  if (p === CAMPAIGN_FILE) return undefined;
+  if (p === CAMPAIGN_FILE || p === EVAL_FILE) return undefined;
   const refused = refusedName(p);
   if (refused) return refused;
   if (documentKind(p) === undefined) return `is not campaign content (a bundle restores only ${RESTORED_KINDS})`;

@@ -112,4 +112,22 @@ describe('research before narration', () => {
     assert.deepEqual(turnsAfter, turnsBefore, 'no turn was played');
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
+
+  it('Evaluate Research on This Campaign opens the table for the narrator model as an untitled markdown document', async () => {
+    const chatsBefore = fake.requestsTo('/api/chat').length;
+    // The starter eval.yaml: six questions and two off-topic ones; the model keeps nothing on each.
+    fake.queue(...Array.from({ length: 8 }, () => ({ toolCalls: [{ name: 'finish', arguments: { keep: [] } }] })));
+    const document = await vscode.commands.executeCommand<vscode.TextDocument | undefined>('storyteller.evaluateResearch', undefined, { campaignRoot: root });
+    assert.ok(document, 'a report opened');
+    assert.ok(document.isUntitled && document.languageId === 'markdown', 'an untitled markdown document the writer can keep');
+    const text = document.getText();
+    assert.match(text, /^# Research evaluation: llama3\.2 on /);
+    assert.match(text, /\| llama3\.2 \(research\) \|.*\|\s+2\/2 \|\s+0\/8 \|\s+8\/0\/0 \|/, 'the row of the narrator model the settings name');
+    assert.ok(text.split('\n').some((l) => l.startsWith("| today's selection")));
+    const chats = fake.requestsTo('/api/chat').slice(chatsBefore);
+    assert.equal(chats.length, 8, 'one research request per question');
+    assert.ok(chats.every((r) => (r.body as { model: string; tools?: unknown[] }).model === 'llama3.2' && (r.body as { tools?: unknown[] }).tools));
+    assert.equal(vscode.window.activeTextEditor?.document, document, 'shown to the writer');
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
 });

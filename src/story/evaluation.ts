@@ -1,0 +1,269 @@
+import fs from 'node:fs';
+import YAML from 'yaml';
+import { z } from 'zod';
+import type { Campaign } from '../knowledge/campaign';
+import { DEFAULT_KNOWLEDGE_BUDGETS, defaultWorldInfoQuery, type RetrievalQuery, type RetrievalResult, type SelectedPassage } from '../knowledge/retrieval';
+import type { ToolChatClient } from '../models';
+import { renderAction } from './contextBuilder';
+import type { KnowledgePort } from './ports';
+import { research as runResearch } from './research';
+import { TokenEstimator } from './tokenEstimator';
+import type { ResearchRecord } from './types';
+
+/**
+ * Research against today's selection on the campaign's own questions (eval.yaml), per model: how often the
+ * expected passage is among the first 1, 3 and 5 sent, how often an off-topic question rightly gets nothing,
+ * how many tool calls were refused, rounds, tokens and time per turn. `storyteller eval` and the extension's
+ * "Evaluate Research on This Campaign" both run it. Its numbers are as good as the questions and the servers
+ * asked; a scripted server measures only the wire.
+ */
+
+/** The question set is missing or wrong: the message names the file and the reason. */
+export class EvalSetError extends Error {}
+
+const Target = z.string().trim().min(1).max(500);
+const EvalSetSchema = z
+  .object({
+    questions: z
+      .array(z.object({ ask: z.string().trim().min(1).max(2000), expect: z.union([Target, z.array(Target).min(1).max(20)]) }).strict())
+      .max(500)
+      .default([]),
+    off_topic: z.array(z.string().trim().min(1).max(2000)).max(500).default([]),
+  })
+  .strict();
+
+/** A passage that answers a question: a file, or a heading in it (`places/old-abbey.md#The Crypt`). */
+interface Expected {
+  file: string;
+  heading: string | null;
+}
+
+interface Question {
+  ask: string;
+  expect: Expected[];
+}
+
+export interface EvalSet {
+  /** The file it was read from. */
+  file: string;
+  questions: Question[];
+  offTopic: string[];
+}
+
+/** The campaign's question set; an EvalSetError naming the file and what is wrong with it. */
+export function readEvalSet(file: string, indexed: ReadonlySet<string>): EvalSet {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new EvalSetError(`${file}: cannot read the question set (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); write one as the example campaign's eval.yaml shows`);
+  }
+  let raw: unknown;
+  try {
+    raw = YAML.parse(text);
+  } catch (error) {
+    throw new EvalSetError(`${file}: not YAML (${(error as Error).message.split('\n')[0]})`);
+  }
+  const parsed = EvalSetSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new EvalSetError(`${file}: ${issue.path.join('.') || 'the file'}: ${issue.message} (questions: [{ask, expect}], off_topic: [text])`);
+  }
+  const questions = parsed.data.questions.map((q, i) => ({
+    ask: q.ask,
+    expect: [q.expect].flat().map((target) => {
+      const at = target.indexOf('#');
+      const expected = at < 0 ? { file: target, heading: null } : { file: target.slice(0, at).trim(), heading: target.slice(at + 1).trim() };
+      if (!indexed.has(expected.file)) throw new EvalSetError(`${file}: questions.${i}.expect names '${expected.file}', which is no indexed file of this campaign`);
+      return expected;
+    }),
+  }));
+  if (questions.length + parsed.data.off_topic.length === 0) throw new EvalSetError(`${file}: no questions and no off_topic questions to ask`);
+  return { file, questions, offTopic: parsed.data.off_topic };
+}
+
+/** What the narrator is sent besides the pins, in prompt order: the list recall is read from. */
+function sent(result: RetrievalResult): SelectedPassage[] {
+  return [...result.sections.canon, ...result.sections.reference, ...result.sections.inspiration];
+}
+
+/** The passage is of the file and, when a heading is named, under it or holding it (short sections share a passage). */
+function answers(p: SelectedPassage, e: Expected): boolean {
+  if (p.sourcePath !== e.file) return false;
+  if (e.heading === null) return true;
+  const named = (h: string) => h.trim().toLowerCase() === e.heading!.toLowerCase();
+  return p.headingPath.some(named) || p.text.split('\n').some((line) => line.startsWith('#') && named(line.replace(/^#+/, '')));
+}
+
+/** The share of the expected passages among the first `k` sent. */
+function recallAt(list: readonly SelectedPassage[], expect: readonly Expected[], k: number): number {
+  const top = list.slice(0, k);
+  return expect.filter((e) => top.some((p) => answers(p, e))).length / expect.length;
+}
+
+interface Scores {
+  recall: { at1: number; at3: number; at5: number } | null;
+  /** Off-topic questions that got nothing besides the writer's rules, of how many. */
+  offTopicNothing: { right: number; of: number };
+}
+
+interface ResearchTally {
+  calls: number;
+  refusedCalls: number;
+  /** Turns by how research ran: native tool calls, the JSON protocol, or fallen back to today's selection. */
+  ran: Record<ResearchRecord['ran'], number>;
+  unfinished: number;
+  rounds: number;
+  tokens: number;
+  msPerTurn: number;
+}
+
+export interface EvalRow {
+  name: string;
+  scores: Scores;
+  research: ResearchTally | null;
+  msPerTurn: number;
+}
+
+export interface EvalReport {
+  campaign: string;
+  set: string;
+  questions: number;
+  offTopic: number;
+  server: string;
+  rows: EvalRow[];
+  perQuestion: { ask: string; model: string; ran: string; kept: string[]; steps: number; refused: number }[];
+}
+
+function score(onTopic: { list: SelectedPassage[]; expect: Expected[] }[], offTopic: SelectedPassage[][]): Scores {
+  const mean = (k: number) => onTopic.reduce((s, q) => s + recallAt(q.list, q.expect, k), 0) / onTopic.length;
+  return {
+    recall: onTopic.length === 0 ? null : { at1: mean(1), at3: mean(3), at5: mean(5) },
+    offTopicNothing: { right: offTopic.filter((list) => list.length === 0).length, of: offTopic.length },
+  };
+}
+
+/** Nothing kept besides what the writer's rules place. */
+const byRelevance = (list: SelectedPassage[]) => list.filter((p) => !p.placedBy);
+
+export interface EvalRun {
+  campaign: Pick<Campaign, 'id' | 'worldInfo'>;
+  set: EvalSet;
+  /** The campaign's knowledge; it must offer research (an index is open). */
+  knowledge: KnowledgePort;
+  client: ToolChatClient;
+  models: readonly string[];
+  /** The model's context window, as set or as its server reports it; undefined when unknown. */
+  contextWindow: (model: string) => Promise<number | undefined>;
+  signal?: AbortSignal;
+}
+
+/** Today's selection once, then each model's research on every question, scored alike. */
+export async function evaluateResearch(run: EvalRun): Promise<EvalReport> {
+  const { set, knowledge, campaign } = run;
+  const researchKnowledge = knowledge.research;
+  if (!researchKnowledge) throw new Error(`${campaign.id} has no index to research yet; index it first`);
+  const queryFor = (input: string): RetrievalQuery => {
+    const budgets = DEFAULT_KNOWLEDGE_BUDGETS;
+    return { input, recent: [], entities: [], stage: 'narrator', budgets, worldInfo: defaultWorldInfoQuery({ input, recent: [], budgets }, campaign.worldInfo) };
+  };
+  const asks = [...set.questions.map((q) => q.ask), ...set.offTopic];
+  // Today's selection once: it asks no model.
+  const bases: RetrievalResult[] = [];
+  const started = performance.now();
+  for (const ask of asks) bases.push(await knowledge.retrieve(queryFor(ask)));
+  const selectionMs = (performance.now() - started) / asks.length;
+  const split = (lists: SelectedPassage[][]) => ({
+    onTopic: set.questions.map((q, i) => ({ list: lists[i]!, expect: q.expect })),
+    offTopic: lists.slice(set.questions.length).map(byRelevance),
+  });
+  const today = split(bases.map(sent));
+  const rows: EvalRow[] = [{ name: "today's selection", scores: score(today.onTopic, today.offTopic), research: null, msPerTurn: selectionMs }];
+  const perQuestion: EvalReport['perQuestion'] = [];
+
+  for (const model of run.models) {
+    const window = await run.contextWindow(model);
+    const estimator = new TokenEstimator(model);
+    const tally: ResearchTally = { calls: 0, refusedCalls: 0, ran: { native: 0, json: 0, lexical: 0 }, unfinished: 0, rounds: 0, tokens: 0, msPerTurn: 0 };
+    const lists: SelectedPassage[][] = [];
+    for (const [i, ask] of asks.entries()) {
+      run.signal?.throwIfAborted();
+      const { result, record } = await runResearch({
+        client: run.client,
+        model,
+        knowledge: researchKnowledge,
+        task: { action: renderAction({ kind: 'do', text: ask }, ''), persona: '', worldState: '', recent: [], personaName: '', characterOf: (id) => knowledge.character(id) },
+        query: queryFor(ask),
+        base: bases[i]!,
+        estimator,
+        ...(window !== undefined ? { contextWindow: window } : {}),
+        ...(run.signal ? { signal: run.signal } : {}),
+      });
+      lists.push(sent(result));
+      const calls = record.steps.filter((s) => s.tool !== '(none)');
+      tally.calls += calls.length;
+      tally.refusedCalls += calls.filter((s) => s.outcome === 'refused').length;
+      tally.ran[record.ran]++;
+      if (record.finished === false) tally.unfinished++;
+      tally.rounds += record.rounds;
+      tally.tokens += record.resultTokens;
+      tally.msPerTurn += record.modelMs + record.runtimeMs;
+      perQuestion.push({ ask, model, ran: record.ran, kept: record.kept.map((k) => record.names?.[k.id] ?? k.id), steps: record.steps.length, refused: record.steps.filter((s) => s.outcome === 'refused').length });
+    }
+    for (const key of ['rounds', 'tokens', 'msPerTurn'] as const) tally[key] /= asks.length;
+    const found = split(lists);
+    rows.push({ name: `${model} (research)`, scores: score(found.onTopic, found.offTopic), research: tally, msPerTurn: tally.msPerTurn });
+  }
+  return { campaign: campaign.id, set: set.file, questions: set.questions.length, offTopic: set.offTopic.length, server: run.client.backend.baseUrl, rows, perQuestion };
+}
+
+const EVAL_COLUMNS = ['', 'R@1', 'R@3', 'R@5', 'off-topic: nothing', 'calls refused', 'ran native/json/fallback', 'unfinished', 'rounds', 'tokens', 'ms/turn'];
+const EVAL_HEADLINE = (r: EvalReport) => `Research against today's selection on '${r.campaign}': ${r.questions} questions, ${r.offTopic} off-topic (${r.set}), on ${r.server}`;
+const EVAL_LEGEND = 'R@k: share of the expected passages among the first k sent to the narrator (pins and World Info rules aside). Off-topic: questions that rightly got nothing.';
+
+/** The table's cells, one row per model and today's selection first. */
+function evalCells(report: EvalReport): string[][] {
+  const f = (n: number) => n.toFixed(2);
+  return report.rows.map((r) => {
+    const t = r.research;
+    return [
+      r.name,
+      r.scores.recall ? f(r.scores.recall.at1) : '-',
+      r.scores.recall ? f(r.scores.recall.at3) : '-',
+      r.scores.recall ? f(r.scores.recall.at5) : '-',
+      `${r.scores.offTopicNothing.right}/${r.scores.offTopicNothing.of}`,
+      t ? `${t.refusedCalls}/${t.calls}` : '-',
+      t ? `${t.ran.native}/${t.ran.json}/${t.ran.lexical}` : '-',
+      t ? String(t.unfinished) : '-',
+      t ? t.rounds.toFixed(1) : '-',
+      t ? String(Math.round(t.tokens)) : '-',
+      String(Math.round(r.msPerTurn)),
+    ];
+  });
+}
+
+/** The report as an aligned plain-text table, for a terminal. */
+export function renderEvalTable(report: EvalReport): string {
+  const body = evalCells(report);
+  const widths = EVAL_COLUMNS.map((_, i) => Math.max(...[EVAL_COLUMNS, ...body].map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  return [EVAL_HEADLINE(report), '', line(EVAL_COLUMNS), ...body.map(line), '', EVAL_LEGEND].join('\n');
+}
+
+/** The report as markdown for the report document: the same table (aligned, so it reads unrendered too), then what each model kept per question. */
+export function renderEvalMarkdown(report: EvalReport, title: string): string {
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');
+  const table = [EVAL_COLUMNS, ...evalCells(report)].map((cells) => cells.map(cell));
+  const widths = EVAL_COLUMNS.map((_, i) => Math.max(3, ...table.map((cells) => cells[i]!.length)));
+  const row = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, i) => (i === 0 ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`;
+  const lines = [`# Research evaluation: ${title}`, '', EVAL_HEADLINE(report), '', row(table[0]!), rule, ...table.slice(1).map(row), '', EVAL_LEGEND, ''];
+  for (const model of new Set(report.perQuestion.map((q) => q.model))) {
+    lines.push(`## ${model}: per question`, '');
+    for (const q of report.perQuestion.filter((p) => p.model === model)) {
+      lines.push(`- ${cell(q.ask)} — ran ${q.ran}, ${q.steps} step(s)${q.refused ? `, ${q.refused} refused` : ''}; kept ${q.kept.length ? q.kept.map(cell).join('; ') : 'nothing'}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
