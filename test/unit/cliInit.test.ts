@@ -51,6 +51,29 @@ describe('CLI init: a folder of notes becomes a campaign', () => {
     assert.equal(report.counts.indexed, torysPages + 1, 'the files init counted are the ones indexed');
   });
 
+  it('makes a setting bible canon by its folders, so its pages are canon (its Codex and graph full) at once; a rules book and loose notes stay reference', async () => {
+    fs.cpSync(path.join(corpusPath('dnd-srd-5.1'), 'Races'), path.join(notes, 'Races'), { recursive: true });
+    const result = await runCaptured(['init', notes], dir);
+    assert.equal(result.code, EXIT.ok, result.stderr);
+    assert.match(result.stdout, /^world\/ reads like a setting bible: its files are canon/m);
+    const campaign = loadCampaign(notes);
+    assert.equal(campaign.defaultClass, 'reference');
+    assert.deepEqual(campaign.folderRules, { world: 'canon' });
+    assert.match(fs.readFileSync(path.join(notes, 'campaign.yaml'), 'utf8'), /^# {3}Races: canon$/m, 'the rules book offered, not made canon');
+    // world/old.md is binary: the index says so in its exit code and reads the rest.
+    await runCaptured(['index', notes], dir);
+    const sources = JSON.parse((await runCaptured(['sources', notes, '--json'], dir)).stdout) as { path: string; class: string }[] | { sources: { path: string; class: string }[] };
+    const list = Array.isArray(sources) ? sources : sources.sources;
+    const classOf = (prefix: string) => [...new Set(list.filter((s) => s.path.startsWith(prefix)).map((s) => s.class))];
+    assert.deepEqual([classOf('world/'), classOf('Races/'), classOf('ideas.md')], [['canon'], ['reference'], ['reference']]);
+
+    // The writer's own --default-class is one class for every file, with no rule added.
+    fs.rmSync(path.join(notes, 'campaign.yaml'));
+    fs.rmSync(path.join(notes, '.storyteller'), { recursive: true, force: true });
+    assert.equal((await runCaptured(['init', notes, '--default-class', 'reference'], dir)).code, EXIT.ok);
+    assert.deepEqual(loadCampaign(notes).folderRules, {});
+  });
+
   it('never overwrites a campaign.yaml, and never nests a campaign in another', async () => {
     fs.writeFileSync(path.join(notes, 'campaign.yaml'), 'title: Mine\n');
     const again = await runCaptured(['init', notes], dir);

@@ -42,6 +42,15 @@ const SAME_AS_JAVASCRIPT: [string, string, string[]][] = [
   ['(?<name>\\d+) (apples|pears)', 'gi', ['3 APPLES', 'apples']],
   ['宗门', '', ['我们的宗门很大', '门']],
   ['((a+))+$', '', ['aaaab', 'baaaa']],
+  // The words every match holds rule a text out before the engine runs: what stands in an escape, a class, a
+  // group or under a quantifier is not one of them, and ignoring case, every case variant still is.
+  ['colou?r of (?:the )?sea', 'i', ['COLOR OF SEA', 'colour of the sea', 'colour of a sea']],
+  ['ab+c{2,3}d*e', '', ['abbccde', 'abcce', 'ab+c{2,3}d*e', 'ace']],
+  ['\\x41BC|xyz', '', ['ABC', 'x41BC', 'xyz']],
+  ['\\u{1F600}!\\p{Lu}ron', 'u', ['😀!Aron', 'u{1F600}!p{Lu}ron']],
+  ['[north]west\\k<x>', '', ['owestk<x>', 'west']],
+  ['kelvin mass', 'iu', ['\u212Aelvin MA\u017F\u017F', 'KELVIN MASS', 'kelvin mas']],
+  ['дракон', 'i', ['ДРАКОН', 'дракон', 'драко']],
 ];
 
 describe('patterns from files: one door, linear time, JavaScript semantics', () => {
@@ -53,6 +62,19 @@ describe('patterns from files: one door, linear time, JavaScript semantics', () 
       for (const text of texts) assert.equal(compiled.pattern.test(text), native.test(text), JSON.stringify(text));
     });
   }
+
+  it('ignoring case, matches every case variant of a letter that JavaScript does (the Kelvin sign, the long s)', () => {
+    for (const letter of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ') {
+      const compiled = compileFilePattern(`x${letter}y`, 'iu');
+      assert.ok('pattern' in compiled);
+      const native = new RegExp(`x${letter}y`, 'iu');
+      for (let code = 0x80; code <= 0xffff; code++) {
+        if (code >= 0xd800 && code <= 0xdfff) continue;
+        const text = `X${String.fromCharCode(code)}Y`;
+        if (native.test(text) !== compiled.pattern.test(text)) assert.fail(`/x${letter}y/iu on U+${code.toString(16)}`);
+      }
+    }
+  });
 
   it('refuses what the linear-time engine cannot run, naming it as written', () => {
     const refused = (source: string, flags = '') => {

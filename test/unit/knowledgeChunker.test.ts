@@ -30,6 +30,15 @@ describe('knowledge: markdown to passages', () => {
     assert.deepEqual(parseDocument(text, 'markdown').passages.map(passageLabel), ['(before the first heading)', 'The Watch']);
   });
 
+  it("heads a character's main paragraph by her page, not by the front-matter field above it (Torys's Ahahbu)", () => {
+    const text = `---\ntitle: Ahahbu\nlayout: character\nmotives:\n  'Ahahbu has a dark secret; she is a druid of the Eclipse.'\n---\n\nAhahbu is the healer of Day's End.\n\n## Her house\n\n${words(80)}\n`;
+    const { passages } = parseDocument(text, 'markdown');
+    const main = passages.find((p) => p.text.includes('Ahahbu is the healer'))!;
+    assert.deepEqual([main.headingPath, passageLabel(main), main.startLine], [[], '(before the first heading)', 8]);
+    assert.ok(!main.text.includes('dark secret'), 'the motives field is a passage of its own');
+    assert.deepEqual(passages.find((p) => p.text.includes('dark secret'))!.headingPath, ['Motives']);
+  });
+
   it('keeps the trail of a passage whose short text runs on into its own subsections', () => {
     const text = '# Paladin\n\n## Class Features\n\nYou gain these.\n\n### Hit Points\n\nHit dice: 1d10.\n';
     const { passages } = parseDocument(text, 'markdown');

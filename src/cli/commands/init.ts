@@ -63,9 +63,22 @@ function survey(root: string): Survey {
   return { folders: [...byFolder.values()].sort((a, b) => a.folder.localeCompare(b.folder)), skipped };
 }
 
+/**
+ * Top folders whose names say a setting bible's pages are in them (characters/, places/, world/). Their files
+ * are made canon by a folder rule: left at reference, a bible's Codex and graph stay empty until the writer
+ * edits campaign.yaml. A rules book's folders (Monsters, Spells) are not among them and stay reference.
+ */
+const BIBLE_FOLDERS = new Set(['characters', 'people', 'npcs', 'places', 'locations', 'world', 'worldbuilding', 'setting', 'factions', 'regions', 'lore', 'history', 'cities', 'nations', 'kingdoms', 'cultures', 'religions', 'gods']);
+
 /** A campaign.yaml that explains itself: a writer reads it before anything else. */
-function campaignYaml(title: string, defaultClass: KnowledgeClass, topFolders: readonly string[]): string {
-  const suggestions = topFolders.length > 0 ? topFolders.map((f) => `#   ${JSON.stringify(f).slice(1, -1)}: canon`) : ['#   characters: canon'];
+function campaignYaml(title: string, defaultClass: KnowledgeClass, topFolders: readonly string[], canonFolders: readonly string[]): string {
+  const rule = (f: string): string => `${JSON.stringify(f).slice(1, -1)}: canon`;
+  const others = topFolders.filter((f) => !canonFolders.includes(f));
+  const suggestions = others.length > 0 ? others.map((f) => `#   ${rule(f)}`) : canonFolders.length > 0 ? [] : ['#   characters: canon'];
+  const rules =
+    canonFolders.length > 0
+      ? ['# Folder (relative to this file) -> class. These read like a setting bible; uncomment others that are campaign truth:', 'folders:', ...canonFolders.map((f) => `  ${rule(f)}`), ...suggestions]
+      : ['# Folder (relative to this file) -> class. Uncomment the folders that are campaign truth:', '# folders:', ...suggestions];
   return [
     '# A Storyteller campaign: every .md, .markdown and .txt file below this folder is a source.',
     '# Each file is Canon (campaign truth), Reference (plausibility, never truth) or Inspiration (style only):',
@@ -73,9 +86,7 @@ function campaignYaml(title: string, defaultClass: KnowledgeClass, topFolders: r
     `title: ${JSON.stringify(title)}`,
     '# id: derived from the folder name; set it to keep the index and adventures when the folder is renamed.',
     `default_class: ${defaultClass}`,
-    '# Folder (relative to this file) -> class. Uncomment the folders that are campaign truth:',
-    '# folders:',
-    ...suggestions,
+    ...rules,
     '# Path prefixes never indexed:',
     '# ignore:',
     '#   - drafts/',
@@ -88,7 +99,8 @@ export const initCommand: Command = {
   options: { title: { type: 'string' }, 'default-class': { type: 'string' } },
   async run(args, io) {
     const root = path.resolve(io.cwd, args.positionals[0] ?? '.');
-    const defaultClass = stringOption(args, 'default-class') ?? 'reference';
+    const chosenClass = stringOption(args, 'default-class');
+    const defaultClass = chosenClass ?? 'reference';
     if (!(KNOWLEDGE_CLASSES as readonly string[]).includes(defaultClass)) throw new UsageError(`--default-class must be one of ${KNOWLEDGE_CLASSES.join(', ')}, not '${defaultClass}'`);
     if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new UsageError(`${root}: no such folder`);
     const file = path.join(root, CAMPAIGN_FILE);
@@ -100,15 +112,20 @@ export const initCommand: Command = {
     if (!title) throw new UsageError('--title is empty');
     const found = survey(root);
     const topFolders = [...new Set(found.folders.map((f) => f.folder.split('/')[0]!).filter((f) => f !== '.'))];
+    // A class the writer chose is theirs for every file; otherwise a bible's own folders are canon.
+    const canonFolders = chosenClass === undefined ? topFolders.filter((f) => BIBLE_FOLDERS.has(f.toLowerCase())) : [];
     // Create-only: never overwrite a campaign.yaml that appeared since the check.
-    createFile(file, campaignYaml(title, defaultClass as KnowledgeClass, topFolders));
+    createFile(file, campaignYaml(title, defaultClass as KnowledgeClass, topFolders, canonFolders));
     const campaign = loadCampaign(root);
     const next = `storyteller index ${JSON.stringify(root)}`;
     const total = found.folders.reduce((n, f) => n + f.files, 0);
-    emit(io, args, { file, campaign: { id: campaign.id, title: campaign.title, defaultClass }, folders: found.folders, skipped: found.skipped, next }, () => {
+    emit(io, args, { file, campaign: { id: campaign.id, title: campaign.title, defaultClass, canonFolders }, folders: found.folders, skipped: found.skipped, next }, () => {
       const width = Math.max(6, ...found.folders.map((f) => oneLine(f.folder).length));
       return [
         `Wrote ${file}: "${oneLine(campaign.title)}" (id ${campaign.id}), files without a class are ${defaultClass}.`,
+        ...(canonFolders.length > 0
+          ? [`${canonFolders.map((f) => `${oneLine(f)}/`).join(', ')} read${canonFolders.length === 1 ? 's' : ''} like a setting bible: ${canonFolders.length === 1 ? 'its' : 'their'} files are canon (folders: in campaign.yaml; --default-class sets one class for all).`]
+          : []),
         total === 0 ? 'No markdown or text files here yet.' : `Found ${total} file${total === 1 ? '' : 's'} to index:`,
         ...found.folders.map((f) => `  ${oneLine(f.folder).padEnd(width)}  ${f.files} file${f.files === 1 ? '' : 's'}, ${f.withFrontMatter} with front matter`),
         ...(found.skipped.length > 0 ? [`Would skip ${found.skipped.length}:`, ...found.skipped.map((s) => `  ${oneLine(s.path)}  ${s.reason}`)] : []),

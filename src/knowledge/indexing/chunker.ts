@@ -43,7 +43,11 @@ interface Heading {
   line: number;
 }
 
-type Block = ({ kind: 'heading' } & Heading) | { kind: 'unit'; unit: Unit };
+/**
+ * `body`: where the front matter's text ends and the body's begins. The body's text before its first heading
+ * is the page's own (a character's main paragraph), not one more paragraph of the last front-matter field.
+ */
+type Block = ({ kind: 'heading' } & Heading) | { kind: 'unit'; unit: Unit } | { kind: 'body' };
 
 /**
  * Containers (quotes, lists) nested this deep are far past anything written by hand, and still far from
@@ -217,6 +221,7 @@ function markdownBlocks(text: string): Block[] {
       trail = part.headingPath;
       blocks.push({ kind: 'unit', unit: unit(part.text, part.startLine, part.endLine) });
     }
+    blocks.push({ kind: 'body' });
   }
   const body = front ? text.slice(front.bodyStart) : text;
   const lineOffset = front ? front.bodyStartLine - 1 : 0;
@@ -553,6 +558,13 @@ function pack(blocks: Block[]): DraftPassage[] {
   };
 
   for (const block of blocks) {
+    if (block.kind === 'body') {
+      // Closed whatever its size, and out of every field's heading: the page's own text opens under none.
+      close();
+      trail.length = 0;
+      fresh = null;
+      continue;
+    }
     if (block.kind === 'heading') {
       if (hasContent() && joinedTokens() >= MIN_PASSAGE_TOKENS) close();
       // By depth, not by count: a file whose headings start at `##`, or that skips a level, must not

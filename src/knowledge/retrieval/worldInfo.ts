@@ -1,5 +1,5 @@
 import { regexKey, regexKeyRefusal, type CompiledPattern, type SelectiveLogic, type WorldInfoFields, type WorldInfoSettings } from '../campaign';
-import { substituteLorebookMacros, type MacroNames } from './lorebookMacros';
+import { hasLorebookMacro, substituteLorebookMacros, type MacroNames } from './lorebookMacros';
 
 export { WORLD_INFO_DEFAULTS, type WorldInfoSettings } from '../campaign';
 
@@ -168,8 +168,12 @@ export interface KeyRules {
 export function plainKeyIn(key: string, text: { raw: string; lower: string }, rules: KeyRules): boolean {
   const needle = rules.caseSensitive ? key.trim() : key.trim().toLowerCase();
   if (needle === '') return false;
-  const haystack = rules.caseSensitive ? text.raw : text.lower;
-  if (!rules.matchWholeWords || /\s/.test(needle)) return haystack.includes(needle);
+  return needleIn(needle, rules.matchWholeWords && !/\s/.test(needle), rules.caseSensitive ? text.raw : text.lower);
+}
+
+/** A key as matched (trimmed, lower-cased unless case counts) in the text read the same way; a key with a space is never a single word. */
+function needleIn(needle: string, wholeWord: boolean, haystack: string): boolean {
+  if (!wholeWord) return haystack.includes(needle);
   for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
     const before = haystack[at - 1];
     const after = haystack[at + needle.length];
@@ -191,7 +195,7 @@ interface Window {
   raw: string;
   lower: string;
   /** Where each three characters in a row first stand in the window (raw, lower-cased), built when first asked. */
-  grams: { raw?: Map<number, number>; lower?: Map<number, number> };
+  grams: { raw?: GramIndex; lower?: GramIndex };
   /** What an entry none of whose keys it holds is told: "no key in the last 2 messages". */
   nothing: string;
 }
@@ -212,14 +216,44 @@ function windowOf(texts: Scanned[]): Window {
  */
 const gramAt = (text: string, i: number): number => ((text.charCodeAt(i) & 1023) << 20) | ((text.charCodeAt(i + 1) & 1023) << 10) | (text.charCodeAt(i + 2) & 1023);
 
-/** Where each three-character run first stands in the text. */
-function gramIndex(text: string): Map<number, number> {
-  const index = new Map<number, number>();
+/**
+ * Where each three-character run first stands in the text: a table of runs and places addressed by the run's
+ * hash (twice the text's length, so probes stay short), which a pass builds and reads without a Map's cost.
+ */
+interface GramIndex {
+  runs: Int32Array;
+  /** The run's first place + 1; 0 marks an empty slot. */
+  places: Int32Array;
+  shift: number;
+}
+
+function gramIndex(text: string): GramIndex {
+  let bits = 6;
+  while (1 << bits < text.length * 2) bits++;
+  const index = { runs: new Int32Array(1 << bits), places: new Int32Array(1 << bits), shift: 32 - bits };
+  const mask = (1 << bits) - 1;
   for (let i = 0; i + 3 <= text.length; i++) {
     const g = gramAt(text, i);
-    if (!index.has(g)) index.set(g, i);
+    for (let slot = Math.imul(g, 0x9e3779b1) >>> index.shift; ; slot = (slot + 1) & mask) {
+      if (index.places[slot] === 0) {
+        index.runs[slot] = g;
+        index.places[slot] = i + 1;
+        break;
+      }
+      if (index.runs[slot] === g) break;
+    }
   }
   return index;
+}
+
+/** Where the run first stands, or -1. */
+function firstPlace(index: GramIndex, g: number): number {
+  const mask = index.places.length - 1;
+  for (let slot = Math.imul(g, 0x9e3779b1) >>> index.shift; ; slot = (slot + 1) & mask) {
+    const place = index.places[slot]!;
+    if (place === 0) return -1;
+    if (index.runs[slot] === g) return place - 1;
+  }
 }
 
 /**
@@ -233,8 +267,8 @@ function windowHolds(window: Window, k: Key, caseSensitive: boolean): boolean {
   const index = caseSensitive ? (window.grams.raw ??= gramIndex(text)) : (window.grams.lower ??= gramIndex(text));
   let from = 0;
   for (let i = 0; i < k.grams.length; i++) {
-    const first = index.get(k.grams[i]!);
-    if (first === undefined) return false;
+    const first = firstPlace(index, k.grams[i]!);
+    if (first === -1) return false;
     from = Math.max(from, first - i);
   }
   return text.indexOf(k.needle, from) !== -1;
@@ -246,6 +280,8 @@ interface Key {
   needle: string;
   /** The needle's three-character runs (see gramAt), in order; none when it is shorter. */
   grams: number[];
+  /** Matched as a whole word: the entry asks for whole words and the key holds no space. */
+  wholeWord: boolean;
   /** A `/pattern/flags` key compiled by the one door for patterns from files; null for a plain key. */
   regex: CompiledPattern | null;
 }
@@ -253,8 +289,8 @@ interface Key {
 /** An entry's keys, compiled for its key rules and names. */
 interface Prepared {
   rules: KeyRules;
-  /** The names its macros were substituted with. */
-  names: string;
+  /** The names its macros were substituted with; null when its keys hold no macro, so no names change them. */
+  names: string | null;
   keys: Key[];
   secondary: Key[];
   /** "; regex key not run: /(a)\1/ uses a backreference \1, …" for each key that never runs, or nothing. */
@@ -267,56 +303,60 @@ interface Prepared {
  */
 const compiled = new WeakMap<WorldInfoFields, Prepared>();
 
-function prepare(f: WorldInfoFields, settings: WorldInfoSettings, names: MacroNames): Prepared {
+/** The names an entry's macros are substituted with, as one string to compare with those its keys were compiled for. */
+const namesSignature = (names: MacroNames): string => `${names.user}\u0000${names.char}`;
+
+function prepare(f: WorldInfoFields, settings: WorldInfoSettings, names: MacroNames, signature: string): Prepared {
   const caseSensitive = f.caseSensitive ?? settings.caseSensitive;
   const matchWholeWords = f.matchWholeWords ?? settings.matchWholeWords;
-  const signature = `${names.user}\u0000${names.char}`;
   let c = compiled.get(f);
-  if (!c || c.rules.caseSensitive !== caseSensitive || c.rules.matchWholeWords !== matchWholeWords || c.names !== signature) {
+  if (!c || c.rules.caseSensitive !== caseSensitive || c.rules.matchWholeWords !== matchWholeWords || (c.names !== null && c.names !== signature)) {
     // SillyTavern substitutes its macros in each key before it looks for it: `{{user}}` is the persona's name.
     const keyed = (written: readonly string[]): Key[] =>
       written.flatMap((original) => {
         const key = substituteLorebookMacros(original, names);
         if (key.trim() === '') return [];
         const needle = caseSensitive ? key.trim() : key.trim().toLowerCase();
-        return [{ key, needle, grams: Array.from({ length: Math.max(0, needle.length - 2) }, (_, i) => gramAt(needle, i)), regex: regexKey(key) }];
+        const grams = Array.from({ length: Math.max(0, needle.length - 2) }, (_, i) => gramAt(needle, i));
+        return [{ key, needle, grams, wholeWord: matchWholeWords && !/\s/.test(needle), regex: regexKey(key) }];
       });
     const keys = keyed(f.keys);
     const secondary = keyed(f.secondaryKeys);
     const refused = [...keys, ...secondary].flatMap((k) => (k.regex && 'refused' in k.regex ? [`; ${regexKeyRefusal(k.key, k.regex.refused)}`] : []));
-    c = { rules: { caseSensitive, matchWholeWords }, names: signature, keys, secondary, refused: refused.join('') };
+    const named = [...f.keys, ...f.secondaryKeys].some(hasLorebookMacro);
+    c = { rules: { caseSensitive, matchWholeWords }, names: named ? signature : null, keys, secondary, refused: refused.join('') };
     compiled.set(f, c);
   }
   return c;
 }
 
-/** A regular-expression key's test of a text; false for one the pattern door refused. */
-const patternIn = (k: Key, text: string): boolean => k.regex !== null && 'pattern' in k.regex && k.regex.pattern.test(text);
-
-/** Keys that may be in the window: one search of the whole window rules out most keys of a big book at once. */
-function mayHold(keys: readonly Key[], window: Window, rules: KeyRules): Key[] {
-  const possible: Key[] = [];
-  for (const k of keys) {
-    if (k.regex ? 'pattern' in k.regex && k.regex.pattern.test(window.raw) : windowHolds(window, k, rules.caseSensitive)) possible.push(k);
-  }
-  return possible;
+/** A key's test of one text (a message, or the whole scan buffer); false for a pattern the door refused. */
+function keyIn(k: Key, text: { raw: string; lower: string }, rules: KeyRules): boolean {
+  if (k.regex) return 'pattern' in k.regex && k.regex.pattern.test(text.raw, text.lower);
+  return needleIn(k.needle, k.wholeWord, rules.caseSensitive ? text.raw : text.lower);
 }
+
+/** Whether the key may be in the window: one search of the whole window rules out most keys of a big book at once. */
+const mayHold = (k: Key, window: Window, rules: KeyRules): boolean => (k.regex ? keyIn(k, window, rules) : windowHolds(window, k, rules.caseSensitive));
 
 /**
  * The first of the keys found, and where: a plain key in one text, a regular expression over the whole scan
  * buffer, tested once as SillyTavern tests it (a match no single text holds is said to be in the scanned text).
  */
 function findKey(keys: readonly Key[], window: Window, rules: KeyRules): { key: string; where: Scanned | null } | null {
-  const possible = mayHold(keys, window, rules);
-  if (possible.length === 0) return null;
-  for (const text of window.texts) for (const k of possible) if (k.regex ? patternIn(k, text.raw) : plainKeyIn(k.key, text, rules)) return { key: k.key, where: text };
+  // Most entries of a big book have no key in the window: they are told so without a list being built.
+  let first = 0;
+  while (first < keys.length && !mayHold(keys[first]!, window, rules)) first++;
+  if (first === keys.length) return null;
+  const possible = [keys[first]!, ...keys.slice(first + 1).filter((k) => mayHold(k, window, rules))];
+  for (const text of window.texts) for (const k of possible) if (keyIn(k, text, rules)) return { key: k.key, where: text };
   const pattern = possible.find((k) => k.regex);
   return pattern ? { key: pattern.key, where: null } : null;
 }
 
-/** Keys found in the window; mayHold has already tested a regular expression over the whole buffer. */
+/** Keys found in the window; a regular expression is tested over the whole buffer. */
 const countFound = (keys: readonly Key[], window: Window, rules: KeyRules): number =>
-  mayHold(keys, window, rules).filter((k) => k.regex || window.texts.some((t) => plainKeyIn(k.key, t, rules))).length;
+  keys.filter((k) => mayHold(k, window, rules) && (k.regex !== null || window.texts.some((t) => keyIn(k, t, rules)))).length;
 
 function secondaryAllows(logic: SelectiveLogic, found: number, total: number): boolean {
   switch (logic) {
@@ -416,9 +456,14 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   for (const [id, effect] of Object.entries(state.cooldown)) if (byId.has(id)) coolingNow.set(id, effect);
 
   const names = input.names ?? DEFAULT_NAMES;
-  const macroNames = (e: ActivationEntry): MacroNames => ({ user: names.user, char: e.character ?? names.narrator });
-  const prepared = new Map<string, Prepared>();
-  for (const entry of entries) prepared.set(entry.id, prepare(entry.fields, settings, macroNames(entry)));
+  // Most entries name no card character: they share one set of names, built once a pass.
+  const narratorNames: MacroNames = { user: names.user, char: names.narrator };
+  const narratorSignature = namesSignature(narratorNames);
+  const macroNames = (e: ActivationEntry): MacroNames => (e.character === undefined ? narratorNames : { user: names.user, char: e.character });
+  const preparedOf = (e: ActivationEntry): Prepared => {
+    const n = macroNames(e);
+    return prepare(e.fields, settings, n, n === narratorNames ? narratorSignature : namesSignature(n));
+  };
 
   // SillyTavern trims each message it scans.
   const messages: Scanned[] = input.messages.map((text, i) => {
@@ -442,16 +487,18 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
   const depthOf = (f: WorldInfoFields): number => f.scanDepth ?? settings.scanDepth + skew;
   // Most entries scan as deep as the campaign says: each window (its depth, and what recursion has added) is
   // built once, and a pass that adds nothing to scan reuses it.
-  const windows = new Map<string, Window>();
+  // By how much of the recursion text they hold, then by depth: every entry asks, so no key is built to look.
+  const windows = new Map<number, Map<number, Window>>();
   const windowAt = (depth: number): Window => {
     // A depth of 0 scans nothing, the activated entries' text included, as SillyTavern's buffer gives it.
-    const spread = mode === 'min-activations' || depth <= 0 ? [] : recursion;
-    const key = `${depth}:${spread.length}`;
-    let w = windows.get(key);
+    const spread = mode === 'min-activations' || depth <= 0 ? 0 : recursion.length;
+    let byDepth = windows.get(spread);
+    if (!byDepth) windows.set(spread, (byDepth = new Map()));
+    let w = byDepth.get(depth);
     if (!w) {
-      w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...spread]);
-      w.nothing = `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${spread.length > 0 ? ' or activated entries' : ''}`;
-      windows.set(key, w);
+      w = windowOf([...(depth > 0 ? messages.slice(-depth).reverse() : []), ...recursion.slice(0, spread)]);
+      w.nothing = `no key in the last ${depth === 1 ? 'message' : `${depth} messages`}${spread > 0 ? ' or activated entries' : ''}`;
+      byDepth.set(depth, w);
     }
     return w;
   };
@@ -496,7 +543,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
         now.push({ entry, why: `sticky: ${more(sticky.end - chatLength - 1, 'message')} after this one`, sticky: true });
         continue;
       }
-      const p = prepared.get(id)!;
+      const p = preparedOf(entry);
       if (p.keys.length === 0) {
         verdict(entry, false, 'it has no keys and is not constant', null);
         continue;
@@ -521,7 +568,7 @@ export function activateWorldInfo(input: ActivationInput): ActivationResult {
     // Stickies first, then the book's order.
     now.sort((a, b) => Number(b.sticky) - Number(a.sticky));
 
-    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, prepared, windowAt, depthOf, seed, step, verdict);
+    const winners = inclusionGroups(now, groupsWon, (e) => stickyNow.has(e.id), settings, preparedOf, windowAt, depthOf, seed, step, verdict);
 
     // SillyTavern prices the pass's new entries together, on top of what earlier passes gave recursion, and
     // stops at the first that brings the total to the budget.
@@ -619,7 +666,7 @@ function inclusionGroups(
   won: ReadonlySet<string>,
   isSticky: (e: ActivationEntry) => boolean,
   settings: WorldInfoSettings,
-  prepared: Map<string, Prepared>,
+  preparedOf: (e: ActivationEntry) => Prepared,
   windowAt: (depth: number) => Window,
   depthOf: (f: WorldInfoFields) => number,
   seed: number,
@@ -650,7 +697,7 @@ function inclusionGroups(
     if (scored.length > 0) {
       const score = (c: Candidate) => {
         const f = c.entry.fields;
-        return groupScore(prepared.get(c.entry.id)!, f.selectiveLogic, windowAt(depthOf(f)));
+        return groupScore(preparedOf(c.entry), f.selectiveLogic, windowAt(depthOf(f)));
       };
       const scores = new Map(scored.map((c) => [c, score(c)]));
       const best = Math.max(...scores.values());
