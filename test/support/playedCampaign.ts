@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CampaignSession } from '../../src/session';
+import { openSession, type CampaignSession } from '../../src/session';
 import type { Adventure } from '../../src/story';
 import { EXAMPLE_CAMPAIGN } from './corpora';
 
@@ -30,6 +30,18 @@ export function writePlayedCampaign(into: string, from = EXAMPLE_CAMPAIGN): void
   fs.rmSync(path.join(into, '.storyteller'), { recursive: true, force: true });
   fs.appendFileSync(path.join(into, 'campaign.yaml'), PLAYED_STATS);
   for (const [rel, text] of Object.entries(PLAYED_FILES)) fs.writeFileSync(path.join(into, ...rel.split('/')), text);
+}
+
+/** The played campaign in `into`, indexed and with the scene played, its session closed: as the CLI finds it. */
+export async function writePlayedAndIndexed(into: string): Promise<void> {
+  writePlayedCampaign(into);
+  const session = openSession(into);
+  try {
+    await session.reindex();
+    playScene(session);
+  } finally {
+    await session.close();
+  }
 }
 
 /** The scene's turns, each with the state its reply left. */

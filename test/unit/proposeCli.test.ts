@@ -7,7 +7,7 @@ import { proposeCanonUpdates, recordDiscarded } from '../../src/story';
 import { FakeOllama } from '../support/fakeOllama';
 import { REPO_ROOT } from '../support/corpora';
 import { readTree, runCliCaptured } from '../support/interchange';
-import { playScene, writePlayedCampaign } from '../support/playedCampaign';
+import { writePlayedAndIndexed } from '../support/playedCampaign';
 
 const GOLDEN = path.join(REPO_ROOT, 'test', 'golden', 'propose-dry-run.txt');
 const MODEL_GOLDEN = path.join(REPO_ROOT, 'test', 'golden', 'propose-model-dry-run.txt');
@@ -19,14 +19,7 @@ describe('storyteller propose', () => {
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-propose-cli-'));
     root = path.join(dir, 'campaign');
-    writePlayedCampaign(root);
-    const session = openSession(root);
-    try {
-      await session.reindex();
-      playScene(session);
-    } finally {
-      await session.close();
-    }
+    await writePlayedAndIndexed(root);
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { openSession } from '../../../src/session';
 import { FakeOllama } from '../../support/fakeOllama';
 import { runCliCaptured } from '../../support/interchange';
-import { PLAYED_STATS, playScene, writePlayedCampaign } from '../../support/playedCampaign';
+import { PLAYED_STATS, playScene, writePlayedAndIndexed, writePlayedCampaign } from '../../support/playedCampaign';
 
 /**
  * Proposals are story edits: a scripted model on loopback, or a world-state value play carried, tries to reach
@@ -30,14 +30,7 @@ describe('attacks: a proposal never changes what decides who reads a file, what 
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'st-proposal-fields-'));
     root = path.join(dir, 'campaign');
-    writePlayedCampaign(root);
-    const session = openSession(root);
-    try {
-      await session.reindex();
-      playScene(session);
-    } finally {
-      await session.close();
-    }
+    await writePlayedAndIndexed(root);
     fake = await FakeOllama.start({ chatModels: ['llama3.2'], capabilities: ['completion', 'tools'] });
   });
   afterEach(async () => {

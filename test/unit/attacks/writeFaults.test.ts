@@ -4,9 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import YAML from 'yaml';
-import { openSession } from '../../../src/session';
 import { EXAMPLE_CAMPAIGN } from '../../support/corpora';
-import { playScene, writePlayedCampaign } from '../../support/playedCampaign';
+import { writePlayedAndIndexed } from '../../support/playedCampaign';
 import { requireBuiltCli, runBuiltCli, spawnCli, type Spawned } from './attackSupport';
 
 /**
@@ -132,14 +131,7 @@ describe('attacks: kills aimed at the writer', function () {
     let template: string;
     before(async () => {
       template = fs.mkdtempSync(path.join(os.tmpdir(), 'st-write-kill-played-'));
-      writePlayedCampaign(template);
-      const session = openSession(template);
-      try {
-        await session.reindex();
-        playScene(session);
-      } finally {
-        await session.close();
-      }
+      await writePlayedAndIndexed(template);
     });
     after(() => fs.rmSync(template, { recursive: true, force: true }));
 
