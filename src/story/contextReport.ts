@@ -1,6 +1,7 @@
 import { decisionLine, worldInfoLines } from '../knowledge/retrieval';
 import type { PlayStore } from './playStore';
-import type { ResearchRecord } from './types';
+import { plural } from './research';
+import type { ResearchRecord, ResearchStep } from './types';
 import type { AssembledContext, ContextSection } from './types';
 
 // How an assembled context reads for a writer: the one-screen summary (CLI play's /context) and the full
@@ -75,7 +76,9 @@ export function budgetBar({ section, items, leftOut }: DescribedSection): Budget
  * prompt's own heading says beyond it ("untrusted data"), for a description or a tooltip. Read from the
  * title, so turns stored with older headings read the same way.
  */
-export function sectionLabel(section: Pick<ContextSection, 'title'>): { label: string; note: string } {
+export function sectionLabel(section: Pick<ContextSection, 'title'> & Partial<Pick<ContextSection, 'id'>>): { label: string; note: string } {
+  // The prompt calls it "Imported knowledge", which reads as what was imported; it is the rule for reading it, sent even when nothing is.
+  if (section.id === 'knowledge-rule') return { label: 'Rules for campaign notes', note: '' };
   const parts = /^(.*?)\s+(?:—\s+(.*)|\((.*)\))$/s.exec(section.title);
   const head = parts ? parts[1]! : section.title;
   const note = parts ? (parts[2] ?? parts[3]!) : '';
@@ -149,6 +152,27 @@ export function researchHeadline(record: ResearchRecord): string {
   return parts.join(' · ');
 }
 
+/**
+ * A research step as a writer reads it: what the model searched for, read or kept, by the passages' names.
+ * A call the runtime could not read is shown as the model wrote it, since that is what went wrong.
+ */
+export function researchStepWords(step: Pick<ResearchStep, 'tool' | 'arguments'>, name: (id: string) => string): string {
+  let args: { query?: unknown; class?: unknown; id?: unknown; keep?: unknown } | undefined;
+  try {
+    const parsed: unknown = JSON.parse(step.arguments || '{}');
+    if (parsed && typeof parsed === 'object') args = parsed as typeof args;
+  } catch {
+    // Broken or cut arguments: shown as written below.
+  }
+  if (step.tool === 'search' && typeof args?.query === 'string') return `searched “${queryOf(step.arguments)}”${typeof args.class === 'string' ? ` in ${args.class}` : ''}`;
+  if (step.tool === 'read' && typeof args?.id === 'string') return `read ${name(args.id)}`;
+  if (step.tool === 'finish' && Array.isArray(args?.keep)) {
+    const ids = args.keep.map((k: unknown) => (typeof k === 'string' ? k : typeof (k as { id?: unknown })?.id === 'string' ? (k as { id: string }).id : null)).filter((id): id is string => id !== null);
+    return ids.length === 0 ? 'finished, keeping nothing' : `finished, keeping ${ids.map(name).join('; ')}`;
+  }
+  return `called ${step.tool} with ${oneLine(step.arguments, 80) || 'nothing'}`;
+}
+
 function queryOf(args: string): string {
   try {
     const parsed = JSON.parse(args) as { query?: unknown };
@@ -166,24 +190,32 @@ export function researchLines(record: ResearchRecord): string[] {
   const lines = [
     researchHeadline(record),
     `  why: ${record.reason}`,
-    ...record.steps.map((s) => `  ${s.round}. ${s.tool} ${s.arguments} → ${s.outcome === 'refused' ? 'REFUSED: ' : ''}${s.said}${s.shown.length > 0 ? ` [${s.shown.map(name).join('; ')}]` : ''}`),
+    ...record.steps.map((s) => `  ${s.round}. ${researchStepWords(s, name)} → ${s.outcome === 'refused' ? 'REFUSED: ' : ''}${s.said}${s.shown.length > 0 ? ` [${s.shown.map(name).join('; ')}]` : ''}`),
     ...record.kept.map((k) => `  kept ${name(k.id)}${k.reason ? `: ${k.reason}` : ''}`),
     ...record.refused.map((r) => `  refused ${name(r.id)}: ${r.reason}`),
-    `  ${record.rounds} round(s), ${record.resultTokens} tokens of results sent to the model, ${record.modelMs} ms model, ${record.runtimeMs} ms runtime`,
+    // Today's selection asked no model: its rounds, tokens and times are all nothing.
+    ...(record.rounds === 0 ? [] : [`  ${plural(record.rounds, 'round')}, ${record.resultTokens} tokens of results sent to the model, ${record.modelMs} ms model, ${record.runtimeMs} ms runtime`]),
   ];
   return lines;
 }
 
 /** One line per section: where it sits, what it cost against its budget, how much was left out. */
 export function renderContextSummary(context: AssembledContext): string {
-  const lines = context.sections.map((s) => {
-    const budget = s.budget === null ? '' : ` / ${s.budget}`;
-    const left = s.leftOut.length > 0 ? `, ${s.leftOut.length} left out` : '';
-    return `  ${s.stable ? '[prefix]' : '[live]  '} ${s.id.padEnd(16)} ${String(s.tokens).padStart(5)}${budget} tokens${left}`;
-  });
+  const width = Math.max(...context.sections.map((s) => sectionLabel(s).label.length));
+  const lines = (stable: boolean) =>
+    context.sections
+      .filter((s) => s.stable === stable)
+      .map((s) => {
+        const budget = s.budget === null ? '' : ` / ${s.budget}`;
+        const left = s.leftOut.length > 0 ? `, ${s.leftOut.length} left out` : '';
+        return `    ${sectionLabel(s).label.padEnd(width)} ${String(s.tokens).padStart(5)}${budget} tokens${left}`;
+      });
   return [
     `Context: ${context.budget.used} of ${context.budget.total} tokens (model context ${context.budget.contextLength}, ${context.budget.replyReserve} kept for the reply)`,
-    ...lines,
+    '  Sent the same every turn:',
+    ...lines(true),
+    '  Written for this turn:',
+    ...lines(false),
     ...(context.retrieval.worldInfo ? [`  ${worldInfoLines(context.retrieval.worldInfo)[0]}`] : []),
     ...context.warnings.map((w) => `  ! ${w}`),
     ...(context.research ? [`  ${researchHeadline(context.research)}`] : []),
@@ -236,8 +268,9 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
   if (context.research) out.push('', '## Research', '', fenced(researchLines(context.research).join('\n')));
   for (const [position, { section, items, leftOut }] of described.entries()) {
     const budget = section.budget === null ? 'required' : `budget ${section.budget}`;
-    out.push('', `## ${position + 1}. ${inline(section.title)} — ${section.tokens} tokens (${budget})`, '');
-    out.push(`${section.stable ? 'Stable prefix (system message)' : 'Live part'} · section \`${section.id}\``, '');
+    const { label, note } = sectionLabel(section);
+    out.push('', `## ${position + 1}. ${inline(label)}${note ? ` (${inline(note)})` : ''} — ${section.tokens} tokens (${budget})`, '');
+    out.push(section.stable ? 'Sent the same every turn, in the system message.' : 'Written for this turn.', '');
     if (section.id === 'history') {
       // Turns are named by the story text below, not by their ids, which mean nothing to a writer.
       if (items.length > 0) out.push(`Uses: ${items.length === 1 ? 'the latest turn' : `the ${items.length} latest turns`}, as sent below.`, '');

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import YAML from 'yaml';
 import { z } from 'zod';
 import type { Campaign } from '../knowledge/campaign';
+import { analyzeStoreConflicts, canonConsistencyPassages, checkCanonConsistency, pairPassagesByEntity } from '../knowledge/conflicts';
+import type { KnowledgeStore } from '../knowledge/indexing';
 import { DEFAULT_KNOWLEDGE_BUDGETS, defaultWorldInfoQuery, type RetrievalQuery, type RetrievalResult, type SelectedPassage } from '../knowledge/retrieval';
 import type { ToolChatClient } from '../models';
 import { renderAction } from './contextBuilder';
@@ -29,6 +31,11 @@ const EvalSetSchema = z
       .max(500)
       .default([]),
     off_topic: z.array(z.string().trim().min(1).max(2000)).max(500).default([]),
+    // Contradictions the writer knows the canon holds: the consistency check is scored on finding them.
+    conflicts: z
+      .array(z.object({ between: z.tuple([Target, Target]) }).strict())
+      .max(200)
+      .default([]),
   })
   .strict();
 
@@ -43,11 +50,17 @@ interface Question {
   expect: Expected[];
 }
 
+/** Two canon files that contradict each other, in either order. */
+interface KnownConflict {
+  between: [string, string];
+}
+
 export interface EvalSet {
   /** The file it was read from. */
   file: string;
   questions: Question[];
   offTopic: string[];
+  conflicts: KnownConflict[];
 }
 
 /** The campaign's question set; an EvalSetError naming the file and what is wrong with it. */
@@ -79,7 +92,12 @@ export function readEvalSet(file: string, indexed: ReadonlySet<string>): EvalSet
     }),
   }));
   if (questions.length + parsed.data.off_topic.length === 0) throw new EvalSetError(`${file}: no questions and no off_topic questions to ask`);
-  return { file, questions, offTopic: parsed.data.off_topic };
+  const conflicts = parsed.data.conflicts.map((c, i) => {
+    const missing = c.between.find((f) => !indexed.has(f));
+    if (missing !== undefined) throw new EvalSetError(`${file}: conflicts.${i}.between names '${missing}', which is no indexed file of this campaign`);
+    return { between: c.between };
+  });
+  return { file, questions, offTopic: parsed.data.off_topic, conflicts };
 }
 
 /** What the narrator is sent besides the pins, in prompt order: the list recall is read from. */
@@ -125,6 +143,22 @@ export interface EvalRow {
   msPerTurn: number;
 }
 
+/** The consistency check on the set's known conflicts: what the patterns found, and what each model suggested. */
+export interface ConsistencyScore {
+  known: number;
+  /** Known conflicts the deterministic patterns (the Conflicts view, `storyteller lint`) find. */
+  byPatterns: number;
+  models: {
+    model: string;
+    /** Known conflicts the model's suggestions name; null when it was not asked (the check asks Ollama only). */
+    found: number | null;
+    /** Its suggestions between files no known conflict names. */
+    unexpected: number;
+    pairs: number;
+    failedPairs: number;
+  }[];
+}
+
 export interface EvalReport {
   campaign: string;
   set: string;
@@ -133,6 +167,8 @@ export interface EvalReport {
   server: string;
   rows: EvalRow[];
   perQuestion: { ask: string; model: string; ran: string; kept: string[]; steps: number; refused: number }[];
+  /** Present when the set names known conflicts. */
+  consistency?: ConsistencyScore;
 }
 
 function score(onTopic: { list: SelectedPassage[]; expect: Expected[] }[], offTopic: SelectedPassage[][]): Scores {
@@ -155,7 +191,29 @@ export interface EvalRun {
   models: readonly string[];
   /** The model's context window, as set or as its server reports it; undefined when unknown. */
   contextWindow: (model: string) => Promise<number | undefined>;
+  /** For the set's known conflicts: the index, and the Ollama host the model check asks (null: another server). */
+  consistency?: { store: KnowledgeStore; ollamaHost: string | null };
   signal?: AbortSignal;
+}
+
+const namesConflict = (known: KnownConflict, a: string, b: string) => (known.between[0] === a && known.between[1] === b) || (known.between[0] === b && known.between[1] === a);
+
+/** The set's known conflicts against the patterns, and against each model's suggestions when the server is Ollama. */
+async function scoreConsistency(known: readonly KnownConflict[], models: readonly string[], store: KnowledgeStore, ollamaHost: string | null, signal?: AbortSignal): Promise<ConsistencyScore> {
+  const analysis = analyzeStoreConflicts(store);
+  const found = (pairs: readonly (readonly [string, string])[]) => known.filter((k) => pairs.some(([a, b]) => namesConflict(k, a, b))).length;
+  const pairs = pairPassagesByEntity(canonConsistencyPassages(store), analysis.names);
+  const scored: ConsistencyScore['models'] = [];
+  for (const model of models) {
+    if (ollamaHost === null) {
+      scored.push({ model, found: null, unexpected: 0, pairs: pairs.length, failedPairs: 0 });
+      continue;
+    }
+    const result = await checkCanonConsistency({ host: ollamaHost, model, pairs, ...(signal ? { signal } : {}) });
+    const suggested = result.suggestions.map((s) => [s.a.sourcePath, s.b.sourcePath] as const);
+    scored.push({ model, found: found(suggested), unexpected: suggested.filter(([a, b]) => !known.some((k) => namesConflict(k, a, b))).length, pairs: pairs.length, failedPairs: result.failures.length });
+  }
+  return { known: known.length, byPatterns: found(analysis.conflicts.map((c) => [c.a.path, c.b.path] as const)), models: scored };
 }
 
 /** Today's selection once, then each model's research on every question, scored alike. */
@@ -214,7 +272,9 @@ export async function evaluateResearch(run: EvalRun): Promise<EvalReport> {
     const found = split(lists);
     rows.push({ name: `${model} (research)`, scores: score(found.onTopic, found.offTopic), research: tally, msPerTurn: tally.msPerTurn });
   }
-  return { campaign: campaign.id, set: set.file, questions: set.questions.length, offTopic: set.offTopic.length, server: run.client.backend.baseUrl, rows, perQuestion };
+  const report: EvalReport = { campaign: campaign.id, set: set.file, questions: set.questions.length, offTopic: set.offTopic.length, server: run.client.backend.baseUrl, rows, perQuestion };
+  if (set.conflicts.length > 0 && run.consistency) report.consistency = await scoreConsistency(set.conflicts, run.models, run.consistency.store, run.consistency.ollamaHost, run.signal);
+  return report;
 }
 
 const EVAL_COLUMNS = ['', 'R@1', 'R@3', 'R@5', 'off-topic: nothing', 'calls refused', 'ran native/json/fallback', 'unfinished', 'rounds', 'tokens', 'ms/turn'];
@@ -242,12 +302,25 @@ function evalCells(report: EvalReport): string[][] {
   });
 }
 
+/** One line per scorer of the known conflicts, for the text and the markdown alike. */
+function consistencyLines(c: ConsistencyScore): string[] {
+  return [
+    `Consistency check on ${c.known} known conflict(s):`,
+    `- the patterns (Conflicts view, storyteller lint) find ${c.byPatterns}/${c.known}`,
+    ...c.models.map((m) =>
+      m.found === null
+        ? `- ${m.model}: not asked (the model check asks Ollama only)`
+        : `- ${m.model} finds ${m.found}/${c.known}, suggests ${m.unexpected} no known conflict names; ${m.pairs - m.failedPairs}/${m.pairs} passage pairs answered`,
+    ),
+  ];
+}
+
 /** The report as an aligned plain-text table, for a terminal. */
 export function renderEvalTable(report: EvalReport): string {
   const body = evalCells(report);
   const widths = EVAL_COLUMNS.map((_, i) => Math.max(...[EVAL_COLUMNS, ...body].map((row) => row[i]!.length)));
   const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
-  return [EVAL_HEADLINE(report), '', line(EVAL_COLUMNS), ...body.map(line), '', EVAL_LEGEND].join('\n');
+  return [EVAL_HEADLINE(report), '', line(EVAL_COLUMNS), ...body.map(line), '', EVAL_LEGEND, ...(report.consistency ? ['', ...consistencyLines(report.consistency)] : [])].join('\n');
 }
 
 /** The report as markdown for the report document: the same table (aligned, so it reads unrendered too), then what each model kept per question. */
@@ -258,6 +331,7 @@ export function renderEvalMarkdown(report: EvalReport, title: string): string {
   const row = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const rule = `| ${widths.map((w, i) => (i === 0 ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`;
   const lines = [`# Research evaluation: ${title}`, '', EVAL_HEADLINE(report), '', row(table[0]!), rule, ...table.slice(1).map(row), '', EVAL_LEGEND, ''];
+  if (report.consistency) lines.push(...consistencyLines(report.consistency), '');
   for (const model of new Set(report.perQuestion.map((q) => q.model))) {
     lines.push(`## ${model}: per question`, '');
     for (const q of report.perQuestion.filter((p) => p.model === model)) {

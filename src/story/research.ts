@@ -117,7 +117,8 @@ function cut(text: string, max = 200): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-function plural(n: number, word: string): string {
+/** "1 round", "3 rounds". */
+export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 

@@ -8,7 +8,7 @@ import type { CampaignRegistry } from './campaigns';
 import { Disposable } from './disposable';
 import type { KnowledgeService } from './knowledgeService';
 import type { PlayPanel } from './playPanel';
-import type { PlayPanels } from './playPanels';
+import type { OpenPlayPanelOptions, PlayPanels } from './playPanels';
 import type { AdventuresNode, AdventuresTree } from './playTrees';
 import { hostPage, KeyedPanels } from './webviewShell';
 
@@ -72,9 +72,10 @@ export class AdventureMapPanel extends Disposable {
     void this.panel.webview.postMessage(MapHostMessage.parse(map));
   }
 
-  /** The adventure's play panel, opened beside the map when it is not open yet. */
+  /** The adventure's play panel, beside the map (opened there when it is not open yet); the map keeps the focus. */
   private playPanel(): Thenable<PlayPanel | undefined> {
-    return vscode.commands.executeCommand<PlayPanel | undefined>('storyteller.openPlayPanel', this.target);
+    const options: OpenPlayPanelOptions = { ...this.target, beside: this.panel.viewColumn, preserveFocus: true };
+    return vscode.commands.executeCommand<PlayPanel | undefined>('storyteller.openPlayPanel', options);
   }
 
   private async receive(raw: unknown): Promise<void> {
@@ -138,9 +139,10 @@ export class AdventureMaps extends Disposable {
       void vscode.window.showInformationMessage('No adventure to map: start one in the Adventures view (New Adventure) or open the play panel.');
       return undefined;
     }
-    return this.maps.revealOrCreate(mapKey(target), () =>
-      this.adopt(vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, vscode.ViewColumn.Active, { enableScripts: true }), target),
-    );
+    // Beside the adventure's play panel, never over it: clicking a turn shows it in the panel with the map still in view.
+    const playing = this.play.list().find((p) => p.campaign.root === target.campaignRoot && p.adventureId === target.adventureId)?.panel.viewColumn;
+    const column = playing === undefined ? vscode.ViewColumn.Active : playing + 1;
+    return this.maps.revealOrCreate(mapKey(target), () => this.adopt(vscode.window.createWebviewPanel(MAP_VIEW_TYPE, `Map: ${adventure.title}`, column, { enableScripts: true }), target));
   }
 
   /**

@@ -1,14 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { atxHeading, pathInside, sourceExclusion, type Campaign } from '../knowledge/campaign';
+import { atxHeading, pathInside, type Campaign } from '../knowledge/campaign';
 import { FactCache, isOpenConflict, type CanonConflict, type ConflictAnalysis, type ConflictDecision } from '../knowledge/conflicts';
 import { clearConflictDecision, loadConflictDecisions, recordConflictDecision } from '../knowledge/conflicts';
 import { supersedesEdit } from '../knowledge/conflicts';
 import { analyzeStoreConflicts } from '../knowledge/conflicts';
 import { describeWorldFact, supersededByState } from '../knowledge/conflicts';
 import type { WorldFact } from '../knowledge/retrieval';
-import { checkCanonConsistency, pairPassagesByEntity, type ConsistencyPassage, type SuggestedConflict } from '../knowledge/conflicts';
+import { canonConsistencyPassages, checkCanonConsistency, pairPassagesByEntity, type SuggestedConflict } from '../knowledge/conflicts';
 import type { FactStatement } from '../knowledge/conflicts';
 import { stripInlineMarkup } from '../knowledge/names';
 import { passageRetrievalCounts } from '../knowledge/health';
@@ -458,11 +458,7 @@ export class ConflictFeatures implements vscode.Disposable {
     // The writer dismissed the pick, or the root named is not an indexed campaign.
     if (!state || !store) return undefined;
     const { title } = state.entry.campaign;
-    const passages: ConsistencyPassage[] = store
-      .listSources()
-      .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
-      .flatMap((s) => store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })));
-    const pairs = pairPassagesByEntity(passages, state.analysis.names);
+    const pairs = pairPassagesByEntity(canonConsistencyPassages(store), state.analysis.names);
     let answered = 0;
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Checking the canon of ${title}`, cancellable: true },

@@ -9,6 +9,14 @@ import type { ModelServers } from './modelServers';
 import { walkthroughDone } from './walkthrough';
 import { campaignAdventure } from '../story/playStore';
 
+/** Which adventure's panel to open, and for a caller in an editor (the Adventure Map): its column, never covered, and whether it keeps the focus. */
+export interface OpenPlayPanelOptions {
+  campaignRoot?: string;
+  adventureId?: string;
+  beside?: vscode.ViewColumn;
+  preserveFocus?: boolean;
+}
+
 /** Opens play panels, and brings them back after a reload from the state each webview saved. */
 export class PlayPanels extends Disposable {
   private readonly open = new Set<PlayPanel>();
@@ -24,7 +32,7 @@ export class PlayPanels extends Disposable {
   ) {
     super();
     this._register(
-      vscode.commands.registerCommand('storyteller.openPlayPanel', (options?: { campaignRoot?: string; adventureId?: string }) => this.openPanel(options)),
+      vscode.commands.registerCommand('storyteller.openPlayPanel', (options?: OpenPlayPanelOptions) => this.openPanel(options)),
     );
     // The keybindings' commands (Ctrl+Enter and its kin, while a play panel is active) play its action box.
     for (const kind of ['do', 'say', 'story'] as const) {
@@ -46,7 +54,7 @@ export class PlayPanels extends Disposable {
     return [...this.open];
   }
 
-  private async openPanel(options: { campaignRoot?: string; adventureId?: string } = {}): Promise<PlayPanel | undefined> {
+  private async openPanel(options: OpenPlayPanelOptions = {}): Promise<PlayPanel | undefined> {
     await this.campaigns.ready();
     const indexes = this.knowledge.list();
     const index = options.campaignRoot
@@ -60,11 +68,13 @@ export class PlayPanels extends Disposable {
     }
     // One panel per adventure: a second would run a second engine whose turns race the first's for the head.
     const open = this.list().find((p) => p.campaign.root === index.campaign.root && (options.adventureId === undefined || p.adventureId === options.adventureId));
+    const { beside, preserveFocus } = options;
     if (open) {
-      open.panel.reveal();
+      // Revealed where it is, unless that would hide the caller's editor behind it: then in the group after it.
+      open.panel.reveal(beside !== undefined && open.panel.viewColumn === beside ? beside + 1 : undefined, preserveFocus);
       return open;
     }
-    const panel = vscode.window.createWebviewPanel(PLAY_VIEW_TYPE, 'Play', vscode.ViewColumn.Beside, { enableScripts: true });
+    const panel = vscode.window.createWebviewPanel(PLAY_VIEW_TYPE, 'Play', { viewColumn: beside === undefined ? vscode.ViewColumn.Beside : beside + 1, preserveFocus }, { enableScripts: true });
     return this.adopt(panel, index.campaign.root, options.adventureId);
   }
 

@@ -6,13 +6,17 @@ import { branchesOf, type Branch } from '../story/branches';
 import { playItemName, sectionLabel } from '../story/contextReport';
 import type { Adventure, ContextSection, PromptSnapshot, Turn } from '../story/types';
 import type { ResearchRecord } from '../story/types';
-import { researchHeadline, researchLines } from '../story/contextReport';
+import { researchHeadline, researchLines, researchStepWords } from '../story/contextReport';
 import { passageName } from '../story/research';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import type { PassageNode } from './passagesTree';
 import { CLASS_LABEL } from './sourcesTree';
 import { TreeProvider } from './treeProvider';
+import { shortLines } from './words';
+
+/** Characters a Why Not? row holds in a side bar at its default width. */
+const WHY_NOT_ROW_WIDTH = 34;
 
 /** The play stores the trees read: each campaign session's own, once its play.db exists. */
 export class PlayReaders {
@@ -125,6 +129,7 @@ export type ProvenanceNode =
   | { kind: 'excluded'; decisions: CandidateDecision[] }
   | { kind: 'worldInfo'; record: WorldInfoRecord }
   | { kind: 'whyNot'; question: string; answer: string }
+  | { kind: 'whyNotLine'; line: string; answer: string }
   | { kind: 'research'; record: ResearchRecord };
 
 /** Turn provenance: what one turn was sent, section by section, which passages were used and which were left out, and why. */
@@ -201,7 +206,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
     const snapshot = this.current;
     if (!snapshot) return [];
     const decisions = new Map(snapshot.retrieval.candidates.map((c) => [c.passageId, c]));
-    if (node?.kind === 'whyNot') return node.answer.split(/(?<=[.;:])\s+/).map((line) => ({ kind: 'item' as const, label: line, reason: '' }));
+    if (node?.kind === 'whyNot') return node.answer.split(/(?<=[.;:])\s+/).flatMap((sentence) => shortLines(sentence, WHY_NOT_ROW_WIDTH)).map((line) => ({ kind: 'whyNotLine' as const, line, answer: node.answer }));
     if (!node) {
       const excluded = snapshot.retrieval.candidates.filter((c) => c.outcome !== 'selected');
       return [
@@ -240,7 +245,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
       };
       return [
         { kind: 'item', label: 'Why', reason: r.reason },
-        ...r.steps.map((step): ProvenanceNode => ({ kind: 'item', label: `${step.round}. ${step.tool} ${oneLine(step.arguments, 60)}`, reason: `${step.outcome === 'refused' ? 'refused: ' : ''}${step.said}` })),
+        ...r.steps.map((step): ProvenanceNode => ({ kind: 'item', label: `${step.round}. ${oneLine(researchStepWords(step, named), 60)}`, reason: `${step.outcome === 'refused' ? 'refused: ' : ''}${step.said}` })),
         ...r.kept.map((k): ProvenanceNode => ({ kind: 'item', label: `Kept ${named(k.id)}`, reason: k.reason || 'no reason given' })),
         ...r.refused.map((x): ProvenanceNode => ({ kind: 'item', label: `Refused ${oneLine(named(x.id), 60)}`, reason: x.reason })),
         ...r.limits.map((limit): ProvenanceNode => ({ kind: 'item', label: 'Limit reached', reason: limit })),
@@ -289,6 +294,12 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         item.description = worldInfoItems(node.record).heading.replace(/^World Info /, '');
         item.tooltip = worldInfoLines(node.record).join('\n');
         item.iconPath = new vscode.ThemeIcon('book');
+        return item;
+      }
+      case 'whyNotLine': {
+        // One short row of the answer; the hover holds all of it.
+        const item = new vscode.TreeItem(node.line);
+        item.tooltip = node.answer;
         return item;
       }
       case 'item': {

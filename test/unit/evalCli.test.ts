@@ -73,6 +73,8 @@ describe('storyteller eval', () => {
 
   it('compares models on a scripted OpenAI-compatible server: malformed calls are counted, prose is kept or falls back, as the record says', async () => {
     const fake = await FakeOpenAI.start({ chatModels: { careful: 8192, chatty: 8192 } });
+    // A conflict the writer believes in but the canon does not hold: no pattern finds it, and no model is asked.
+    fs.appendFileSync(path.join(dir, 'eval.yaml'), 'conflicts:\n  - between: [canon.md, characters/mara.md]\n');
     try {
       const perAsk = STARTER_QUESTIONS + STARTER_OFF_TOPIC;
       fake.queue(
@@ -85,7 +87,10 @@ describe('storyteller eval', () => {
       );
       const { code, stdout, stderr } = await runCaptured(['eval', dir, '--model', 'careful', '--model', 'chatty', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--json'], dir);
       assert.equal(code, 0, stderr);
-      const rows = (JSON.parse(stdout) as { rows: EvalRow[] }).rows;
+      const parsed = JSON.parse(stdout) as { rows: EvalRow[]; consistency: { known: number; byPatterns: number; models: { model: string; found: number | null }[] } };
+      assert.deepEqual(parsed.consistency.models.map((m) => [m.model, m.found]), [['careful', null], ['chatty', null]], 'the consistency check asks Ollama only');
+      assert.deepEqual([parsed.consistency.known, parsed.consistency.byPatterns], [1, 0]);
+      const rows = parsed.rows;
       assert.deepEqual(rows.map((r) => r.name), ["today's selection", 'careful (research)', 'chatty (research)']);
       const [today, careful, chatty] = rows as [EvalRow, EvalRow, EvalRow];
       assert.deepEqual([careful.research!.refusedCalls, careful.research!.calls], [perAsk, 2 * perAsk], 'each malformed call counted as refused');

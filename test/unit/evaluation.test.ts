@@ -64,6 +64,39 @@ describe('evaluating research through the campaign session', () => {
     assert.ok(fake.requestsTo('/api/chat').every((r) => (r.body as { options: { num_ctx?: number } }).options.num_ctx === 2048));
   });
 
+  it('scores the consistency check on the conflicts the set names: the patterns, and the model on Ollama', async () => {
+    // A drifted campaign: the infirmary's page gives Mara another age than her own page does.
+    fs.writeFileSync(path.join(dir, 'places', 'infirmary.md'), '---\ntitle: The Infirmary\n---\n# The Infirmary\n\n## Sister Mara\n\n- **Age:** 41\n- **Home:** the Old Abbey\n');
+    fs.appendFileSync(path.join(dir, 'eval.yaml'), 'conflicts:\n  - between: [places/infirmary.md, characters/mara.md]\n');
+    await session.reindex();
+    fake.queue(...Array.from({ length: 8 }, () => ({ toolCalls: [{ name: 'finish', arguments: { keep: [] } }] })));
+    // Every pair of passages gets the same answer: each quote pair is kept only where both quotes are really there.
+    fake.defaultReply = {
+      chunks: [
+        JSON.stringify({
+          conflicts: [
+            { entity: 'Mara', quote_a: 'Age:** 34', quote_b: 'Age:** 41', explanation: 'two ages' },
+            { entity: 'Mara', quote_a: 'Keeper of the Old Abbey', quote_b: 'Mara holds the only key', explanation: 'not a contradiction the writer named' },
+          ],
+        }),
+      ],
+    };
+    const report = await session.evaluateResearch();
+    const consistency = report.consistency!;
+    assert.equal(consistency.known, 1);
+    assert.equal(consistency.byPatterns, 1, 'the patterns see the two ages');
+    const [model] = consistency.models;
+    assert.deepEqual([model!.model, model!.found, model!.unexpected, model!.failedPairs], ['llama3.2', 1, 1, 0]);
+    assert.ok(model!.pairs >= 2);
+    const markdown = renderEvalMarkdown(report, 'llama3.2 on Westhaven');
+    assert.match(markdown, /Consistency check on 1 known conflict\(s\):\n- the patterns \(Conflicts view, storyteller lint\) find 1\/1\n- llama3\.2 finds 1\/1, suggests 1 no known conflict names; \d+\/\d+ passage pairs answered/);
+  });
+
+  it('refuses a known conflict naming a file the campaign does not have', async () => {
+    fs.appendFileSync(path.join(dir, 'eval.yaml'), 'conflicts:\n  - between: [canon.md, places/atlantis.md]\n');
+    await assert.rejects(session.evaluateResearch(), /eval\.yaml: conflicts\.0\.between names 'places\/atlantis\.md', which is no indexed file of this campaign/);
+  });
+
   it('names the question set and the reason when the campaign has none, and asks no model', async () => {
     fs.rmSync(path.join(dir, 'eval.yaml'));
     await assert.rejects(session.evaluateResearch(), (error: Error) => error instanceof EvalSetError && error.message.startsWith(`${path.join(dir, 'eval.yaml')}: cannot read the question set (ENOENT)`));

@@ -65,14 +65,18 @@ describe('campaign graph labels and overview, on Torys and the SRD', () => {
   });
 
   for (const name of ['Torys', 'the SRD']) {
-    it(`draws no two labels of ${name} over each other at any zoom, and labels the most connected when fitted`, () => {
+    it(`draws no two labels of ${name} over each other at any zoom, none cut by the picture's edge, and labels the most connected when fitted`, () => {
       const { nodes, edges } = campaigns.get(name)!;
       const drawn = overview(nodes, edges, new Set());
       const placed = layoutDrawn(drawn, radius, new Map());
       const fitted = fitView([...placed.values()], 900, 600)!;
       for (const k of [fitted.k / 2, fitted.k, fitted.k * 3]) {
-        const labels = placeLabels(labelRequests(drawn, placed, radius), k);
+        // The 900 × 600 picture as fitted, zoomed about its centre: where it lies in the labels' (zoomed) units.
+        const zoomed = (centre: number, offset: number) => (centre - offset) * (k / fitted.k) - centre;
+        const picture = { left: zoomed(450, fitted.x), top: zoomed(300, fitted.y), width: 900, height: 600 };
+        const labels = placeLabels(labelRequests(drawn, placed, radius), k, undefined, picture);
         for (const [i, a] of labels.entries()) for (const b of labels.slice(i + 1)) assert.ok(!overlap(a, b), `at zoom ${k.toFixed(2)}, "${a.text}" and "${b.text}" overlap`);
+        for (const l of labels) assert.ok(l.left >= picture.left && l.left + l.width <= picture.left + picture.width && l.top >= picture.top && l.top + l.height <= picture.top + picture.height, `"${l.text}" inside the picture`);
         if (k !== fitted.k) continue;
         const labelled = new Set(labels.map((l) => l.id));
         const top = [...drawn.nodes].sort((a, b) => drawn.degree.get(b.id)! - drawn.degree.get(a.id)!).slice(0, 10);

@@ -52,6 +52,20 @@ describe('context report', () => {
     assert.ok(report.includes(renderContextSummary(context)), 'the summary the CLI prints heads the report');
   });
 
+  it("speaks the writer's words: sections by their names, never the prompt's internal ids or cache words", async () => {
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
+    const summary = renderContextSummary(context);
+    const report = renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'A', action: 'ask Mara' });
+    for (const shown of [summary, report]) {
+      assert.doesNotMatch(shown, /\[prefix\]|\[live\]|knowledge-rule|Stable prefix|Live part|section `/, 'no internal section ids or cache words');
+      // The prompt's own text, shown as sent inside its fence, still heads the rule so; the names around it do not.
+      assert.doesNotMatch(shown.replace(/^(`{3,})text\n[\s\S]*?^\1$/gm, ''), /Imported knowledge/, 'the reading rule is not named as if something had been imported');
+    }
+    assert.match(summary, /^ {2}Sent the same every turn:\n {4}Narrator +\d+ tokens\n {4}Rules for campaign notes +\d+ tokens$/m);
+    assert.match(summary, /^ {2}Written for this turn:$/m);
+    assert.match(report, /^## 2\. Rules for campaign notes — \d+ tokens \(required\)$/m);
+  });
+
   it("names the recent story by its turns, not their ids, and says why a passage's heading reads \\#", async () => {
     const adventure = play.createAdventure({ campaignId: 'westhaven', title: 'Bells' });
     const turn = play.createTurn({ adventureId: adventure.id, parentId: null, action: { kind: 'do', text: 'ring the bell' }, model: 'none', stateAfter: {} });

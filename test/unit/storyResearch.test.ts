@@ -86,9 +86,11 @@ describe('research before narration', () => {
     assert.deepEqual(saved, research, 'the record is saved with the snapshot');
     const lines = researchLines(saved);
     assert.ok(lines.includes('  kept Brother Aldric: Aldric draws the circle; the action is about it'), 'and reads again without a model, passages by name');
-    assert.match(lines.find((l) => l.startsWith('  1. search {"query":"Brother Aldric secret"}'))!, /found \[.*Brother Aldric.*\]$/);
+    assert.match(lines.find((l) => l.startsWith('  1. searched “Brother Aldric secret”'))!, /found \[.*Brother Aldric.*\]$/);
+    assert.ok(!lines.some((l) => /[{}]|"query"|"keep"/.test(l)), 'the model\'s calls in words, never as raw JSON');
+    assert.ok(lines.some((l) => l.startsWith('  2. finished, keeping Brother Aldric → ')), 'the passage it kept by name, not by id');
     const report = renderContextMarkdown(outcome.context!, { campaignTitle: 'Westhaven', adventureTitle: 'Fog', action: 'study the broken circle' });
-    assert.match(report, /## Research\n\n```text\nresearch: native tool calls · searched “Brother Aldric secret”, “bronze crypt door” · kept 1\n {2}why: the model researched with native tool calls\n {2}1\. search/);
+    assert.match(report, /## Research\n\n```text\nresearch: native tool calls · searched “Brother Aldric secret”, “bronze crypt door” · kept 1\n {2}why: the model researched with native tool calls\n {2}1\. searched “Brother Aldric secret”/);
   });
 
   it('refuses in plain words what is out of bounds — an unread id, an unknown tool, broken arguments, ids never shown — and the turn completes', async () => {
@@ -394,7 +396,8 @@ describe('research from the CLI', () => {
     const { code, stdout } = await runCaptured(['play', dir, '--host', fake.url, '--model', 'llama3.2'], dir, lines.map((l) => `${l}\n`).join(''));
     assert.equal(code, 0);
     assert.match(stdout, /Mara shakes her head\.\n {2}research: native tool calls · searched “bronze crypt door key” · kept 0 · refused 1\n/);
-    assert.match(stdout, / {2}1\. search \{"query":"bronze crypt door key"\} → \d+ passages? found \[/);
+    assert.match(stdout, / {2}1\. searched “bronze crypt door key” → \d+ passages? found \[/);
+    assert.match(stdout, / {2}2\. finished, keeping never-shown → /, 'an id the model made up is shown as it wrote it');
     assert.match(stdout, / {2}refused never-shown: never shown to the model: it can keep only what it was shown/);
   });
 

@@ -59,9 +59,15 @@ function boxAt(request: LabelRequest, k: number, text: string, width: number, si
 
 /**
  * The labels drawn at zoom `k`, in order of priority: each whole where it overlaps no placed label (under its
- * node, else over, right or left of it), else shortened where that fits, else not drawn. No two drawn labels overlap.
+ * node, else over, right or left of it; given `within`, inside the picture, so none is cut by its edge), else
+ * shortened where that fits, else not drawn. No two drawn labels overlap.
  */
-export function placeLabels(requests: readonly LabelRequest[], k: number, measure: (text: string) => number = estimateWidth): PlacedLabel[] {
+export function placeLabels(
+  requests: readonly LabelRequest[],
+  k: number,
+  measure: (text: string) => number = estimateWidth,
+  within?: { left: number; top: number; width: number; height: number },
+): PlacedLabel[] {
   const placed: PlacedLabel[] = [];
   const grid = new Map<string, PlacedLabel[]>();
   const cells = (box: PlacedLabel): string[] => {
@@ -71,7 +77,9 @@ export function placeLabels(requests: readonly LabelRequest[], k: number, measur
     }
     return keys;
   };
-  const free = (box: PlacedLabel): boolean => cells(box).every((key) => !(grid.get(key) ?? []).some((other) => overlap(box, other)));
+  const inside = (box: PlacedLabel): boolean =>
+    !within || (box.left >= within.left && box.top >= within.top && box.left + box.width <= within.left + within.width && box.top + box.height <= within.top + within.height);
+  const free = (box: PlacedLabel): boolean => inside(box) && cells(box).every((key) => !(grid.get(key) ?? []).some((other) => overlap(box, other)));
   for (const request of [...requests].sort((a, b) => b.priority - a.priority || a.id.localeCompare(b.id))) {
     const tries = [...new Set([request.text, shortened(request.text)])].flatMap((text) => {
       const width = measure(text) + 2 * PAD;

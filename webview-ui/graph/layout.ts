@@ -22,6 +22,9 @@ const SPREAD_TICKS = Math.ceil(Math.log(0.3) / Math.log(1 - ALPHA_DECAY));
 /** Then overlaps alone, with nothing else pulling, six passes a tick: no two nodes sit on each other. */
 const SETTLE_TICKS = 10;
 
+const GOLDEN_ANGLE = Math.PI * (3 - Math.sqrt(5));
+const SEED_SPACING = 14;
+
 /** A node's radius by how often the campaign mentions it: the picture and the bench size nodes alike. */
 export const nodeRadius = (mentions: number): number => 5 + Math.min(14, Math.sqrt(mentions) * 2);
 
@@ -49,13 +52,15 @@ export function layoutGraph(
     if (!neighbour.has(e.from)) neighbour.set(e.from, e.to);
     if (!neighbour.has(e.to)) neighbour.set(e.to, e.from);
   }
-  const sim: SimNode[] = nodes.map((n, i) => {
+  let seeded = 0;
+  const sim: SimNode[] = nodes.map((n) => {
     const seed = seeds.get(n.id);
     const at = seed ?? previous.get(neighbour.get(n.id) ?? '');
     const kept = previous.get(n.id);
     if (kept) return { id: n.id, r: n.radius, x: kept.x, y: kept.y, fx: kept.x, fy: kept.y };
-    // Seeded nodes share one point: a small spiral keeps them apart for the forces to start from.
-    const turn = seed ? { x: Math.cos(i * 2.4) * (4 + i * 0.3), y: Math.sin(i * 2.4) * (4 + i * 0.3) } : { x: n.radius * 2, y: 0 };
+    // Seeded nodes share one point: they start on a sunflower spiral round it, evenly spread, a node's width apart.
+    const i = seed ? seeded++ : 0;
+    const turn = seed ? { x: Math.cos(i * GOLDEN_ANGLE) * SEED_SPACING * Math.sqrt(i + 1), y: Math.sin(i * GOLDEN_ANGLE) * SEED_SPACING * Math.sqrt(i + 1) } : { x: n.radius * 2, y: 0 };
     return { id: n.id, r: n.radius, ...(at ? { x: at.x + turn.x, y: at.y + turn.y } : {}) };
   });
   const known = new Set(nodes.map((n) => n.id));

@@ -144,8 +144,12 @@ const applyView = (): void => {
     drawLabels();
   });
 };
-function fit(ids: readonly string[]): void {
+const pictureSize = (): { width: number; height: number } => {
   const { width, height } = picture.getBoundingClientRect();
+  return { width, height };
+};
+function fit(ids: readonly string[]): void {
+  const { width, height } = pictureSize();
   const fitted = fitView(ids.map((id) => positions.get(id)).filter((p): p is Placed => p !== undefined), width, height);
   if (!fitted) return;
   view = fitted;
@@ -305,7 +309,7 @@ function measure(text: string): number {
 function drawLabels(): void {
   const k = view.k;
   labelLayer.replaceChildren(
-    ...placeLabels(labelRequests(drawn, positions, radius, focus), k, measure).map((label) => {
+    ...placeLabels(labelRequests(drawn, positions, radius, focus), k, measure, { left: -view.x, top: -view.y, ...pictureSize() }).map((label) => {
       const text = svg('text', { x: (label.left + label.width / 2) / k, y: (label.top + label.height - 4) / k, 'font-size': LABEL_FONT_PX / k, 'stroke-width': 3 / k, 'data-for': label.id });
       text.textContent = label.text;
       return text;

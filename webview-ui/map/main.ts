@@ -22,6 +22,10 @@ let byId = new Map<string, MapNode>();
 let generating = false;
 /** The turn shown in the details line: the last one hovered or focused, the head at first. */
 let selected: string | undefined;
+/** The turn last opened in the play panel from here: marked until another is, so the writer sees which one the panel shows. */
+let opened: string | undefined;
+/** The details line shows the opened turn once the story has moved to it, not the head it moved to. */
+let detailOpened = false;
 let lastHead: string | undefined;
 
 const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1).replace(/\s+\S*$/, '')}…` : text);
@@ -68,7 +72,20 @@ const body = el('div', 'body');
 body.append(scroller, list);
 app.append(header, details, body);
 
-const open = (id: string): void => vscode.postMessage({ type: 'open', turnId: id });
+function open(id: string): void {
+  opened = id;
+  detailOpened = true;
+  for (const marked of document.querySelectorAll('.opened')) {
+    marked.classList.remove('opened');
+    marked.removeAttribute('aria-current');
+  }
+  for (const mark of document.querySelectorAll(`[data-id="${CSS.escape(id)}"]`)) {
+    mark.classList.add('opened');
+    mark.setAttribute('aria-current', 'true');
+  }
+  showDetails(id);
+  vscode.postMessage({ type: 'open', turnId: id });
+}
 const fork = (id: string): void => vscode.postMessage({ type: 'fork', turnId: id });
 
 function showDetails(id: string | undefined): void {
@@ -107,18 +124,21 @@ function edgePath(e: MapEdge): SVGPathElement {
 }
 
 function turnNode(n: MapNode): SVGGElement {
-  const classes = ['turn', n.current ? 'current' : 'other', n.head ? 'head' : '', n.alternative ?? '', n.status === 'complete' ? '' : 'unfinished', n.id === selected ? 'selected' : ''];
+  const classes = ['turn', n.current ? 'current' : 'other', n.head ? 'head' : '', n.alternative ?? '', n.status === 'complete' ? '' : 'unfinished', n.id === selected ? 'selected' : '', n.id === opened ? 'opened' : ''];
   const g = svg('g', {
     class: classes.filter(Boolean).join(' '),
     transform: `translate(${x(n.column)} ${y(n.row)})`,
     tabindex: 0,
     role: 'button',
     'data-id': n.id,
+    ...(n.id === opened ? { 'aria-current': 'true' } : {}),
     'aria-label': `${standing(n)}: ${n.action}. ${n.summary} Enter opens it in the play panel; F forks from here.`,
   });
   const tip = svg('title');
   tip.textContent = describe(n);
-  g.append(tip, svg('circle', { r: RADIUS }));
+  // A square drawn only while the turn is the one opened in the play panel (.opened): apart from the rings and fills of every theme.
+  const square = RADIUS + 5;
+  g.append(tip, svg('rect', { class: 'opened-mark', x: -square, y: -square, width: 2 * square, height: 2 * square, rx: 3 }), svg('circle', { r: RADIUS }));
   // The latest turn of the current story wears a ring, apart from its fill in every theme.
   if (n.head) g.append(svg('circle', { class: 'head-ring', r: RADIUS + 4 }));
   // Only the later replies are marked: the first child of every turn would otherwise carry a "1/2" too.
@@ -173,6 +193,10 @@ function renderList(): void {
       li.value = n.number;
       const name = linkButton('turn-link', cut(n.action, LABEL_CHARS), () => open(n.id));
       name.dataset.id = n.id;
+      if (n.id === opened) {
+        name.classList.add('opened');
+        name.setAttribute('aria-current', 'true');
+      }
       name.title = describe(n);
       name.setAttribute('aria-label', `${standing(n)}: ${n.action}. ${n.summary}`);
       const forkButton = linkButton('fork', 'fork', () => fork(n.id));
@@ -226,7 +250,9 @@ function render(message: Extract<MapHostMessage, { type: 'map' }>): void {
   picture.children[2]!.append(...storyLabels(message.columns));
   renderList();
   if (hadFocus && byId.has(hadFocus)) focusTurn(hadFocus);
-  showDetails(selected && byId.has(selected) && head?.id === lastHead ? selected : head?.id);
+  const openedShown = detailOpened && opened !== undefined && byId.has(opened);
+  if (head?.id !== lastHead) detailOpened = false;
+  showDetails(openedShown ? opened : selected && byId.has(selected) && head?.id === lastHead ? selected : head?.id);
   // The story moved on (a turn played, a fork, an undo): its latest turn is brought into view.
   if (head && head.id !== lastHead) picture.querySelector(`.turn[data-id="${CSS.escape(head.id)}"]`)?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   lastHead = head?.id;

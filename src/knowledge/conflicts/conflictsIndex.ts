@@ -2,8 +2,9 @@ import { analyzeConflicts, FactCache, normalizePath, type ConflictAnalysis, type
 import type { FactStatement } from './facts';
 import { buildEntityNames, type EntityNames } from '../names';
 import { factSourceFromSplit } from './factsInput';
-import { splitFrontMatter } from '../campaign';
+import { sourceExclusion, splitFrontMatter } from '../campaign';
 import type { CanonSupersession } from './conflictsState';
+import type { ConsistencyPassage } from './conflictsModel';
 import type { KnowledgeStore } from '../indexing';
 import type { SourceRecord } from '../campaign';
 import { indexVersion } from '../retrieval';
@@ -25,6 +26,14 @@ function conflictInputOf(store: KnowledgeStore, source: SourceRecord): ConflictS
 
 export function conflictInputsFromStore(store: KnowledgeStore): ConflictSourceInput[] {
   return analyzedSources(store).flatMap((source) => conflictInputOf(store, source) ?? []);
+}
+
+/** The canon passages the consistency check pairs: of enabled canon the narrator is sent. */
+export function canonConsistencyPassages(store: KnowledgeStore): ConsistencyPassage[] {
+  return store
+    .listSources()
+    .filter((s) => s.class === 'canon' && !sourceExclusion(s, 'narrator'))
+    .flatMap((s) => store.listPassages(s.id).map((p) => ({ passageId: p.id, sourcePath: s.path, sourceTitle: s.title, headingPath: p.headingPath, text: p.text, startLine: p.startLine })));
 }
 
 export function analyzeStoreConflicts(store: KnowledgeStore, decisions?: ReadonlyMap<string, ConflictDecision>, cache?: FactCache): ConflictAnalysis {

@@ -6,6 +6,7 @@ import type { StorytellerApi } from '../../../src/extension';
 import type { Turn } from '../../../src/story/types';
 import { MAP_VIEW_TYPE, type AdventureMapPanel } from '../../../src/views/adventureMapPanel';
 import type { CampaignIndex } from '../../../src/views/campaignIndex';
+import type { PlayPanel } from '../../../src/views/playPanel';
 import type { AdventuresNode } from '../../../src/views/playTrees';
 import { EXAMPLE_CAMPAIGN } from '../../support/corpora';
 import { activatedExtension, capture, harnessConfig, settled, THEMES, useTheme, waitFor, webviewText } from './harness';
@@ -123,6 +124,9 @@ describe('the adventure map', function () {
       return story.includes('the bells stay silent') && !story.includes('wake the whole valley') && reply.located[`article.revealed[data-turn-id="${turns.bellsAgain.id}"]`] !== null;
     }, 30_000, 'the play panel to show the clicked reply, marked');
     assert.deepEqual(map.map()!.nodes.filter((n) => n.current).map((n) => n.id), [turns.gate.id, turns.inside.id, turns.bellsAgain.id]);
+    assert.ok(map.panel.visible && panel.panel.visible, 'the play panel opened beside the map, not over it');
+    const marked = await capture('adventure-map-clicked-marked', 300, [], [`.turn.opened[aria-current="true"][data-id="${turns.bellsAgain.id}"]`, '.turn.opened']);
+    assert.ok(marked.located[`.turn.opened[aria-current="true"][data-id="${turns.bellsAgain.id}"]`], 'the clicked turn is marked on the map');
 
     // A swipe back in the panel: the map follows, nothing moves.
     await capture('adventure-map-swipe-in-panel', 300, [{ action: 'click', selector: '#transcript article:last-child .swipe-previous' }]);
@@ -130,6 +134,24 @@ describe('the adventure map', function () {
     await mapShows('adventure-map-follows-swipe', (_t, html) => new RegExp(`class="turn current head[^"]*"[^>]*data-id="${turns.bells.id}"`).test(html));
     assert.deepEqual(places(), before, 'every turn stays where it was drawn');
     assert.equal(panel, playPanel(), 'one play panel for the adventure');
+  });
+
+  it('opens beside the play panel in front, and a click shows the turn there with the map still in view, marked', async () => {
+    const panel = (await vscode.commands.executeCommand<PlayPanel>('storyteller.openPlayPanel', { campaignRoot: mapped, adventureId }))!;
+    map.dispose();
+    await waitFor(() => panel.panel.active, 15_000, 'the play panel in front');
+    map = (await vscode.commands.executeCommand<AdventureMapPanel>('storyteller.openAdventureMap', adventureNode()))!;
+    await mapShows('adventure-map-beside-panel', (t) => t.includes('current story at turn 3'));
+    assert.notEqual(map.panel.viewColumn, panel.panel.viewColumn, 'the map opens in a group of its own');
+    assert.ok(panel.panel.visible, 'the play panel stays in view beside the map');
+    await capture('adventure-map-click-beside', 300, [{ action: 'click', selector: `.turn[data-id="${turns.inside.id}"] circle` }]);
+    const seen = await waitFor(async () => {
+      const reply = await capture('adventure-map-and-panel', 300, [], [`.turn.opened[data-id="${turns.inside.id}"]`, `article.revealed[data-turn-id="${turns.inside.id}"]`]);
+      return Object.values(reply.located).every(Boolean) && reply;
+    }, 30_000, 'the clicked turn marked on the map and in the play panel');
+    assert.ok(map.panel.visible && panel.panel.visible, 'the map and the play panel both in view after the click');
+    assert.match(seen.workbenchText, /Map: The Map Walk/);
+    assert.equal(headId(), turns.bells.id, 'a turn on the current story opens without changing it');
   });
 
   it('forks from the picture with the keyboard and undoes from it: the play panel and the Adventures view follow', async () => {

@@ -223,7 +223,7 @@ describe('the campaign graph', () => {
       fs.mkdirSync(path.join(torys, 'notes'));
       fs.writeFileSync(path.join(torys, 'notes', 'old-census.md'), '---\ntitle: Old Census of Andal\n---\n# Old Census of Andal\n\nCounted before the walls were rebuilt.\n');
       fs.writeFileSync(path.join(torys, 'notes', 'census.md'), '---\ntitle: Census of Andal\nsupersedes: [notes/old-census.md]\n---\n# Census of Andal\n\nCounted after the walls were rebuilt.\n');
-      fs.writeFileSync(path.join(torys, 'notes', 'herbalism.md'), '---\ntitle: Herbalism of the Eclipse Lands\nclass: reference\n---\n# Herbs\n\nAhahbu would know which fungi heal and which kill.\n');
+      fs.writeFileSync(path.join(torys, 'notes', 'herbalism.md'), '---\ntitle: Herbalism of the Eclipse Lands\nclass: reference\n---\n# Herbs\n\nAhahbu would know which fungi heal and which kill.\n\nIce storms ruin the harvest.\n');
       await openCampaignFolder(api, torys, 60);
       graphPanel = (await vscode.commands.executeCommand<GraphPanel>('storyteller.openCampaignGraph', { campaignRoot: torys }))!;
       await waitFor(() => graphPanel.graph().conflicts.length > 0, 60_000, "the conflict analysis to see Ahahbu's two ages");
@@ -267,11 +267,17 @@ describe('the campaign graph', () => {
       const note = graph.nodes.find((n) => n.path === 'notes/herbalism.md')!;
       assert.equal(note.class, 'reference');
       const ahahbu = graph.nodes.find((n) => n.label === 'Ahahbu')!;
-      assert.ok(graph.edges.some((e) => e.from === note.id && e.to === ahahbu.id), 'joined to Ahahbu');
+      assert.ok(graph.edges.some((e) => e.from === note.id && e.to === ahahbu.id && e.count === 1), 'joined to Ahahbu');
+      // "Ice storms" opens a sentence: the everyday word, not the dragon Ice, so a weak mention only.
+      const ice = graph.nodes.find((n) => n.label === 'Ice')!;
+      assert.deepEqual(graph.edges.filter((e) => e.from === note.id && e.to === ice.id).map((e) => [e.count, e.weak]), [[0, 1]]);
       const files = graph.nodes.filter((n) => n.class !== 'canon').length;
       let reply = await capture('campaign-graph-torys-reference', 300, [{ action: 'fill', selector: '#filter-text', text: '' }], [`.node.class-reference[data-id="${note.id}"] rect`]);
       assert.ok(reply.located[`.node.class-reference[data-id="${note.id}"] rect`], 'a square, not a circle');
       assert.match(webviewText(reply, MARKER), new RegExp(`${files} of ${files} reference and inspiration files`));
+      const weak = await capture('campaign-graph-torys-weak', 300, [{ action: 'fill', selector: '#filter-text', text: 'herbalism' }]);
+      assert.match(webviewText(weak, MARKER), /reference file · names canon 1 time · 1 weak mention/, 'the list says which mentions are weak');
+      await capture('campaign-graph-torys-weak-cleared', 300, [{ action: 'fill', selector: '#filter-text', text: '' }]);
       reply = await capture('campaign-graph-torys-no-reference', 300, [{ action: 'click', selector: 'input[data-class="reference"]' }]);
       assert.doesNotMatch(webviewText(reply, MARKER), /Herbalism of the Eclipse Lands/, 'unticking Reference hides it');
       await capture('campaign-graph-torys-reference-back', 300, [{ action: 'click', selector: 'input[data-class="reference"]' }]);

@@ -108,6 +108,15 @@ describe('the play panel', () => {
     const [panes, firstBar] = [seen.located['.panes'], seen.located['#context .budget-row']];
     assert.ok(panes && firstBar, 'the panes and a bar were found');
     assert.ok(firstBar.top < panes.bottom, `the first bar (top ${firstBar.top}) shows inside the panes (bottom ${panes.bottom})`);
+    // Opened, the context pushes the story down and scrolls within its own space: it never covers the story, and
+    // the story keeps a quarter of the panel with the action box under it, on screen.
+    const layout = await capture('play-context-beside-story', 300, [], ['.panes', '#transcript', '.composer', '#transcript article:last-child .narration']);
+    const [above, story, composer, newest] = ['.panes', '#transcript', '.composer', '#transcript article:last-child .narration'].map((s) => layout.located[s]);
+    assert.ok(above && story && composer && newest, 'the panes, the story, its newest reply and the action box were found');
+    assert.ok(above.bottom <= story.top + 1, `the context (bottom ${above.bottom}) ends above the story (top ${story.top})`);
+    assert.ok(story.bottom <= composer.top + 1 && composer.bottom <= composer.viewportHeight + 1, `the action box (${composer.top}-${composer.bottom}) is under the story and on screen (${composer.viewportHeight})`);
+    assert.ok(story.bottom - story.top >= story.viewportHeight / 4 - 1, `the story keeps a quarter of the panel (${story.top}-${story.bottom} of ${story.viewportHeight})`);
+    assert.ok(newest.bottom > story.top && newest.top < story.bottom, 'the newest reply shows in the story, not under the context');
   });
 
   it('opens one panel per adventure: opening it again reveals the same panel', async () => {
@@ -194,8 +203,12 @@ describe('the play panel', () => {
     assert.ok(answer && answer.length > 10, 'a reason a writer can read');
     const [top] = api.provenance.getChildren();
     assert.equal(top?.kind, 'whyNot', 'the answer stands at the top of Turn Provenance, not in a toast');
-    const rows = api.provenance.getChildren(top).map((n) => String(api.provenance.getTreeItem(n).label));
-    assert.equal(rows.join(' '), answer.replace(/(?<=[.;:])\s+/g, ' '), 'the answer in rows under the question, none cut off at the view\'s width');
+    const rows = api.provenance.getChildren(top).map((n) => api.provenance.getTreeItem(n));
+    assert.equal(rows.map((r) => String(r.label)).join(' '), answer.replace(/\s+/g, ' '), 'the whole answer in rows under the question');
+    for (const row of rows) {
+      assert.ok(String(row.label).length <= 34 || !String(row.label).includes(' '), `"${String(row.label)}" fits a side bar at its default width`);
+      assert.equal(row.tooltip, answer, 'hovering any row shows the whole answer');
+    }
     const commands = await vscode.commands.getCommands(true);
     assert.ok(commands.includes('storyteller.whyNot'));
     const manifest = vscode.extensions.getExtension('storyteller.adventure-storyteller')!.packageJSON as { contributes: { menus: { commandPalette: { command: string; when?: string }[] } } };

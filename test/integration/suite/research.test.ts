@@ -65,7 +65,8 @@ describe('research before narration', () => {
       return t.includes('research: native tool calls') && t.includes('crypt stairs') && t;
     }, 20_000, 'the research steps in the panel');
     assert.match(text, /searched “abbey crypt door”/);
-    assert.match(text, /1\. search \{"query":"abbey crypt door"\} → \d+ passages? found \[The Old Abbey[;\]]/, 'what the search showed, by name');
+    assert.match(text, /1\. searched “abbey crypt door” → \d+ passages? found \[The Old Abbey[;\]]/, 'what the search showed, by name');
+    assert.doesNotMatch(text, /\{"(query|id|keep)"/, 'the model\'s calls in words, not raw tool JSON');
     assert.match(text, /1\. read .*→ REFUSED: passage westhaven:never-shown\.md#0 was never shown to you; search for it first/);
     assert.match(text, /kept The Old Abbey: the crypt lies under the abbey/);
     assert.match(text, /narrator llama3\.2 on .* · research: tools/, 'the panel header says research ran with tools');
@@ -75,7 +76,7 @@ describe('research before narration', () => {
     assert.ok(research, 'Turn Provenance shows the research');
     assert.match(String(api.provenance.getTreeItem(research).description), /^native tool calls · searched “abbey crypt door” · kept 1 · refused 1$/);
     const rows = api.provenance.getChildren(research).map((n) => `${String(api.provenance.getTreeItem(n).label)} — ${String(api.provenance.getTreeItem(n).description)}`);
-    assert.deepEqual(rows.slice(0, 2), ['Why — the model researched with native tool calls', '1. search {"query":"abbey crypt door"} — ' + rows[1]!.split(' — ')[1]]);
+    assert.deepEqual(rows.slice(0, 2), ['Why — the model researched with native tool calls', '1. searched “abbey crypt door” — ' + rows[1]!.split(' — ')[1]]);
     assert.ok(rows.some((r) => /^1\. read .* — refused: passage westhaven:never-shown\.md#0 was never shown to you/.test(r)), rows.join('\n'));
     assert.ok(rows.some((r) => /^Kept The Old Abbey.* — the crypt lies under the abbey$/.test(r)), rows.join('\n'));
 
@@ -103,7 +104,7 @@ describe('research before narration', () => {
     assert.ok(report, 'a report opened');
     const text = report.getText();
     assert.match(text, /## Research/);
-    assert.match(text, /search \{"query":"abbey bells"\}/, 'the search the model made is listed');
+    assert.match(text, /searched “abbey bells”/, 'the search the model made is listed');
     assert.match(text, /Old Abbey/, 'the kept passage is in the context');
     const chats = fake.requestsTo('/api/chat').slice(chatsBefore);
     assert.equal(chats.length, 2, 'two research rounds and no narration');
