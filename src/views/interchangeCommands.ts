@@ -111,18 +111,21 @@ export class InterchangeCommands extends Disposable {
 
   /**
    * The campaign folder new files go to, as a campaign-relative path ('' for the campaign folder itself):
-   * the one given, else the writer's choice in a folder dialog that starts at `suggested`.
+   * the one given, else the writer's choice in a folder dialog that starts at `suggested` when it exists. A
+   * suggested folder not made yet is where the campaign folder itself puts them, and the title says so: the
+   * dialog cannot open on a folder that is not there.
    */
   private async pickFolder(index: CampaignIndex, suggested: string, given?: string): Promise<string | undefined> {
     if (given !== undefined) return given;
     const root = vscode.Uri.file(index.campaign.root);
+    const suggestedExists = suggested !== '' && (await vscode.workspace.fs.stat(vscode.Uri.joinPath(root, suggested)).then(() => true, () => false));
     const chosen = (
       await vscode.window.showOpenDialog({
         canSelectFiles: false,
         canSelectFolders: true,
-        defaultUri: suggested ? vscode.Uri.joinPath(root, suggested) : root,
+        defaultUri: suggestedExists ? vscode.Uri.joinPath(root, suggested) : root,
         openLabel: 'Import Here',
-        title: `Into which folder of ${index.campaign.title}?`,
+        title: `Into which folder of ${index.campaign.title}?${suggested && !suggestedExists ? ` Here, the campaign folder, makes ${suggested}/ for them.` : ''}`,
       })
     )?.[0];
     if (!chosen) return undefined;

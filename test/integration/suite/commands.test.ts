@@ -326,6 +326,26 @@ describe('campaign commands in the workbench', () => {
       assert.ok(reportTabs().length <= 1, 'in the one report tab');
     });
 
+    it('asks for a folder starting at the campaign while lore/ is not there yet, and says the campaign folder makes it', async function () {
+      this.timeout(120_000);
+      assert.equal(fs.existsSync(path.join(root, 'lore')), false);
+      const worldInfo = vscode.Uri.file(corpusPath('lorebooks', 'Eldoria.worldinfo.st-current.json'));
+      const importing = vscode.commands.executeCommand<LorebookImportResult | undefined>('storyteller.importLorebook', worldInfo, { class: 'reference' });
+      const input = '.quick-input-widget input';
+      try {
+        const dialog = await waitFor(async () => {
+          const seen = await capture('import-lorebook-folder-dialog', 300, [], [input]);
+          return seen.workbenchText.includes('Into which folder of The Westhaven Campaign? Here, the campaign folder, makes lore/ for them.') && seen;
+        }, 20_000, 'the titled folder dialog');
+        assert.equal(dialog.located[input]?.value?.replace(/\/$/, ''), root, 'it opens on the campaign folder, not on a lore/ that is not there');
+      } finally {
+        // Closed whatever happened above, so no dialog is left to import into the campaign later.
+        await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+      }
+      assert.equal(await within(importing, 20_000, 'the import to end once its dialog closed'), undefined);
+      assert.equal(fs.existsSync(path.join(root, 'lore')), false, 'closing the dialog writes nothing');
+    });
+
     it('sends an imported entry with {{user}} and {{char}} as the persona and the narrator', async () => {
       // Imported by the test before; again here when this one runs alone.
       if (!index.store?.listSources().some((s) => s.path.startsWith('worlds/eldoria/'))) {

@@ -32,6 +32,13 @@ describe('campaign knowledge in the workbench', () => {
     ({ api, root, index } = await campaignWorkspace());
   });
 
+  // broken.md spans two tests (refused, then reported): removed here too, should the second fail before it does.
+  after(async () => {
+    if (!fs.existsSync(file('broken.md'))) return;
+    fs.rmSync(file('broken.md'));
+    await waitFor(() => !sourceAt('broken.md') && vscode.languages.getDiagnostics(vscode.Uri.file(file('broken.md'))).length === 0, 20_000, 'broken.md to leave the index');
+  });
+
   it('indexes the campaign in the background after activation, and says so in the status bar', async () => {
     assert.equal(api.knowledge.indexingStartedDuringActivation, false, 'no index run may begin inside activate()');
     const counts = index.store!.counts();
@@ -138,39 +145,51 @@ describe('campaign knowledge in the workbench', () => {
   it('disables and re-enables a source through its front matter, as an edit the writer can undo', async () => {
     const uri = vscode.Uri.file(file('places/old-abbey.md'));
     const before = fs.readFileSync(uri.fsPath, 'utf8');
-    assert.equal(await vscode.commands.executeCommand('storyteller.disableSource', uri), true);
-    assert.match(fs.readFileSync(uri.fsPath, 'utf8'), /^enabled: false$/m);
-    await waitFor(() => sourceAt('places/old-abbey.md')?.enabled === false, 15_000, 'the source to be disabled in the index');
-    const node = (await treeChildren((await treeChildren((await treeChildren())[0]))[0])).find(
-      (n) => n.kind === 'source' && n.source.path === 'places/old-abbey.md',
-    )!;
-    assert.match(String(api.sources.getTreeItem(node).description), /disabled/);
-    await capture('source-disabled');
+    try {
+      assert.equal(await vscode.commands.executeCommand('storyteller.disableSource', uri), true);
+      assert.match(fs.readFileSync(uri.fsPath, 'utf8'), /^enabled: false$/m);
+      await waitFor(() => sourceAt('places/old-abbey.md')?.enabled === false, 15_000, 'the source to be disabled in the index');
+      const node = (await treeChildren((await treeChildren((await treeChildren())[0]))[0])).find(
+        (n) => n.kind === 'source' && n.source.path === 'places/old-abbey.md',
+      )!;
+      assert.match(String(api.sources.getTreeItem(node).description), /disabled/);
+      await capture('source-disabled');
 
-    const document = await vscode.workspace.openTextDocument(uri);
-    await vscode.window.showTextDocument(document);
-    await vscode.commands.executeCommand('undo');
-    assert.equal(document.getText(), before, 'undo restores the file exactly');
-    await document.save();
-    await waitFor(() => sourceAt('places/old-abbey.md')?.enabled === true, 15_000, 'the source to be enabled again');
+      const document = await vscode.workspace.openTextDocument(uri);
+      await vscode.window.showTextDocument(document);
+      await vscode.commands.executeCommand('undo');
+      assert.equal(document.getText(), before, 'undo restores the file exactly');
+      await document.save();
+      await waitFor(() => sourceAt('places/old-abbey.md')?.enabled === true, 15_000, 'the source to be enabled again');
 
-    assert.equal(await vscode.commands.executeCommand('storyteller.disableSource', uri), true);
-    assert.equal(await vscode.commands.executeCommand('storyteller.enableSource', uri), true);
-    assert.match(fs.readFileSync(uri.fsPath, 'utf8'), /^enabled: true$/m);
-    // Later suites locate lines of this file: leave it as it was found, and indexed so.
-    fs.writeFileSync(uri.fsPath, before);
-    await vscode.commands.executeCommand('storyteller.reindexSource', uri);
-    await settled(index);
+      assert.equal(await vscode.commands.executeCommand('storyteller.disableSource', uri), true);
+      assert.equal(await vscode.commands.executeCommand('storyteller.enableSource', uri), true);
+      assert.match(fs.readFileSync(uri.fsPath, 'utf8'), /^enabled: true$/m);
+    } finally {
+      // Later suites locate lines of this file: leave it as it was found, and indexed so, even after a failure.
+      fs.writeFileSync(uri.fsPath, before);
+      await vscode.commands.executeCommand('storyteller.reindexSource', uri);
+      await settled(index);
+    }
   });
 
   it('sets a classification in the front matter, and the index and tree follow it', async () => {
     const uri = vscode.Uri.file(file('reference.md'));
-    assert.equal(await vscode.commands.executeCommand('storyteller.setClassification', uri, 'inspiration'), true);
-    assert.match(fs.readFileSync(uri.fsPath, 'utf8'), /^class: inspiration$/m);
-    const source = await waitFor(() => sourceAt('reference.md')?.class === 'inspiration' && sourceAt('reference.md'), 15_000, 'the class change');
-    assert.deepEqual(source.classOrigin, { kind: 'front-matter' });
-    assert.equal(await vscode.commands.executeCommand('storyteller.setClassification', uri, 'reference'), true);
-    await waitFor(() => sourceAt('reference.md')?.class === 'reference', 15_000, 'the class change back');
+    const before = fs.readFileSync(uri.fsPath, 'utf8');
+    try {
+      assert.equal(await vscode.commands.executeCommand('storyteller.setClassification', uri, 'inspiration'), true);
+      assert.match(fs.readFileSync(uri.fsPath, 'utf8'), /^class: inspiration$/m);
+      const source = await waitFor(() => sourceAt('reference.md')?.class === 'inspiration' && sourceAt('reference.md'), 15_000, 'the class change');
+      assert.deepEqual(source.classOrigin, { kind: 'front-matter' });
+      assert.equal(await vscode.commands.executeCommand('storyteller.setClassification', uri, 'reference'), true);
+      await waitFor(() => sourceAt('reference.md')?.class === 'reference', 15_000, 'the class change back');
+    } finally {
+      // The Sources tree's later tests count reference.md as Reference: put back even after a failure.
+      if (fs.readFileSync(uri.fsPath, 'utf8') !== before) {
+        fs.writeFileSync(uri.fsPath, before);
+        await waitFor(() => sourceAt('reference.md')?.class === 'reference', 20_000, 'reference.md back as Reference');
+      }
+    }
   });
 
   it('refuses to edit front matter it cannot edit safely, and says which file and why', async () => {
