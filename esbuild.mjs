@@ -56,6 +56,18 @@ const commandsInTheirOwnBundle = {
   },
 };
 
+// The extension host compiles all of dist/extension.js before activate runs, and the OpenAI client library is a
+// quarter of it (1.1 MB), needed only once a server is asked something: the extension requires it from its own
+// bundle (dist/openai.js) on that first use (src/models/openaiClient.ts already imports it lazily).
+const openAIInItsOwnBundle = {
+  name: 'openai-in-its-own-bundle',
+  setup(build) {
+    build.onResolve({ filter: /^openai$/ }, () => ({ path: 'openai', namespace: 'openai-bundle' }));
+    build.onLoad({ filter: /.*/, namespace: 'openai-bundle' }, () => ({ contents: "module.exports = require('./openai.js');", loader: 'js' }));
+    build.onResolve({ filter: /^\.\/openai\.js$/, namespace: 'openai-bundle' }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 const node = {
   bundle: true,
   platform: 'node',
@@ -70,7 +82,8 @@ const node = {
 };
 
 const builds = [
-  { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir },
+  { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir, plugins: [...node.plugins, openAIInItsOwnBundle] },
+  { ...node, entryPoints: { openai: 'openai' }, outdir },
   { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir, banner: { js: '#!/usr/bin/env node' }, plugins: [...node.plugins, commandsInTheirOwnBundle] },
   { ...node, entryPoints: { 'cli-run': 'src/cli/run.ts' }, outdir },
   { ...node, entryPoints: { 'parse-worker': 'src/knowledge/indexing/parseWorker.ts' }, outdir },

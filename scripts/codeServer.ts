@@ -109,7 +109,7 @@ export function extensionId(manifest: ExtensionManifest): string {
 }
 
 /** The extension's own bundles in dist/ (dist/cli.js and dist/cli-run.js are the CLI's). */
-export const EXTENSION_BUNDLES = ['extension.js', 'parse-worker.js', 'index-worker.js', 'webview.js', 'graph.js', 'map.js'];
+export const EXTENSION_BUNDLES = ['extension.js', 'parse-worker.js', 'index-worker.js', 'openai.js', 'webview.js', 'graph.js', 'map.js'];
 
 /**
  * Besides the manifest, the bundles and better-sqlite3's binary, what the extension needs at run time: one
