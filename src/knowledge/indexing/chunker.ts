@@ -61,13 +61,23 @@ const MAX_NESTING = 1000;
  * CommonMark says; the chunker keeps it as inert text and nothing is ever rendered. No linkify, no
  * typographer: the text stays as written.
  */
-const markdownIt = new MarkdownIt('default', { html: true });
-// A preset option markdown-it reads (`options.maxNesting`) that its type declarations leave out.
-Object.assign(markdownIt.options, { maxNesting: MAX_NESTING });
-markdownIt.block.ruler.before('reference', 'footnote_definition', footnoteDefinition);
-// Inline content is parsed when the chunker reads it (TokenReader.inlineText), and only when it holds markup;
-// the pass joining inline text would find nothing parsed (inlineText reads escaped characters as text).
-markdownIt.core.ruler.disable(['inline', 'text_join']);
+function createMarkdownIt(): MarkdownIt {
+  const parser = new MarkdownIt('default', { html: true });
+  // A preset option markdown-it reads (`options.maxNesting`) that its type declarations leave out.
+  Object.assign(parser.options, { maxNesting: MAX_NESTING });
+  parser.block.ruler.before('reference', 'footnote_definition', footnoteDefinition);
+  // Inline content is parsed when the chunker reads it (TokenReader.inlineText), and only when it holds markup;
+  // the pass joining inline text would find nothing parsed (inlineText reads escaped characters as text).
+  parser.core.ruler.disable(['inline', 'text_join']);
+  return parser;
+}
+
+// Made on the first parse, not at load: the extension host indexes (and parses) in its index worker, so its activation never needs one.
+let sharedMarkdownIt: MarkdownIt | undefined;
+function markdownIt(): MarkdownIt {
+  sharedMarkdownIt ??= createMarkdownIt();
+  return sharedMarkdownIt;
+}
 
 /**
  * `[^1]: Ibid.` is a footnote, which CommonMark alone would take for a link definition and drop: it is
@@ -170,7 +180,8 @@ class TokenReader {
   inlineText(token: Token): string {
     if (!INLINE_MARKUP.test(token.content)) return token.content.replace(LINE_BREAK, '\n');
     const children: Token[] = [];
-    markdownIt.inline.parse(token.content, markdownIt, this.env, children);
+    const parser = markdownIt();
+    parser.inline.parse(token.content, parser, this.env, children);
     return inlineText(children);
   }
 
@@ -226,7 +237,7 @@ function markdownBlocks(text: string): Block[] {
   const body = front ? text.slice(front.bodyStart) : text;
   const lineOffset = front ? front.bodyStartLine - 1 : 0;
   const env = {};
-  const tokens = markdownIt.parse(body, env);
+  const tokens = markdownIt().parse(body, env);
   if (tokens.some((t) => t.nesting === 1 && t.level >= MAX_NESTING - 1)) return [...blocks, ...plainTextBlocks(body, lineOffset + 1)];
   const reader = new TokenReader(body, tokens, lineOffset, env);
   while (reader.next) topLevelBlock(reader, blocks);
