@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { decisionLine, worldInfoLines } from '../knowledge/retrieval';
 import type { PlayStore } from './playStore';
 import { plural } from './research';
@@ -16,6 +17,8 @@ export interface ContextItem {
   detail: string;
   /** What it costs in the prompt, when the record says (a passage); null for a turn or a memory. */
   tokens: number | null;
+  /** The file and line it is written at, when it is a retrieved passage. */
+  at?: { path: string; line: number | undefined };
 }
 
 export interface DescribedSection {
@@ -119,7 +122,13 @@ export function describeContext(context: Pick<AssembledContext, 'sections' | 're
     // A file's first heading usually repeats its title: "Sister Mara", not "Sister Mara › Sister Mara".
     const headings = candidate.headingPath[0] === candidate.sourceTitle ? candidate.headingPath.slice(1) : candidate.headingPath;
     const trail = headings.length > 0 ? ` › ${headings.join(' › ')}` : '';
-    return { id, title: `${candidate.sourceTitle}${trail}`, detail: `${candidate.class} · ${candidate.sourcePath} · ${reason ?? candidate.reason}`, tokens: candidate.tokenCount };
+    return {
+      id,
+      title: `${candidate.sourceTitle}${trail}`,
+      detail: `${candidate.class} · ${candidate.sourcePath} · ${reason ?? candidate.reason}`,
+      tokens: candidate.tokenCount,
+      at: { path: candidate.sourcePath, line: candidate.startLine },
+    };
   };
   return context.sections.map((section) => ({
     section,
@@ -243,12 +252,31 @@ export interface ContextReportHeading {
   action: string;
 }
 
+/** Where the report's passage links lead: the campaign's folder, and the folder a link starting with "/" is read from. */
+export interface ReportLinks {
+  campaignRoot: string;
+  linkRoot: string;
+}
+
+/**
+ * A link that opens a passage's file at its line in the markdown preview. The preview disables command
+ * links, and reads a path starting with "/" from the first workspace folder when the document (this
+ * report has no file) is in none; "#L12" is the line it opens at.
+ */
+export function passageHref(links: ReportLinks, at: { path: string; line: number | undefined }): string {
+  const file = path.join(links.campaignRoot, ...at.path.split('/'));
+  const fromRoot = path.relative(links.linkRoot, file).split(path.sep).map(encodeURIComponent).join('/');
+  return `</${fromRoot}${at.line ? `#L${at.line}` : ''}>`;
+}
+
 /**
  * The whole context as a markdown document: the summary, then every section in prompt order with its
  * tokens and budget, the passages it carries, what it left out and why, and the exact text it sends.
  */
-export function renderContextMarkdown(context: AssembledContext, heading: ContextReportHeading, nameOf?: (id: string) => string): string {
+export function renderContextMarkdown(context: AssembledContext, heading: ContextReportHeading, nameOf?: (id: string) => string, links?: ReportLinks): string {
   const described = describeContext(context, nameOf);
+  // A passage's name is the link to it, when the report says where links lead; anything else is named only.
+  const named = (item: Pick<ContextItem, 'title' | 'at'>) => (item.at && links ? `**[${inline(item.title)}](${passageHref(links, item.at)})**` : `**${inline(item.title)}**`);
   const out: string[] = [
     `# Context preview: ${inline(heading.action || '(continue)')}`,
     '',
@@ -277,15 +305,18 @@ export function renderContextMarkdown(context: AssembledContext, heading: Contex
       if (leftOut.length > 0) out.push(`Left out: ${leftOut.length === 1 ? '1 older turn' : `${leftOut.length} older turns`} — ${inline(leftOut[0]!.detail)}.`, '');
     } else {
       if (items.length > 0) {
-        out.push('Uses:', '', ...items.map((item) => `- **${inline(item.title)}**${item.detail ? ` — ${inline(item.detail)}` : ''}`), '');
+        out.push('Uses:', '', ...items.map((item) => `- ${named(item)}${item.detail ? ` — ${inline(item.detail)}` : ''}`), '');
       }
       if (leftOut.length > 0) {
-        out.push('Left out:', '', ...leftOut.map((item) => `- **${inline(item.title)}** — ${inline(item.detail)}`), '');
+        out.push('Left out:', '', ...leftOut.map((item) => `- ${named(item)} — ${inline(item.detail)}`), '');
       }
     }
     if (section.worldInfo) {
-      const titleOf = (id: string) => context.retrieval.candidates.find((c) => c.passageId === id)?.sourceTitle ?? id;
-      out.push('SillyTavern World Info placed here, where its position says:', '', ...section.worldInfo.map((w) => `- **${inline(titleOf(w.id))}** — ${inline(w.where)}`), '');
+      const entry = (id: string) => {
+        const candidate = context.retrieval.candidates.find((c) => c.passageId === id);
+        return candidate ? named({ title: candidate.sourceTitle, at: { path: candidate.sourcePath, line: candidate.startLine } }) : named({ title: id });
+      };
+      out.push('SillyTavern World Info placed here, where its position says:', '', ...section.worldInfo.map((w) => `- ${entry(w.id)} — ${inline(w.where)}`), '');
     }
     if (/^\\#/m.test(section.text)) out.push('A line of this text that starts with `#` is sent as `\\#`: plain text, so it cannot open a section of the prompt.', '');
     out.push(section.text.trim() === '' ? '*(sends nothing)*' : fenced(section.text));

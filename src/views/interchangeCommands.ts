@@ -229,7 +229,9 @@ export class InterchangeCommands extends Disposable {
           return engine.previewContext(adventureId, playerAction, undefined, { research: true, signal: cancel.signal });
         })
       : await engine.previewContext(adventureId, playerAction);
-    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text }, (id) => playItemName(store, adventureId, id));
+    const linkRoot = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const links = linkRoot ? { campaignRoot: index.campaign.root, linkRoot } : undefined;
+    const markdown = renderContextMarkdown(context, { campaignTitle: index.campaign.title, adventureTitle: adventure.title, action: text }, (id) => playItemName(store, adventureId, id), links);
     walkthroughDone('previewed');
     return this.reports.show(`Context Preview — ${index.campaign.title}`, markdown);
   }

@@ -11,7 +11,7 @@ import { passageName } from '../story/research';
 import type { CampaignRegistry } from './campaigns';
 import type { KnowledgeService } from './knowledgeService';
 import type { PassageNode } from './passagesTree';
-import { CLASS_LABEL } from './sourcesTree';
+import { CLASS_LABEL, sourceUri } from './sourcesTree';
 import { TreeProvider } from './treeProvider';
 import { shortLines } from './words';
 
@@ -202,6 +202,19 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
     return playItemName(this.shown && this.readers.get(this.shown.playPath), this.shown?.turn?.adventureId, id);
   }
 
+  /**
+   * A click on a passage opens its file at the passage's first line. Turns recorded before decisions kept
+   * their lines find it in the index; a passage since edited away opens its file at the top.
+   */
+  private openAt(decision: CandidateDecision): vscode.Command | undefined {
+    if (!this.shown) return undefined;
+    // play.db sits in the campaign's data folder: <campaign>/.storyteller/play.db.
+    const root = path.dirname(path.dirname(this.shown.playPath));
+    const line = decision.startLine ?? this.knowledge.get(root)?.store?.getPassage(decision.passageId)?.startLine ?? 1;
+    const at = new vscode.Range(line - 1, 0, line - 1, 0);
+    return { command: 'vscode.open', title: 'Open Passage', arguments: [sourceUri(root, { path: decision.sourcePath }), { selection: at, preview: true }] };
+  }
+
   getChildren(node?: ProvenanceNode): ProvenanceNode[] {
     const snapshot = this.current;
     if (!snapshot) return [];
@@ -316,6 +329,7 @@ export class ProvenanceTree extends TreeProvider<ProvenanceNode> {
         item.description = `${CLASS_LABEL[d.class]} · ${OUTCOME_WORDS[d.outcome]}${relevance}`;
         item.tooltip = `${locate(d)}\n${OUTCOME_WORDS[d.outcome]}: ${plainReason(d)}`;
         item.iconPath = new vscode.ThemeIcon(d.outcome === 'selected' ? 'pass' : 'circle-slash');
+        item.command = this.openAt(d);
         item.contextValue = 'provenancePassage';
         return item;
       }

@@ -52,6 +52,19 @@ describe('context report', () => {
     assert.ok(report.includes(renderContextSummary(context)), 'the summary the CLI prints heads the report');
   });
 
+  it("names each passage as the link that opens its file at the passage's line, from the folder the preview reads links from", async () => {
+    const context = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
+    const mara = context.retrieval.candidates.find((c) => c.sourcePath === 'characters/mara.md' && c.outcome === 'selected')!;
+    assert.ok(mara.startLine, 'the decision records where the passage is written');
+    const report = renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'A', action: 'ask Mara' }, undefined, { campaignRoot: dir, linkRoot: path.dirname(dir) });
+    const href = `</${encodeURIComponent(path.basename(dir))}/characters/mara.md#L${mara.startLine}>`;
+    assert.ok(report.includes(`- **[Sister Mara](${href})** — canon · characters/mara.md`), 'the name is the link, to the file and line');
+    // A campaign outside the first workspace folder is reached from it.
+    assert.match(renderContextMarkdown(context, { campaignTitle: 'W', adventureTitle: 'A', action: 'ask Mara' }, undefined, { campaignRoot: dir, linkRoot: path.join(dir, 'elsewhere') }), /\[Sister Mara\]\(<\/\.\.\/characters\/mara\.md#L\d+>\)/);
+    // The turns the recent story carries are not files: they stay names.
+    assert.doesNotMatch(report.split('\n').filter((line) => !/\.md#L\d+>\)/.test(line)).join('\n'), /\]\(</);
+  });
+
   it("speaks the writer's words: sections by their names, never the prompt's internal ids or cache words", async () => {
     const context = await engine.previewContext(adventureId, { kind: 'do', text: 'ask Mara about the crypt door in the Abbey' });
     const summary = renderContextSummary(context);

@@ -56,9 +56,11 @@ describe('storyteller play', () => {
     assert.match(out, /The bells ring under the fog\.\n/);
     assert.match(out, /A second telling\.\n/);
     assert.match(out, /Context: \d+ of 7168 tokens \(model context 8192, 1024 kept for the reply\)/);
-    assert.match(out, /\[prefix\] narrator/);
+    assert.match(out, /Sent the same every turn:\n {4}Narrator /);
+    // The header names the adventure; its short id appears only as what --adventure takes back.
+    assert.match(out, /^The Westhaven Campaign — new adventure — narrator llama3\.2 on Ollama at \S+\. \/help for commands; play it again with --adventure [0-9a-f]{8}\.\n/);
     assert.match(out, /Mara looks up\./);
-    assert.match(out, /Back at [0-9a-f]{8}: listen for the bells/);
+    assert.match(out, /Back at turn 1: listen for the bells/);
     assert.match(out, /\n {2}[0-9a-f]{8} do: listen for the bells\n▶ [0-9a-f]{8} do: listen for the bells\n {2}[0-9a-f]{8} say: Hello, Mara\./, 'a lone reply goes on at its turn\'s indent');
     assert.equal(fake.requestsTo('/api/chat').length, 3, 'the line after /quit is not played');
     const store = new PlayStore(path.join(dir, '.storyteller', 'play.db'));
@@ -69,14 +71,14 @@ describe('storyteller play', () => {
 
   it('uses the campaign index when there is one, and says so when there is none', async () => {
     const without = await play(['/context ask Sister Mara about her ledger']);
-    assert.doesNotMatch(without.out, /\[live\] {3}canon/);
+    assert.doesNotMatch(without.out, /Canon sources/);
     const campaign = loadCampaign(dir);
     const index = KnowledgeStore.open(campaign);
     await importCampaign(campaign, index);
     index.close();
     const { out } = await play(['/context ask Sister Mara about her ledger']);
-    assert.match(out, /\[prefix\] always-include +\d+ \/ \d+ tokens/);
-    assert.match(out, /\[live\] {3}canon +\d+ \/ \d+ tokens/);
+    assert.match(out, /Always-included canon +\d+ \/ \d+ tokens/);
+    assert.match(out, /Canon sources +\d+ \/ \d+ tokens/);
   });
 
   it('rebuilds a damaged index before playing, so the narrator is fed the campaign, not an empty library', async () => {
@@ -88,7 +90,7 @@ describe('storyteller play', () => {
     fs.writeFileSync(campaign.indexPath, 'a sync conflict left this');
     const { out, err } = await play(['/context ask Sister Mara about her ledger']);
     assert.match(err, /^storyteller play: the index was damaged; it was moved to .*index\.db\.damaged-\S+ and rebuilt from the campaign's files\n$/);
-    assert.match(out, /\[live\] {3}canon +\d+ \/ \d+ tokens/);
+    assert.match(out, /Canon sources +\d+ \/ \d+ tokens/);
   });
 
   it('says what failed and keeps the action when the model is missing', async () => {

@@ -23,7 +23,11 @@ const HELP = [
   '  /tree  /state  /memories  /pin <id>  /help  /quit',
 ].join('\n');
 
+// Ids are shown only where the writer types them back (--adventure, /fork, /research, /pin); labels use names.
 const shortId = (id: string) => id.slice(0, 8);
+
+/** A turn as a writer counts it: its place in the story, not its id. */
+const turnName = (turn: { depth: number }) => `turn ${turn.depth + 1}`;
 
 function pickAdventure(store: PlayStore, campaign: Campaign, id: string | undefined, title: string | undefined): Adventure {
   if (id) {
@@ -51,6 +55,7 @@ function renderTree(store: PlayStore, adventure: Adventure): string {
     const { turn: t, indent } = next;
     const mark = t.id === adventure.headTurnId ? '▶' : head.has(t.id) ? '•' : ' ';
     const status = t.status === 'complete' ? '' : ` [${t.status}]`;
+    // The id is what /fork and /research take.
     out.push(`${'  '.repeat(indent)}${mark} ${shortId(t.id)} ${t.action.kind}: ${t.action.text.slice(0, 60)}${status}`);
     const children = byParent.get(t.id) ?? [];
     for (const child of [...children].reverse()) stack.push({ turn: child, indent: children.length > 1 ? indent + 1 : indent });
@@ -123,7 +128,8 @@ export const playCommand: Command = {
     const say = (text: string) => io.stdout.write(`${text}\n`);
     try {
       let adventure = pickAdventure(store, campaign, stringOption(args, 'adventure'), stringOption(args, 'new'));
-      say(`${adventure.title} (${shortId(adventure.id)}) — narrator ${engine.settings.model} on ${describeBackend(backend)}. /help for commands.`);
+      // The short id is what --adventure takes to come back to this adventure.
+      say(`${adventure.title} — narrator ${engine.settings.model} on ${describeBackend(backend)}. /help for commands; play it again with --adventure ${shortId(adventure.id)}.`);
 
       let current: AbortController | null = null;
       const rl = readline.createInterface({ input: io.stdin, terminal: false });
@@ -151,6 +157,7 @@ export const playCommand: Command = {
         for (const [path, value] of Object.entries(outcome.applied)) say(`  state: ${path} → ${String(value)}`);
         for (const refusal of turn.refusals) say(`  state refused: ${refusal}`);
         if (outcome.memoryError) say(`  ! memory not written: ${outcome.memoryError}`);
+        // The id is what /pin takes.
         for (const memory of outcome.memories) say(`  memory ${shortId(memory.id)}: ${memory.text}`);
       };
 
@@ -171,10 +178,10 @@ export const playCommand: Command = {
               say(HELP);
               break;
             case '/research': {
-              const id = argument ? store.allTurns(adventure.id).find((t) => t.id.startsWith(argument))?.id : adventure.headTurnId;
-              if (!id) throw new UsageError(argument ? `no turn '${argument}' in this adventure; /tree lists them` : 'nothing played yet');
-              const recorded = store.getSnapshot(id)?.research;
-              say(recorded ? researchLines(recorded).join('\n') : `Turn ${shortId(id)} ran no research.`);
+              const turn = argument ? store.allTurns(adventure.id).find((t) => t.id.startsWith(argument)) : adventure.headTurnId ? store.turn(adventure.headTurnId) : undefined;
+              if (!turn) throw new UsageError(argument ? `no turn '${argument}' in this adventure; /tree lists them` : 'nothing played yet');
+              const recorded = store.getSnapshot(turn.id)?.research;
+              say(recorded ? researchLines(recorded).join('\n') : `Turn ${turn.depth + 1} ran no research.`);
               break;
             }
             case '/retry':
@@ -187,14 +194,14 @@ export const playCommand: Command = {
               break;
             case '/undo': {
               const head = engine.undo(adventure.id);
-              say(head ? `Back at ${shortId(head.id)}: ${head.action.text}` : 'Back at the start.');
+              say(head ? `Back at ${turnName(head)}: ${head.action.text}` : 'Back at the start.');
               break;
             }
             case '/fork': {
               const target = store.allTurns(adventure.id).find((t) => argument && t.id.startsWith(argument));
               if (!target) throw new UsageError(`no turn '${argument}' in this adventure; /tree lists them`);
               engine.fork(adventure.id, target.id);
-              say(`Continuing from ${shortId(target.id)}: ${target.narration.slice(-200) || target.action.text}`);
+              say(`Continuing from ${turnName(target)}: ${target.narration.slice(-200) || target.action.text}`);
               break;
             }
             case '/context':
@@ -210,6 +217,7 @@ export const playCommand: Command = {
             }
             case '/memories': {
               const visible = store.memoriesForLineage(adventure.id, store.lineage(adventure.headTurnId));
+              // The id is what /pin takes.
               say(visible.length === 0 ? 'No memories on this branch yet.' : visible.map((m) => `${m.pinned ? '📌' : '-'} ${shortId(m.id)} ${m.text}`).join('\n'));
               break;
             }

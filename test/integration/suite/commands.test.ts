@@ -181,9 +181,14 @@ describe('campaign commands in the workbench', () => {
       const text = document.getText();
       assert.match(text, /^# Context preview: ask Sister Mara about the crypt door$/m);
       assert.match(text, /^## \d+\. Narrator — \d+ tokens \(required\)$/m);
-      assert.match(text, /^## \d+\. CANON SOURCES — UNTRUSTED DATA — \d+ tokens \(budget \d+\)$/m);
+      assert.match(text, /^## \d+\. Canon sources \(untrusted data\) — \d+ tokens \(budget \d+\)$/m);
       assert.match(text, /^Canon sources +[█▒░]{24} +\d+ \/ \d+/m, 'a budget bar for canon among the bars at the top');
-      assert.match(text, /^- \*\*Sister Mara\*\* — canon · characters\/mara\.md · (?:name 'Sister Mara' mentioned|mentions|matched)/m, 'a used passage, by its title');
+      const mara = /^- \*\*\[Sister Mara\]\(<(\/[^>#]*)#L(\d+)>\)\*\* — canon · characters\/mara\.md · (?:name 'Sister Mara' mentioned|mentions|matched)/m.exec(text);
+      assert.ok(mara, 'a used passage, by its title, which is the link to it');
+      // The preview reads a link starting with "/" from the first workspace folder: it leads to the passage's file.
+      const linked = vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, decodeURIComponent(mara[1]!));
+      assert.equal(fs.realpathSync(linked.fsPath), fs.realpathSync(path.join(root, 'characters', 'mara.md')));
+      assert.ok(Number(mara[2]) >= 1);
       assert.match(text, /Resurrection is impossible/, 'the always-include canon as sent');
       assert.match(text, /## Retrieval decisions \(\d+ candidates/);
       assert.doesNotMatch(text, /\\n/, 'no literal \\n in the report');

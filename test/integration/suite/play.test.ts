@@ -187,6 +187,12 @@ describe('the play panel', () => {
     assert.ok(used.some((n) => n.kind === 'passage' && n.decision.sourcePath === 'characters/mara.md' && n.decision.outcome === 'selected'));
     const item = api.provenance.getTreeItem(used[0]!);
     assert.match(String(item.description), /^Canon · used · relevance \d/);
+    // A click opens the passage's file at its first line: the passage is named, and the name is the link.
+    const opened = used[0]!.kind === 'passage' ? used[0]!.decision : undefined;
+    const [uri, options] = (item.command?.arguments ?? []) as [vscode.Uri | undefined, { selection?: vscode.Range } | undefined];
+    assert.equal(item.command?.command, 'vscode.open');
+    assert.ok(uri?.fsPath.endsWith(path.join(...opened!.sourcePath.split('/'))), `opens ${opened!.sourcePath}, not ${uri?.fsPath}`);
+    assert.equal(options?.selection?.start.line, opened!.startLine! - 1);
     const everything = (nodes: ReturnType<typeof api.provenance.getChildren>): ReturnType<typeof api.provenance.getChildren> =>
       nodes.flatMap((n) => [n, ...everything(api.provenance.getChildren(n))]);
     const shown = everything(api.provenance.getChildren()).map((n) => {
