@@ -277,7 +277,7 @@ describe('attacks: hostile input through the CLI', function () {
       assert.match(stdout, /^ {2}sub\/notes\.md$/m, 'the restored tree is listed');
       assert.match(stdout, /Not restored \(5; a bundle restores only campaign content\):/);
       assert.match(stdout, /sub\/\.git: '\.git' is a folder imported content never writes into/);
-      assert.match(stdout, /sub\/gd\/HEAD: is not campaign content \(a bundle restores only campaign\.yaml and \.md, \.markdown, \.txt files\)/);
+      assert.match(stdout, /sub\/gd\/HEAD: is not campaign content \(a bundle restores only campaign\.yaml, eval\.yaml and \.md, \.markdown, \.txt files\)/);
       assert.match(stdout, /sub\/gd\/config: is not campaign content/);
       if (hasGit) gitStatus(path.join(target, 'sub'), scratch);
       assert.ok(!fs.existsSync(marker), 'git status in the restored folder ran no command');
@@ -316,7 +316,7 @@ describe('attacks: hostile input through the CLI', function () {
       }
       const restored = listTree(target);
       assert.ok(restored.includes('canon.md') && restored.includes('characters/mara.md'), 'the campaign itself is restored');
-      assert.deepEqual(restored.filter((p) => !p.startsWith('.storyteller') && !/^(campaign\.yaml|characters|places|[a-z]+\.md)(\/|$)/.test(p)), [], 'nothing else');
+      assert.deepEqual(restored.filter((p) => !p.startsWith('.storyteller') && !/^(campaign\.yaml|eval\.yaml|characters|places|[a-z]+\.md)(\/|$)/.test(p)), [], 'nothing else');
     });
 
     it('export carries only what import restores, listing what it leaves out', async () => {
