@@ -105,84 +105,93 @@ function checkDepth(file: string, data: unknown, what: string): void {
   }
 }
 
-const keyList = z.union([z.array(z.string()), z.string().transform((s) => s.split(','))]);
-const optionalKeyList = keyList.optional().default([]);
-const looseRecord = z.record(z.string(), z.unknown());
+// The schemas are built on the first import, not when the extension loads: most sessions never import a lorebook.
+function buildSchemas() {
+  const keyList = z.union([z.array(z.string()), z.string().transform((s) => s.split(','))]);
+  const optionalKeyList = keyList.optional().default([]);
+  const looseRecord = z.record(z.string(), z.unknown());
 
-// Only what a conversion reads is checked; every other field passes through and is kept or reported.
-const StEntrySchema = z.looseObject({ uid: z.union([z.number(), z.string()]).optional(), key: keyList, content: z.string() });
-// Entries are keyed by uid: read from the JSON's own keys, not through a record schema, which drops a key named `__proto__`.
-const StWorldInfoSchema = z.looseObject({ entries: z.custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), 'expected an object') });
+  // Only what a conversion reads is checked; every other field passes through and is kept or reported.
+  const StEntrySchema = z.looseObject({ uid: z.union([z.number(), z.string()]).optional(), key: keyList, content: z.string() });
+  // Entries are keyed by uid: read from the JSON's own keys, not through a record schema, which drops a key named `__proto__`.
+  const StWorldInfoSchema = z.looseObject({ entries: z.custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), 'expected an object') });
 
-const BookEntrySchema = z.looseObject({
-  keys: keyList,
-  content: z.string(),
-  extensions: looseRecord.optional(),
-  enabled: z.boolean().optional(),
-  insertion_order: z.number().optional(),
-  id: z.union([z.number(), z.string()]).optional(),
-  name: z.string().nullish(),
-  comment: z.string().nullish(),
-  secondary_keys: optionalKeyList,
-  selective: z.boolean().nullish(),
-  constant: z.boolean().nullish(),
-  position: z.string().nullish(),
-});
-const CharacterBookSchema = z.looseObject({ name: z.string().nullish(), entries: z.array(BookEntrySchema) });
-const CardSchema = z.looseObject({
-  spec: z.enum(['chara_card_v2', 'chara_card_v3']),
-  data: z.looseObject({ name: z.string().nullish(), character_book: CharacterBookSchema.nullish() }),
-});
-const StandaloneBookSchema = z.looseObject({ spec: z.literal('lorebook_v3'), data: CharacterBookSchema });
-const V1CardSchema = z.looseObject({
-  name: z.string(),
-  description: z.string(),
-  personality: z.string().optional(),
-  scenario: z.string().optional(),
-  first_mes: z.string().optional(),
-  mes_example: z.string().optional(),
-});
+  const BookEntrySchema = z.looseObject({
+    keys: keyList,
+    content: z.string(),
+    extensions: looseRecord.optional(),
+    enabled: z.boolean().optional(),
+    insertion_order: z.number().optional(),
+    id: z.union([z.number(), z.string()]).optional(),
+    name: z.string().nullish(),
+    comment: z.string().nullish(),
+    secondary_keys: optionalKeyList,
+    selective: z.boolean().nullish(),
+    constant: z.boolean().nullish(),
+    position: z.string().nullish(),
+  });
+  const CharacterBookSchema = z.looseObject({ name: z.string().nullish(), entries: z.array(BookEntrySchema) });
+  const CardSchema = z.looseObject({
+    spec: z.enum(['chara_card_v2', 'chara_card_v3']),
+    data: z.looseObject({ name: z.string().nullish(), character_book: CharacterBookSchema.nullish() }),
+  });
+  const StandaloneBookSchema = z.looseObject({ spec: z.literal('lorebook_v3'), data: CharacterBookSchema });
+  const V1CardSchema = z.looseObject({
+    name: z.string(),
+    description: z.string(),
+    personality: z.string().optional(),
+    scenario: z.string().optional(),
+    first_mes: z.string().optional(),
+    mes_example: z.string().optional(),
+  });
 
-const NovelAiEntrySchema = z.looseObject({
-  text: z.string(),
-  keys: z.array(z.string()).default([]),
-  displayName: z.string().nullish(),
-  id: z.string().nullish(),
-  enabled: z.boolean().nullish(),
-  forceActivation: z.boolean().nullish(),
-  category: z.string().nullish(),
-  contextConfig: looseRecord.optional(),
-});
-const NovelAiSchema = z.looseObject({
-  lorebookVersion: z.number(),
-  entries: z.array(NovelAiEntrySchema),
-  categories: z.array(z.looseObject({ id: z.string().nullish(), name: z.string().nullish() })).optional(),
-});
+  const NovelAiEntrySchema = z.looseObject({
+    text: z.string(),
+    keys: z.array(z.string()).default([]),
+    displayName: z.string().nullish(),
+    id: z.string().nullish(),
+    enabled: z.boolean().nullish(),
+    forceActivation: z.boolean().nullish(),
+    category: z.string().nullish(),
+    contextConfig: looseRecord.optional(),
+  });
+  const NovelAiSchema = z.looseObject({
+    lorebookVersion: z.number(),
+    entries: z.array(NovelAiEntrySchema),
+    categories: z.array(z.looseObject({ id: z.string().nullish(), name: z.string().nullish() })).optional(),
+  });
 
-const AgnaiSchema = z.looseObject({
-  kind: z.literal('memory'),
-  name: z.string().nullish(),
-  entries: z.array(
-    z.looseObject({ name: z.string().nullish(), entry: z.string(), keywords: z.array(z.string()), weight: z.number().optional(), enabled: z.boolean().optional() }),
-  ),
-});
+  const AgnaiSchema = z.looseObject({
+    kind: z.literal('memory'),
+    name: z.string().nullish(),
+    entries: z.array(
+      z.looseObject({ name: z.string().nullish(), entry: z.string(), keywords: z.array(z.string()), weight: z.number().optional(), enabled: z.boolean().optional() }),
+    ),
+  });
 
-const RisuSchema = z.looseObject({
-  type: z.literal('risu'),
-  data: z.array(
-    z.looseObject({
-      key: z.string().default(''),
-      secondkey: z.string().nullish(),
-      comment: z.string().nullish(),
-      content: z.string().default(''),
-      mode: z.string().nullish(),
-      insertorder: z.number().optional(),
-      alwaysActive: z.boolean().nullish(),
-      selective: z.boolean().nullish(),
-      activationPercent: z.number().nullish(),
-    }),
-  ),
-});
+  const RisuSchema = z.looseObject({
+    type: z.literal('risu'),
+    data: z.array(
+      z.looseObject({
+        key: z.string().default(''),
+        secondkey: z.string().nullish(),
+        comment: z.string().nullish(),
+        content: z.string().default(''),
+        mode: z.string().nullish(),
+        insertorder: z.number().optional(),
+        alwaysActive: z.boolean().nullish(),
+        selective: z.boolean().nullish(),
+        activationPercent: z.number().nullish(),
+      }),
+    ),
+  });
+  return { StEntrySchema, StWorldInfoSchema, CharacterBookSchema, CardSchema, StandaloneBookSchema, V1CardSchema, NovelAiSchema, AgnaiSchema, RisuSchema };
+}
+let builtSchemas: ReturnType<typeof buildSchemas> | undefined;
+function schemas(): ReturnType<typeof buildSchemas> {
+  builtSchemas ??= buildSchemas();
+  return builtSchemas;
+}
 
 function zodReason(error: z.ZodError, what: string, within: readonly string[] = []): string {
   const issue = error.issues[0]!;
@@ -240,12 +249,12 @@ function loreEntry(
 }
 
 function parseWorldInfo(file: string, data: unknown): ParsedLorebook {
-  const checked = StWorldInfoSchema.safeParse(data);
+  const checked = schemas().StWorldInfoSchema.safeParse(data);
   if (!checked.success) throw new LorebookError(file, zodReason(checked.error, 'SillyTavern World Info file'));
   // The JSON's own objects, whose every key is kept (`__proto__` too); zod checks the fields a conversion reads.
   const book = data as Record<string, unknown> & { entries: Record<string, Record<string, unknown>> };
   const entries = Object.entries(book.entries).map(([uid, original]) => {
-    const parsed = StEntrySchema.safeParse(original);
+    const parsed = schemas().StEntrySchema.safeParse(original);
     if (!parsed.success) throw new LorebookError(file, zodReason(parsed.error, 'SillyTavern World Info file', ['entries', uid]));
     // The file is SillyTavern's own: every field is the World Info field of the same name.
     const raw = { ...original, key: parsed.data.key };
@@ -291,7 +300,7 @@ const CARD_EXTENSION_FIELDS: Record<string, [string, unknown]> = {
   match_creator_notes: ['matchCreatorNotes', false],
 };
 
-function parseCharacterBook(book: z.infer<typeof CharacterBookSchema>, format: LorebookFormat, name: string, notes: string[]): ParsedLorebook {
+function parseCharacterBook(book: z.infer<ReturnType<typeof buildSchemas>['CharacterBookSchema']>, format: LorebookFormat, name: string, notes: string[]): ParsedLorebook {
   const used = new Set(book.entries.filter((e) => e.id !== undefined).map((e) => String(e.id)));
   let next = 0;
   const freeId = (): number => {
@@ -342,7 +351,7 @@ function parseCharacterBook(book: z.infer<typeof CharacterBookSchema>, format: L
 }
 
 function parseCard(file: string, data: unknown, formatOverride?: LorebookFormat): ParsedLorebook {
-  const card = parseWith(file, CardSchema, data, 'Character Card');
+  const card = parseWith(file, schemas().CardSchema, data, 'Character Card');
   const book = card.data.character_book;
   const character = card.data.name ?? 'this character';
   if (!book) throw new LorebookError(file, `the character card for ${character} has no lorebook (data.character_book is absent)`);
@@ -354,7 +363,7 @@ function parseCard(file: string, data: unknown, formatOverride?: LorebookFormat)
 
 /** A V1 card has no lorebook: the character itself becomes one entry, keyed by its name. */
 function parseV1Card(file: string, data: unknown, format: LorebookFormat = 'character-card-v1'): ParsedLorebook {
-  const card = parseWith(file, V1CardSchema, data, 'Character Card V1');
+  const card = parseWith(file, schemas().V1CardSchema, data, 'Character Card V1');
   const parts: [string, string | undefined][] = [
     ['Description', card.description],
     ['Personality', card.personality],
@@ -378,7 +387,7 @@ function parseV1Card(file: string, data: unknown, format: LorebookFormat = 'char
 }
 
 function parseNovelAi(file: string, data: unknown, format: LorebookFormat): ParsedLorebook {
-  const book = parseWith(file, NovelAiSchema, data, 'NovelAI lorebook');
+  const book = parseWith(file, schemas().NovelAiSchema, data, 'NovelAI lorebook');
   const categories = new Map((book.categories ?? []).flatMap((c) => (c.id && c.name ? [[c.id, c.name] as const] : [])));
   const entries = book.entries.map((raw, index) => {
     const category = raw.category ? categories.get(raw.category) : undefined;
@@ -417,7 +426,7 @@ function parseNovelAi(file: string, data: unknown, format: LorebookFormat): Pars
 }
 
 function parseAgnai(file: string, data: unknown): ParsedLorebook {
-  const book = parseWith(file, AgnaiSchema, data, 'Agnai memory book');
+  const book = parseWith(file, schemas().AgnaiSchema, data, 'Agnai memory book');
   const entries = book.entries.map((raw, index) => {
     const worldInfo: WorldInfoEntry = {
       ...WORLD_INFO_ENTRY_DEFAULTS,
@@ -439,7 +448,7 @@ function parseAgnai(file: string, data: unknown): ParsedLorebook {
 }
 
 function parseRisu(file: string, data: unknown): ParsedLorebook {
-  const book = parseWith(file, RisuSchema, data, 'RisuAI lorebook');
+  const book = parseWith(file, schemas().RisuSchema, data, 'RisuAI lorebook');
   const notes: string[] = [];
   const folders = book.data.filter((e) => e.mode === 'folder').length;
   if (folders > 0) notes.push(`${folders} RisuAI folder rows are folders, not entries, and were not imported`);
@@ -504,7 +513,7 @@ function parseJsonLorebook(file: string, data: unknown, fromContainer: LorebookF
   const record = data as Record<string, unknown>;
   if (record.spec === 'chara_card_v2' || record.spec === 'chara_card_v3') return parseCard(file, data, fromContainer);
   if (record.spec === 'lorebook_v3') {
-    const book = parseWith(file, StandaloneBookSchema, data, 'V3 lorebook');
+    const book = parseWith(file, schemas().StandaloneBookSchema, data, 'V3 lorebook');
     return parseCharacterBook(book.data, 'character-book', bookName(file), []);
   }
   if ('lorebookVersion' in record) return parseNovelAi(file, data, fromContainer ?? 'novelai');
@@ -515,7 +524,7 @@ function parseJsonLorebook(file: string, data: unknown, fromContainer: LorebookF
   }
   if (record.entries !== null && typeof record.entries === 'object' && !Array.isArray(record.entries)) return parseWorldInfo(file, data);
   if (Array.isArray(record.entries)) {
-    const book = parseWith(file, CharacterBookSchema, data, 'Character Card lorebook');
+    const book = parseWith(file, schemas().CharacterBookSchema, data, 'Character Card lorebook');
     return parseCharacterBook(book, 'character-book', bookName(file), []);
   }
   if (other) throw new LorebookError(file, `this is ${other}`);
