@@ -59,73 +59,84 @@ export class BundleError extends Error {
 
 // --- The bundle's shape -------------------------------------------------------------------------------
 
-/**
- * One SQLite value. JSON numbers are integers when integral, reals otherwise; the tagged forms keep what
- * JSON cannot say exactly: integers beyond 2^53, integral reals, non-finite reals, and blobs.
- */
-const CellSchema = z.union([
-  z.null(),
-  z.string(),
-  z.number(),
-  z.strictObject({ $int: z.string().regex(/^-?\d{1,19}$/) }),
-  z.strictObject({ $real: z.union([z.number(), z.enum(['Infinity', '-Infinity'])]) }),
-  z.strictObject({ $blob: z.string() }),
-]);
-type Cell = z.infer<typeof CellSchema>;
+// Built on the first bundle read, not when the extension loads: most sessions never import a bundle.
+function buildSchemas() {
+  /**
+   * One SQLite value. JSON numbers are integers when integral, reals otherwise; the tagged forms keep what
+   * JSON cannot say exactly: integers beyond 2^53, integral reals, non-finite reals, and blobs.
+   */
+  const CellSchema = z.union([
+    z.null(),
+    z.string(),
+    z.number(),
+    z.strictObject({ $int: z.string().regex(/^-?\d{1,19}$/) }),
+    z.strictObject({ $real: z.union([z.number(), z.enum(['Infinity', '-Infinity'])]) }),
+    z.strictObject({ $blob: z.string() }),
+  ]);
 
-const TableSchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'table names are plain identifiers'),
-  columns: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'column names are plain identifiers')).min(1),
-  rows: z.array(z.array(CellSchema)),
-});
-type BundleTable = z.infer<typeof TableSchema>;
+  const TableSchema = z.strictObject({
+    name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'table names are plain identifiers'),
+    columns: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'column names are plain identifiers')).min(1),
+    rows: z.array(z.array(CellSchema)),
+  });
 
-const DatabaseSchema = z.strictObject({
-  schema_version: z.number().int().positive(),
-  tables: z.array(TableSchema),
-});
-export type BundleDatabase = z.infer<typeof DatabaseSchema>;
+  const DatabaseSchema = z.strictObject({
+    schema_version: z.number().int().positive(),
+    tables: z.array(TableSchema),
+  });
 
-const SourceMetaSchema = z.strictObject({
-  title: z.string(),
-  class: z.enum(KNOWLEDGE_CLASSES),
-  class_origin: z.string(),
-  enabled: z.boolean(),
-  visibility: z.enum(VISIBILITIES),
-  always_include: z.boolean(),
-  priority: z.enum(PRIORITIES),
-  scope: z.enum(SCOPES).nullable(),
-  tags: z.array(z.string()),
-  entities: z.array(z.string()),
-  notes: z.string().nullable(),
-  lexical_state: z.string(),
-});
-export type BundleSourceMeta = z.infer<typeof SourceMetaSchema>;
+  const SourceMetaSchema = z.strictObject({
+    title: z.string(),
+    class: z.enum(KNOWLEDGE_CLASSES),
+    class_origin: z.string(),
+    enabled: z.boolean(),
+    visibility: z.enum(VISIBILITIES),
+    always_include: z.boolean(),
+    priority: z.enum(PRIORITIES),
+    scope: z.enum(SCOPES).nullable(),
+    tags: z.array(z.string()),
+    entities: z.array(z.string()),
+    notes: z.string().nullable(),
+    lexical_state: z.string(),
+  });
 
-const FileSchema = z.strictObject({
-  path: z.string(),
-  size: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lowercase hex digits'),
-  /** `utf8` when the bytes are valid UTF-8 (the content is the exact text), `base64` otherwise. */
-  encoding: z.enum(['utf8', 'base64']),
-  content: z.string(),
-  /** What the index made of the file, when it is a source. Informational: the files are the truth. */
-  source: SourceMetaSchema.optional(),
-});
-export type BundleFile = z.infer<typeof FileSchema>;
+  const FileSchema = z.strictObject({
+    path: z.string(),
+    size: z.number().int().nonnegative(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lowercase hex digits'),
+    /** `utf8` when the bytes are valid UTF-8 (the content is the exact text), `base64` otherwise. */
+    encoding: z.enum(['utf8', 'base64']),
+    content: z.string(),
+    /** What the index made of the file, when it is a source. Informational: the files are the truth. */
+    source: SourceMetaSchema.optional(),
+  });
 
-const BundleSchema = z.strictObject({
-  format: z.literal(BUNDLE_FORMAT),
-  version: z.literal(BUNDLE_VERSION),
-  exported_at: z.string(),
-  campaign: z.strictObject({ id: z.string(), title: z.string() }),
-  files: z.array(FileSchema),
-  /** The play database, table by table; null when the campaign was never played. */
-  play: DatabaseSchema.nullable(),
-  /** Index embedding tables with their model metadata; null unless asked for. */
-  embeddings: DatabaseSchema.nullable(),
-});
-export type CampaignBundle = z.infer<typeof BundleSchema>;
+  const BundleSchema = z.strictObject({
+    format: z.literal(BUNDLE_FORMAT),
+    version: z.literal(BUNDLE_VERSION),
+    exported_at: z.string(),
+    campaign: z.strictObject({ id: z.string(), title: z.string() }),
+    files: z.array(FileSchema),
+    /** The play database, table by table; null when the campaign was never played. */
+    play: DatabaseSchema.nullable(),
+    /** Index embedding tables with their model metadata; null unless asked for. */
+    embeddings: DatabaseSchema.nullable(),
+  });
+  return { CellSchema, TableSchema, DatabaseSchema, SourceMetaSchema, FileSchema, BundleSchema };
+}
+type BundleSchemas = ReturnType<typeof buildSchemas>;
+let builtSchemas: BundleSchemas | undefined;
+function bundleSchema(): BundleSchemas['BundleSchema'] {
+  builtSchemas ??= buildSchemas();
+  return builtSchemas.BundleSchema;
+}
+
+type Cell = z.infer<BundleSchemas['CellSchema']>;
+type BundleTable = z.infer<BundleSchemas['TableSchema']>;
+export type BundleDatabase = z.infer<BundleSchemas['DatabaseSchema']>;
+export type BundleSourceMeta = z.infer<BundleSchemas['SourceMetaSchema']>;
+export type BundleFile = z.infer<BundleSchemas['FileSchema']>;
+export type CampaignBundle = z.infer<BundleSchemas['BundleSchema']>;
 
 // --- Cells --------------------------------------------------------------------------------------------
 
@@ -472,7 +483,7 @@ export function readBundle(file: string, text: string, limits: BundleLimits = DE
   if (Array.isArray(members) && members.length > limits.maxFiles) {
     throw new BundleError(file, `holds ${members.length} files, more than the ${limits.maxFiles} one bundle may hold; nothing was written`);
   }
-  const parsed = BundleSchema.safeParse(data);
+  const parsed = bundleSchema().safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new BundleError(file, `invalid bundle: ${issue.path.join('.') || 'top level'}: ${issue.message}`);
