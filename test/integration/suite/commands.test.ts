@@ -198,7 +198,7 @@ describe('campaign commands in the workbench', () => {
         return /1\. Narrator — \d+ tokens \(required\)/.test(reportText(seen)) && seen;
       }, 15_000, 'the preview rendered in the report tab');
       assert.doesNotMatch(reportText(rendered), /^## 1\. Narrator/m, 'rendered headings, not raw markdown');
-      assert.match(reportText(rendered), /\[live\] {3}canon +\d+ \/ \d+ tokens/, 'with the summary of every section');
+      assert.match(reportText(rendered), /Written for this turn:\s+Canon sources +\d+ \/ \d+ tokens/, 'with the summary of every section');
       assert.equal(reportTabs().length, 1);
 
       const again = await vscode.commands.executeCommand<vscode.TextDocument>('storyteller.previewContext', { action: 'ask Brother Aldric about the bells' });
