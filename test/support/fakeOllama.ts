@@ -136,6 +136,18 @@ export class FakeOllama extends FakeModelServer<ChatScript> {
     return FakeModelServer.listen((server, origin) => new FakeOllama(server, origin, options, options.contextLength ?? 8192));
   }
 
+  /** The messages the nth /api/chat request carried, as the server received them. */
+  chatMessages(request: number): { role: string; content: string }[] {
+    return (this.requestsTo('/api/chat')[request]!.body as { messages: { role: string; content: string }[] }).messages;
+  }
+
+  /** What the model heard back from its tool calls: the tool messages of the nth /api/chat request. */
+  toolAnswers(request: number): string[] {
+    return this.chatMessages(request)
+      .filter((m) => m.role === 'tool')
+      .map((m) => m.content);
+  }
+
   protected badRequest(res: http.ServerResponse, message: string): void {
     this.fail(res, 400, message);
   }

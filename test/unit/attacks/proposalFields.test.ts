@@ -46,8 +46,7 @@ describe('attacks: a proposal never changes what decides who reads a file, what 
     return out.stdout;
   };
   /** The model's answers to its calls, as the server received them in the next request. */
-  const answers = (request: number) =>
-    (fake.requestsTo('/api/chat')[request]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'tool').map((m) => m.content);
+  const answers = (request: number) => fake.toolAnswers(request);
 
   it("a model's edits to Brother Aldric's visibility and other writer-only fields are refused with why; --write leaves his secret narrator-only", async () => {
     const aldric = read('characters/brother-aldric.md');

@@ -70,10 +70,8 @@ describe('attacks: a proposal never repeats a narrator-only secret where the pla
     // Whole passages, as the prompt holds them (the text report cuts each to a line).
     return out.stdout;
   };
-  const prompt = (request: number) =>
-    (fake.requestsTo('/api/chat')[request]!.body as { messages: { role: string; content: string }[] }).messages.find((m) => m.role === 'user')!.content;
-  const answers = (request: number) =>
-    (fake.requestsTo('/api/chat')[request]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'tool').map((m) => m.content);
+  const prompt = (request: number) => fake.chatMessages(request).find((m) => m.role === 'user')!.content;
+  const answers = (request: number) => fake.toolAnswers(request);
 
   const visibleCalls = [
     call({
