@@ -263,7 +263,7 @@ export interface ReportLinks {
  * links, and reads a path starting with "/" from the first workspace folder when the document (this
  * report has no file) is in none; "#L12" is the line it opens at.
  */
-export function passageHref(links: ReportLinks, at: { path: string; line: number | undefined }): string {
+function passageHref(links: ReportLinks, at: { path: string; line: number | undefined }): string {
   const file = path.join(links.campaignRoot, ...at.path.split('/'));
   const fromRoot = path.relative(links.linkRoot, file).split(path.sep).map(encodeURIComponent).join('/');
   return `</${fromRoot}${at.line ? `#L${at.line}` : ''}>`;

@@ -6,7 +6,7 @@ import { wordRuns } from '../knowledge/retrieval';
  * Words in a row that, copied from a narrator-only file, count as repeating it: long enough that two files
  * rarely share them by chance, short enough to catch a secret's sentence quoted in a new one.
  */
-export const SECRET_RUN_WORDS = 8;
+const SECRET_RUN_WORDS = 8;
 
 /**
  * The campaign's narrator-only text (its `visibility: hidden` sources, enabled or not), as runs of words, for
