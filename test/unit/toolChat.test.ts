@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { ModelServerError, OllamaToolChat, OpenAIToolChat, resolveBackend, type ToolChatMessage, type ToolSpec } from '../../src/models';
+import { OllamaToolChat, OpenAIToolChat, resolveBackend, type ToolChatMessage, type ToolSpec } from '../../src/models';
 import { FakeOllama } from '../support/fakeOllama';
 import { FakeOpenAI } from '../support/fakeOpenAI';
+import { failure } from '../support/modelFailure';
 
 const TOOLS: ToolSpec[] = [
   { name: 'search', description: 'Search the campaign.', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
@@ -12,16 +13,6 @@ const MESSAGES: ToolChatMessage[] = [
   { role: 'user', content: 'I knock on the abbey gate.' },
 ];
 const OPTIONS = { model: 'qwen2.5-7b-instruct', maxTokens: 256, timeoutMs: 5000 };
-
-async function failure(promise: Promise<unknown>): Promise<ModelServerError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof ModelServerError, `a typed failure, not ${String(error)}`);
-    return error;
-  }
-  assert.fail('the reply should have failed');
-}
 
 describe('Tool calls on an OpenAI-compatible server', () => {
   let fake: FakeOpenAI;

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { REPO_ROOT } from '../../support/corpora';
 import { readTree } from '../../support/interchange';
 
@@ -40,6 +41,16 @@ export async function runBuiltCli(args: string[], options: { cwd?: string; node?
 }
 
 /** Resolves when `condition` holds, checking it every few milliseconds; fails after `timeoutMs` with `what`. */
+/** SQLite's own verdict on a database a killed process was writing: 'ok' when nothing is torn. */
+export function integrity(file: string): string {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return db.pragma('integrity_check', { simple: true }) as string;
+  } finally {
+    db.close();
+  }
+}
+
 export async function until(condition: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {

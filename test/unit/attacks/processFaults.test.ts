@@ -10,7 +10,7 @@ import { KnowledgeStore } from '../../../src/knowledge/indexing';
 import { INTERRUPTED_MESSAGE, PlayStore } from '../../../src/story';
 import { EXAMPLE_CAMPAIGN, corpusPath } from '../../support/corpora';
 import { FakeOllama } from '../../support/fakeOllama';
-import { campaignFiles, requireBuiltCli, runBuiltCli, spawnCli, until } from './attackSupport';
+import { campaignFiles, integrity, requireBuiltCli, runBuiltCli, spawnCli, until } from './attackSupport';
 
 /**
  * Faults and load against the built CLI (`node dist/cli.js`), as separate processes: kill -9 mid-index and
@@ -48,15 +48,6 @@ function sourcesWritten(root: string): number {
     }
   } catch {
     return 0; // the schema is still being created
-  }
-}
-
-function integrity(file: string): string {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return db.pragma('integrity_check', { simple: true }) as string;
-  } finally {
-    db.close();
   }
 }
 

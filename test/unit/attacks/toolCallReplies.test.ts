@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { MAX_ARGUMENT_DEPTH, MAX_TOOL_CALLS_PER_REPLY } from '../../../src/models/toolReply';
-import { ModelServerError, OllamaToolChat, OpenAIToolChat, resolveBackend, type ToolChatMessage, type ToolSpec } from '../../../src/models';
+import { OllamaToolChat, OpenAIToolChat, resolveBackend, type ToolChatMessage, type ToolSpec } from '../../../src/models';
 import { FakeOllama } from '../../support/fakeOllama';
 import { FakeOpenAI } from '../../support/fakeOpenAI';
+import { failure } from '../../support/modelFailure';
 
 /**
  * Scripted servers whose tool calls are out of all proportion: arguments nested 100,000 deep, and 70 calls in
@@ -13,16 +14,6 @@ const TOOLS: ToolSpec[] = [{ name: 'search', description: 'Search the campaign.'
 const MESSAGES: ToolChatMessage[] = [{ role: 'user', content: 'I knock on the abbey gate.' }];
 const OPTIONS = { model: 'llama3.2', maxTokens: 4096, timeoutMs: 20_000 };
 const SEVENTY = Array.from({ length: 70 }, (_, i) => ({ name: 'search', arguments: { query: `gate ${i}` } }));
-
-async function failure(promise: Promise<unknown>): Promise<ModelServerError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof ModelServerError, `a typed failure, not ${String(error)}`);
-    return error;
-  }
-  assert.fail('the reply should have failed');
-}
 
 describe('attacks: tool calls out of all proportion', () => {
   describe('from Ollama', () => {

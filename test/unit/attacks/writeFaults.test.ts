@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import YAML from 'yaml';
 import { EXAMPLE_CAMPAIGN } from '../../support/corpora';
 import { writePlayedAndIndexed } from '../../support/playedCampaign';
-import { requireBuiltCli, runBuiltCli, spawnCli, type Spawned } from './attackSupport';
+import { integrity, requireBuiltCli, runBuiltCli, spawnCli, type Spawned } from './attackSupport';
 
 /**
  * Kills aimed at the writer (SIGKILL against the built CLI, at varied moments while it writes): the files
@@ -29,15 +28,6 @@ function killAtWrite(run: Spawned, root: string, count: number): Promise<boolean
       resolve(signal === 'SIGKILL');
     });
   });
-}
-
-function integrity(file: string): string {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return db.pragma('integrity_check', { simple: true }) as string;
-  } finally {
-    db.close();
-  }
 }
 
 /** campaign.yaml after a kill: never empty, always YAML. */
