@@ -6,11 +6,11 @@ import { layoutGraph, type Placed } from './layout';
 // are a ball no one can read; this is the picture they open on.
 
 /** Past this many entities the picture opens on the overview; up to it, everything is drawn. */
-export const OVERVIEW_OVER = 150;
+const OVERVIEW_OVER = 150;
 /** How many of the most-connected entities the overview draws one by one. */
 export const OVERVIEW_HUBS = 40;
 /** The id prefix of a folded kind: `group:Monsters`. */
-export const GROUP_NODE = 'group:';
+const GROUP_NODE = 'group:';
 /** Up to this many nodes drawn, the layout leaves room under each for its label, so labels do not pile up. */
 const LABEL_ALL = 150;
 /** Room a label takes under its node. */
