@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAMPAIGN_FILE, type Campaign } from '../knowledge/campaign';
-import { DamagedPlayError, THIS_PROCESS, openDatabase, parseProcessOwner, processOwnerAlive, readStoredStatSchema, statementCache, storyProblem, turnLinkProblem, type Db } from '../knowledge/indexing';
+import { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from '../knowledge/files';
+import { DamagedPlayError, PLAY_MIGRATIONS, openDatabase, readStoredStatSchema, statementCache, storyProblem, turnLinkProblem, type Db } from '../knowledge/indexing';
 import type { RetrievalRecord } from '../knowledge/retrieval';
-import { PLAY_MIGRATIONS } from '../knowledge/indexing';
 import { latestLeaf } from './branches';
 import type { ResearchRecord } from './types';
 import { initialState, normalizeState, parseStatSchema, StatSchemaError, type StatSchema, type WorldState } from './worldState';

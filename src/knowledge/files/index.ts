@@ -4,5 +4,5 @@ export { WriteConflictError, createFile, finishInterruptedWrites, replaceFile, s
 export type { FinishedWrites, SetFile } from './writer';
 export { withFileLock } from './fileLock';
 export type { LockWaitOptions } from './fileLock';
-export { THIS_PROCESS, describeProcessOwner, onAnotherHost, parseProcessOwner, processOwnerAlive } from './processOwner';
+export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from './processOwner';
 export type { ProcessOwner } from './processOwner';

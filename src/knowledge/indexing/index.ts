@@ -12,8 +12,6 @@ export { inProcessWriter, workerWriter } from './indexWriter';
 export type { IndexWriter } from './indexWriter';
 export type { Parser } from './parsePool';
 export { assertFts5, migrate, openDatabase, statementCache } from './sqlite';
-export { THIS_PROCESS, parseProcessOwner, processOwnerAlive } from '../files';
-export type { ProcessOwner } from '../files';
 export type { Db, Migration } from './sqlite';
 export { CJK_CHARS, CJK_RUN, ftsText } from './indexText';
 export { KnowledgeStore } from './store';

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EXIT } from '../../../src/cli/command';
-import { THIS_PROCESS } from '../../../src/knowledge/indexing';
+import { THIS_PROCESS } from '../../../src/knowledge/files';
 import { BUNDLE_FORMAT, BUNDLE_VERSION, DEFAULT_BUNDLE_LIMITS, type BundleFile } from '../../../src/knowledge/interchange/bundle';
 import { MAX_LOREBOOK_ENTRIES } from '../../../src/knowledge/interchange/lorebookImport';
 import { makeCampaign, removeDir } from '../../support/campaignDirs';
