@@ -133,12 +133,13 @@ describe("the writer's desk", () => {
 
     /**
      * Keydown-to-paint in the browser while N distinct copies of the SRD index into the campaign (N from
-     * STORYTELLER_TYPING_COPIES, default 1: issue 35 measures ten), against the same typing with the index idle.
+     * STORYTELLER_TYPING_COPIES, default 2: issue 35 measures ten), against the same typing with the index idle.
+     * One copy was not enough under two CPU-bound processes: it finished indexing before the last key was typed.
      * The numbers go to artifacts/typing-latency.json and the log; speed is not asserted as wall time here,
      * only that the typing really happened while indexing ran.
      */
     it('measures typing lag in the play panel and an editor while a large campaign indexes', async function () {
-      const copies = Number(process.env.STORYTELLER_TYPING_COPIES || 1);
+      const copies = Number(process.env.STORYTELLER_TYPING_COPIES || 2);
       assert.ok(Number.isInteger(copies) && copies >= 1, `STORYTELLER_TYPING_COPIES=${process.env.STORYTELLER_TYPING_COPIES} is not a number of copies`);
       // Each key is typed and timed on its own round trip, on a loaded machine, and every further copy is a
       // thousand files to index and then to take out again: minutes, not seconds.
