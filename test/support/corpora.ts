@@ -2,7 +2,19 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+/**
+ * The checkout: the nearest folder above this file with the project's package.json. Bundled suites run from
+ * .e2e/suite and .e2e/smoke/suite, at different depths, so a fixed number of `..` named the wrong folder.
+ */
+function findRepoRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (fs.existsSync(manifest) && (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { name?: string }).name === 'adventure-storyteller') return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no adventure-storyteller package.json above ${from}`);
+  }
+}
+
+export const REPO_ROOT = findRepoRoot(__dirname);
 export const EXAMPLE_CAMPAIGN = path.join(REPO_ROOT, 'fixtures', 'example-campaign');
 
 /** ../shared/corpora beside the checkout a local clone was made from (a CI clone in a temp folder). */
