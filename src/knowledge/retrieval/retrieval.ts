@@ -19,7 +19,7 @@ import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
-import { CANDIDATE_COLUMNS, ELIGIBLE, rowIdentity, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
+import { CANDIDATE_COLUMNS, ELIGIBLE, KeptRows, rowIdentity, rowSelected, rowSource, textLength, type CandidateRow } from './retrievalRows';
 import { jaccardAtLeast, overlap, shingles, type ShingleSet } from './shingles';
 import type { KnowledgeStore } from '../indexing';
 import { ALWAYS_INCLUDED_SQL, estimateTokens, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
@@ -227,9 +227,9 @@ interface RankInput {
  * Candidate rows read so far, by rowid, while the index stays as it is (see CampaignStatistics.key): a
  * passage many turns find is joined to its source and read out of the index once, not once a turn.
  */
-const candidateRows = new WeakMap<KnowledgeStore, { key: string; rows: Map<number, CandidateRow>; chars: number }>();
-/** Characters of passage text held as candidate rows before they are dropped and read afresh. */
-const CANDIDATE_CHARS_HELD = 8_000_000;
+const candidateRows = new WeakMap<KnowledgeStore, { key: string; rows: KeptRows }>();
+/** Bytes of passage text held as candidate rows before they are dropped and read afresh. */
+const CANDIDATE_TEXT_HELD = 8_000_000;
 
 /**
  * The pool: FTS5's bm25 (stems, heading weighted) best CANDIDATE_POOL passages of this campaign, best
@@ -247,24 +247,25 @@ function poolRows(store: KnowledgeStore, stats: CampaignStatistics, match: strin
     .pluck()
     .all({ match, campaign: store.campaignId }) as number[];
   let held = candidateRows.get(store);
-  if (!held || held.key !== stats.key || held.chars > CANDIDATE_CHARS_HELD) candidateRows.set(store, (held = { key: stats.key, rows: new Map(), chars: 0 }));
-  const rows = held.rows;
-  const unread = rowids.filter((rowid) => !rows.has(rowid));
+  if (!held || held.key !== stats.key || held.rows.textBytes > CANDIDATE_TEXT_HELD) candidateRows.set(store, (held = { key: stats.key, rows: new KeptRows() }));
+  const kept = held.rows;
+  const unread = rowids.filter((rowid) => !kept.has(rowid));
+  const read = new Map<number, CandidateRow>();
   if (unread.length > 0) {
     // From the pool's rowids to their rows (CROSS JOIN keeps that order): never a walk over every passage.
-    const read = store
+    const rows = store
       .statement(
         `SELECT ${CANDIDATE_COLUMNS} FROM (SELECT value AS rowid FROM json_each(@rowids)) f
          CROSS JOIN passages p ON p.rowid = f.rowid CROSS JOIN sources s ON s.id = p.source_id
          WHERE p.campaign_id = @campaign`,
       )
       .all({ rowids: JSON.stringify(unread), campaign: store.campaignId }) as CandidateRow[];
-    for (const row of read) {
-      rows.set(row.rowid, row);
-      held.chars += row.text.length;
+    for (const row of rows) {
+      kept.keep(row);
+      read.set(row.rowid, row);
     }
   }
-  return rowids.flatMap((rowid) => rows.get(rowid) ?? []);
+  return rowids.flatMap((rowid) => read.get(rowid) ?? kept.row(rowid) ?? []);
 }
 
 /**
@@ -296,7 +297,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const trail = () => (JSON.parse(row.heading_path) as string[]).join(' ');
     const heading = trigger ? stemText(`${trail()} ${trigger.mention}`) : stemmedPassage(row.heading_path, trail);
     const body = stemmedPassage(row.content_hash, () => row.text);
-    return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
+    return toWorking(row, judge(stats, weights, terms, { heading, body, length: textLength(row), sourceId: row.source_id }, files), trigger);
   };
   const pool = match ? poolRows(store, stats, match) : [];
   // An entry SillyTavern inserts is its whole text, every passage of it.
