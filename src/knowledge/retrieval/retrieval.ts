@@ -117,7 +117,7 @@ const passageShingles = new WeakMap<StemmedText, ShingleSet>();
 function shinglesOf(w: Working): ShingleSet {
   const stemmed = stemmedPassage(w.row.content_hash, () => w.row.text);
   let built = passageShingles.get(stemmed);
-  if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words)));
+  if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words, true)));
   return built;
 }
 

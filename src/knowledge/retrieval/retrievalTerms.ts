@@ -1,4 +1,5 @@
 import { CJK_CHARS, CJK_RUN, ftsText } from '../indexing';
+import { keptInt32Pair } from './keptArrays';
 import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
 import { otherForms } from './wordForms';
@@ -313,10 +314,10 @@ export interface StemmedText {
   stems: Int32Array;
 }
 
-export function stemText(text: string): StemmedText {
+/** Stemmed text for one turn; `kept` for text kept across turns (see keptArrays.ts). */
+export function stemText(text: string, kept = false): StemmedText {
   const tokens = tokenize(text);
-  const words = new Int32Array(tokens.length);
-  const stems = new Int32Array(tokens.length);
+  const [words, stems] = kept ? keptInt32Pair(tokens.length) : [new Int32Array(tokens.length), new Int32Array(tokens.length)];
   for (let i = 0; i < tokens.length; i++) {
     const id = wordId(tokens[i]!);
     words[i] = id;
@@ -337,7 +338,7 @@ let tokensHeld = 0;
 export function stemmedPassage(key: string, text: () => string): StemmedText {
   let stemmed = stemmedCache.get(key);
   if (!stemmed) {
-    stemmed = stemText(text());
+    stemmed = stemText(text(), true);
     for (const [hash, old] of stemmedCache) {
       if (tokensHeld + stemmed.words.length <= TOKENS_HELD) break;
       stemmedCache.delete(hash);
