@@ -192,6 +192,29 @@ function libraryNames(store: KnowledgeStore, version: string): string[] {
   return names;
 }
 
+/**
+ * The eligible passages of pinned canon (always_include), in placement order, read again only when the index
+ * changed: every prompt asks, and the query walks every source of the campaign (a tenth of a warm turn on the SRD).
+ */
+const pinnedCache = new WeakMap<KnowledgeStore, { key: string; byStage: Map<RetrievalStage, CandidateRow[]> }>();
+function pinnedRows(store: KnowledgeStore, version: string, stage: RetrievalStage): CandidateRow[] {
+  let cached = pinnedCache.get(store);
+  if (cached?.key !== version) pinnedCache.set(store, (cached = { key: version, byStage: new Map() }));
+  let rows = cached.byStage.get(stage);
+  if (!rows) {
+    rows = store
+      .statement(
+        // From the few pinned sources to their passages (CROSS JOIN keeps that order), never a scan of every passage.
+        `SELECT ${CANDIDATE_COLUMNS} FROM sources s CROSS JOIN passages p ON p.source_id = s.id
+         WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
+         ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
+      )
+      .all({ campaign: store.campaignId, stage }) as CandidateRow[];
+    cached.byStage.set(stage, rows);
+  }
+  return rows;
+}
+
 export interface RankedCandidates {
   queryText: string;
   terms: SearchTerm[];
@@ -342,16 +365,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
 
   const alwaysInclude = !query.placePins
     ? []
-    : (
-    store
-      .statement(
-        // From the few pinned sources to their passages (CROSS JOIN keeps that order), never a scan of every passage.
-        `SELECT ${CANDIDATE_COLUMNS} FROM sources s CROSS JOIN passages p ON p.source_id = s.id
-         WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
-         ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
-      )
-      .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
-  ).map((row) => byId.get(row.id) ?? { ...toWorking(row, null), ...(activation?.verdicts.has(row.source_id) ? { worldInfo: activation.verdicts.get(row.source_id)! } : {}) });
+    : pinnedRows(store, stats.key, query.stage).map((row) => byId.get(row.id) ?? { ...toWorking(row, null), ...(activation?.verdicts.has(row.source_id) ? { worldInfo: activation.verdicts.get(row.source_id)! } : {}) });
   const pinned = new Set(alwaysInclude.map((w) => w.row.id));
 
   const admitted: Working[] = [];
