@@ -307,12 +307,12 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   // A pasted chapter's hundred small words would only add noise to the ranking its thousands of words decide.
   const weights = queryWeights(stats, terms, isPastedChapter(terms) ? [] : smallWords(query.input));
   // A prompt lets SillyTavern's activation decide the entries that carry its behaviour; a search finds them by mention.
-  const eligibleEntries = query.placePins ? worldInfoSources(store).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
+  const eligibleEntries = query.placePins ? worldInfoSources(store, stats.key).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
   const wiQuery = eligibleEntries.length > 0 ? (query.worldInfo ?? defaultWorldInfoQuery({ input: query.input, recent: query.recent ?? [], budgets: query.budgets ?? DEFAULT_KNOWLEDGE_BUDGETS })) : null;
   const measure = query.measure;
   const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (text) => measure?.text?.(text) ?? estimateTokens(text), (source) => entryContent(store, source)) : null;
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
-  const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
+  const fired = triggeredSources(store, stats.key, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
