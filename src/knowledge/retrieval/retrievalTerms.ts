@@ -451,7 +451,8 @@ export interface QueryParts {
   knownNames?: readonly string[];
 }
 
-const TITLE_WORD = String.raw`\p{Lu}[\p{L}\p{N}'’-]*\p{Ll}[\p{L}\p{N}'’-]*`;
+// \u2019 (’) as an escape: a raw template's text is what the bundle's ASCII-only output cannot rewrite.
+const TITLE_WORD = String.raw`\p{Lu}[\p{L}\p{N}'\u2019-]*\p{Ll}[\p{L}\p{N}'\u2019-]*`;
 /** Small words a name holds between its capitalised ones ("Circle of the Land"); "and" joins two names. */
 const NAME_LINK = String.raw`(?:(?:of|the|a|an|on|in|to|with|for|at|from)\s+)*`;
 const CAPITALIZED_RUN = new RegExp(`${TITLE_WORD}(?:\\s+${NAME_LINK}${TITLE_WORD})+`, 'gu');
