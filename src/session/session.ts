@@ -247,7 +247,8 @@ export class CampaignSession {
       client: this.toolChat(),
       models: [settings.narratorModel],
       contextWindow: async (model) => (settings.researchContextWindow > 0 ? settings.researchContextWindow : ((await narrator.contextLength(model).catch(() => null)) ?? undefined)),
-      consistency: { store, ollamaHost: settings.narratorBackend.provider === 'ollama' ? settings.narratorBackend.baseUrl : null },
+      store,
+      ollamaHost: settings.narratorBackend.provider === 'ollama' ? settings.narratorBackend.baseUrl : null,
       ...(options.signal ? { signal: options.signal } : {}),
     });
   }

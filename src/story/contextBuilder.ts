@@ -139,11 +139,13 @@ export function renderPassage(p: SelectedPassage, personaName: string, character
 }
 
 /**
- * Words and characters of a passage's text as renderPassage sends it, by its text, for a text without
- * macros (null: one with them is rendered to be measured). Every candidate of every turn is priced, and
- * most are candidates turn after turn: counting their words again each time cost more than judging them.
+ * Words and characters of a passage's text as renderPassage sends it, by passage with the text they were
+ * counted from, for a text without macros (null: one with them is rendered to be measured). Every candidate
+ * of every turn is priced, and most are candidates turn after turn: counting their words again each time
+ * cost more than judging them. By passage, not by text: a kept row's text is a new string each turn, and
+ * finding it in a map by its text hashes all of it, where comparing it with the text counted is quicker.
  */
-const textShapes = new Map<string, { words: number; chars: number } | null>();
+const textShapes = new Map<string, { text: string; shape: { words: number; chars: number } | null }>();
 let textShapeChars = 0;
 /** Characters of text held as keys before the shapes are dropped and counted afresh. */
 const TEXT_SHAPE_CHARS_HELD = 8_000_000;
@@ -177,19 +179,18 @@ function frameShape(p: SelectedPassage): FrameShape {
   return shape;
 }
 
-function textShape(text: string): { words: number; chars: number } | null {
-  let shape = textShapes.get(text);
-  if (shape === undefined) {
-    const body = text.trim();
-    // neutralizeMarkers changes no word, only adds an escape to a line that starts like a heading.
-    shape = hasLorebookMacro(body) ? null : { words: countWords(body), chars: neutralizedLength(body) };
-    if (textShapeChars > TEXT_SHAPE_CHARS_HELD) {
-      textShapes.clear();
-      textShapeChars = 0;
-    }
-    textShapes.set(text, shape);
-    textShapeChars += text.length;
+function textShape(passageId: string, text: string): { words: number; chars: number } | null {
+  const known = textShapes.get(passageId);
+  if (known?.text === text) return known.shape;
+  const body = text.trim();
+  // neutralizeMarkers changes no word, only adds an escape to a line that starts like a heading.
+  const shape = hasLorebookMacro(body) ? null : { words: countWords(body), chars: neutralizedLength(body) };
+  if (textShapeChars > TEXT_SHAPE_CHARS_HELD) {
+    textShapes.clear();
+    textShapeChars = 0;
   }
+  textShapeChars += text.length - (textShapes.get(passageId)?.text.length ?? 0);
+  textShapes.set(passageId, { text, shape });
   return shape;
 }
 
@@ -229,7 +230,7 @@ function knowledgeHead(key: KnowledgeSection): string {
 export function knowledgeMeasure(estimator: TokenEstimator, personaName: string, characterOf: CharacterOf = NO_CHARACTERS): TokenMeasure {
   return {
     passage: (p) => {
-      const body = textShape(p.text);
+      const body = textShape(p.passageId, p.text);
       if (!body) return estimator.count(`${renderPassage(p, personaName, characterOf)}\n`);
       // The frame's lines, the text, a line break after each: what the rendered passage and its line break hold.
       const frame = frameShape(p);

@@ -331,6 +331,8 @@ export interface ProposalSet {
   refused: RefusedProposal[];
   /** Proposals the writer discarded before for the same turns, left out. */
   discardedBefore: number;
+  /** Why the model asked to draft could not (its first reply failed): the deterministic rules stood alone. */
+  modelFailure?: string;
 }
 
 export interface ProposeOptions {
@@ -360,6 +362,7 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
   const drafts = [...deterministic.drafts];
   const refused = [...deterministic.skipped];
   let drafting = 'deterministic: no model was given, so only world-state facts that contradict or add to canon, new characters and settled conflicts are proposed';
+  let modelFailure: string | undefined;
   if (options.client && options.model) {
     try {
       const turns = branch.turns.map(turnRef);
@@ -373,7 +376,8 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
       drafting = describeModelDrafting(options.model, drafted, deterministic.drafts.length);
     } catch (error) {
       if (options.signal?.aborted) throw error;
-      drafting = `deterministic: ${options.model} could not draft (${(error as Error).message})`;
+      modelFailure = (error as Error).message;
+      drafting = `deterministic: ${options.model} could not draft (${modelFailure})`;
     }
   }
   const validated = validateProposals(drafts, target);
@@ -385,5 +389,6 @@ export async function proposeCanonUpdates(ctx: ProposalContext, options: Propose
     proposals,
     refused: [...refused, ...validated.refused],
     discardedBefore: validated.proposals.length - proposals.length,
+    ...(modelFailure !== undefined ? { modelFailure } : {}),
   };
 }

@@ -37,7 +37,7 @@ export class EvaluateResearchCommand extends Disposable {
     const { title } = index.campaign;
     const model = this.settings.current.narratorModel;
     try {
-      const report = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${model} is researching ${title}'s questions (eval.yaml)…`, cancellable: true }, (_, token) => {
+      const report = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `${model} is researching ${title}'s questions and proposing on its played exchanges (eval.yaml)…`, cancellable: true }, (_, token) => {
         const cancel = new AbortController();
         token.onCancellationRequested(() => cancel.abort());
         return index.session.evaluateResearch({ ...(options.setFile ? { setFile: options.setFile } : {}), signal: cancel.signal });

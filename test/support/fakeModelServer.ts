@@ -9,6 +9,12 @@ export interface RecordedRequest {
   body: unknown;
 }
 
+/** The chat request offered the model a tool of this name natively (research's `finish`, proposals' `propose_edit`). */
+export function offersTool(request: RecordedRequest, name: string): boolean {
+  const tools = (request.body as { tools?: { function: { name: string } }[] } | null)?.tools ?? [];
+  return tools.some((t) => t.function.name === name);
+}
+
 /**
  * What the fake Ollama and OpenAI-compatible servers share: a loopback server that records every request
  * (JSON body parsed, path without query), answers generation from a queue of scripts (then a default), and

@@ -56,6 +56,9 @@ describe('the CLI package (npm pack)', function () {
       assert.doesNotMatch(code, /sourceMappingURL=/, `${bundle} points at a map the package does not hold`);
       const lines = code.split('\n');
       assert.ok(code.length / lines.length > 200, `${bundle} is minified (${lines.length} lines for ${code.length} characters)`);
+      // One character outside Latin-1 and V8 holds the whole source two bytes a character.
+      const wide = /[\u0080-\uffff]/.exec(code);
+      assert.equal(wide, null, `${bundle} holds '${wide?.[0]}' at ${wide?.index}: bundles are ASCII only`);
     }
   });
 

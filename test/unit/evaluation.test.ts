@@ -5,6 +5,7 @@ import path from 'node:path';
 import { defaultSettings, openSession, type CampaignSession } from '../../src/session';
 import { EvalSetError, renderEvalMarkdown } from '../../src/story/evaluation';
 import { FakeOllama } from '../support/fakeOllama';
+import { offersTool } from '../support/fakeModelServer';
 
 /**
  * The research evaluation the extension's "Evaluate Research on This Campaign" runs: through the campaign's
@@ -43,7 +44,10 @@ describe('evaluating research through the campaign session', () => {
     assert.deepEqual(research.scores.recall, { at1: 1 / 6, at3: 1 / 6, at5: 1 / 6 });
     assert.deepEqual(research.scores.offTopicNothing, { right: 2, of: 2 });
     assert.deepEqual(research.research!.ran, { native: 8, json: 0, lexical: 0 });
-    const chats = fake.requestsTo('/api/chat').map((r) => r.body as { model: string; options: { num_ctx?: number } });
+    const chats = fake
+      .requestsTo('/api/chat')
+      .filter((r) => offersTool(r, 'finish'))
+      .map((r) => r.body as { model: string; options: { num_ctx?: number } });
     assert.equal(chats.length, 8, 'one research request per question, on the narrator server the settings name');
     assert.ok(chats.every((c) => c.model === 'llama3.2' && c.options.num_ctx === 4096), 'the narrator model, fitted to the window the server reports');
 
@@ -55,13 +59,19 @@ describe('evaluating research through the campaign session', () => {
     assert.match(lines.find((l) => l.startsWith('| llama3.2 (research)'))!, /\|\s+0\.17 \|\s+0\.17 \|\s+0\.17 \|\s+2\/2 \|\s+0\/8 \|\s+8\/0\/0 \|/);
     assert.ok(lines.some((l) => l.startsWith("| today's selection")));
     assert.match(markdown, /## llama3\.2: per question\n\n- Who draws the broken circle on the doorposts\? — ran native, 1 step\(s\); kept Brother Aldric/);
+    // The starter set's played exchanges, which the scripted model answers in prose: nothing proposed, each said.
+    assert.match(lines.find((l) => l.startsWith('| llama3.2 (proposals)'))!, /\|\s+0\/2 \|\s+0 \|\s+1\/1 \|\s+0 \|\s+0 \|/);
+    assert.match(markdown, /## llama3\.2: per played exchange\n\n- Exchange 1 \(.*\) — missed characters\/mara\.md says "capital"; proposed nothing\n/);
+    assert.match(markdown, /- Exchange 3 \(.*\) — expected nothing; proposed nothing\n/);
   });
 
   it('takes the research context window from the settings when one is set', async () => {
     contextWindow = 2048;
     fake.queue(...Array.from({ length: 8 }, () => ({ toolCalls: [{ name: 'finish', arguments: { keep: [] } }] })));
     await session.evaluateResearch();
-    assert.ok(fake.requestsTo('/api/chat').every((r) => (r.body as { options: { num_ctx?: number } }).options.num_ctx === 2048));
+    const research = fake.requestsTo('/api/chat').filter((r) => offersTool(r, 'finish'));
+    assert.equal(research.length, 8);
+    assert.ok(research.every((r) => (r.body as { options: { num_ctx?: number } }).options.num_ctx === 2048));
   });
 
   it('scores the consistency check on the conflicts the set names: the patterns, and the model on Ollama', async () => {

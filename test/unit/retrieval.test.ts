@@ -60,6 +60,24 @@ function selectedPaths(result: Awaited<ReturnType<typeof retrieveKnowledge>>): s
     .map((p) => p.sourcePath);
 }
 
+describe('retrieval: passages found again', () => {
+  it('reads a passage a later search finds again exactly as written, accents, CJK and emoji included, and ranks it the same', async () => {
+    const text = 'The Café Ægir at 黒鉄城 serves dragon 🐉 stew; the 𝔇ragon Inn next door does not.';
+    const store = storeWith('westhaven', [...ALL, { path: 'places/cafe.md', passages: [[['Café Ægir'], text]] }]);
+    try {
+      // The second search meets the passage among the rows kept from the first.
+      const first = await searchKnowledge(store, 'Where is the dragon stew served?');
+      const again = await searchKnowledge(store, 'Where is the dragon stew served?');
+      assert.equal(first.hits[0]?.text, text);
+      assert.equal(again.hits[0]?.text, text);
+      const lexicalScore = (r: typeof first) => r.record.candidates.find((c) => c.sourcePath === 'places/cafe.md')?.lexicalScore;
+      assert.equal(lexicalScore(again), lexicalScore(first));
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('retrieval: admission by relevance', () => {
   let store: KnowledgeStore;
   beforeEach(() => {

@@ -156,6 +156,17 @@ describe('story context builder', () => {
     assert.match(plain.sections.find((s) => s.id === 'always-include')!.text, /the player character: "What is this place\?"/);
   });
 
+  it('pins canon from the next turn after its file says always_include, and stops when the file no longer does', async () => {
+    const pinned = () => engine.previewContext(adventureId, { kind: 'do', text: 'look around' }).then((c) => c.sections.find((s) => s.id === 'always-include')?.text ?? '');
+    const entry = '---\ntitle: The old mill\nclass: canon\n---\nThe old mill grinds at night, though no miller is seen.\n';
+    await knowledge.edit('mill.md', entry);
+    assert.doesNotMatch(await pinned(), /old mill grinds/);
+    await knowledge.edit('mill.md', entry.replace('class: canon\n', 'class: canon\nalways_include: true\n'));
+    assert.match(await pinned(), /old mill grinds/);
+    await knowledge.edit('mill.md', entry);
+    assert.doesNotMatch(await pinned(), /old mill grinds/);
+  });
+
   it('renders without a persona or stat schema, and preview makes no write', async () => {
     const plain = store.createAdventure({ campaignId: 'westhaven', title: 'Plain' });
     const context = await engine.previewContext(plain.id, { kind: 'say', text: 'Hello?' });

@@ -48,7 +48,8 @@ export const evalCommand: Command = {
         client: toolChatFor(backend),
         models,
         contextWindow: async (model) => window ?? (await narratorFor(backend).contextLength(model).catch(() => null)) ?? undefined,
-        consistency: { store, ollamaHost: backend.provider === 'ollama' ? backend.baseUrl : null },
+        store,
+        ollamaHost: backend.provider === 'ollama' ? backend.baseUrl : null,
       });
       emit(io, args, report, () => renderEvalTable(report));
       return EXIT.ok;

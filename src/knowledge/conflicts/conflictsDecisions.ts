@@ -1,4 +1,4 @@
-import type { Db } from '../indexing';
+import { cachedStatement, type Db } from '../indexing';
 import { CONFLICT_DECISIONS, keepDecision, type CanonConflict, type ConflictDecision } from './conflicts';
 import type { FactStatement } from './facts';
 
@@ -15,8 +15,8 @@ export interface StoredConflictDecision {
 }
 
 export function loadConflictDecisions(playDb: Db, campaignId: string): Map<string, ConflictDecision> {
-  const rows = playDb
-    .prepare('SELECT conflict_key, decision FROM conflict_decisions WHERE campaign_id = ?')
+  // Every turn reads them (retrieval supersedes canon by them): compiled once.
+  const rows = cachedStatement(playDb, 'SELECT conflict_key, decision FROM conflict_decisions WHERE campaign_id = ?')
     .all(campaignId) as { conflict_key: string; decision: string }[];
   const decisions = new Map<string, ConflictDecision>();
   for (const row of rows) {

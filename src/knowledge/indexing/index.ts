@@ -11,7 +11,7 @@ export { inThreadParser, workerParser } from './parsePool';
 export { inProcessWriter, workerWriter } from './indexWriter';
 export type { IndexWriter } from './indexWriter';
 export type { Parser } from './parsePool';
-export { assertFts5, migrate, openDatabase, statementCache } from './sqlite';
+export { assertFts5, cachedStatement, migrate, openDatabase, statementCache } from './sqlite';
 export type { Db, Migration } from './sqlite';
 export { CJK_CHARS, CJK_RUN, ftsText } from './indexText';
 export { KnowledgeStore } from './store';

@@ -14,6 +14,14 @@ export function statementCache(db: Db): (sql: string) => Database.Statement {
   };
 }
 
+const connectionStatements = new WeakMap<Db, (sql: string) => Database.Statement>();
+/** The connection's statement for `sql`, compiled once per connection: for helpers handed a bare connection that every turn calls. */
+export function cachedStatement(db: Db, sql: string): Database.Statement {
+  let cache = connectionStatements.get(db);
+  if (!cache) connectionStatements.set(db, (cache = statementCache(db)));
+  return cache(sql);
+}
+
 export interface Migration {
   version: number;
   description: string;

@@ -19,7 +19,7 @@ import { buildMatchExpression, buildSearchTerms, forgetWordsWhenFull, matchTerms
 import { triggeredSources, triggerReason, type Trigger } from './retrievalTriggers';
 import { answers, answerStrength, campaignSpelling, campaignStatistics, inverseFrequency, judge, passageHolds, queryWeights, wordsApart, type CampaignStatistics, type FileUse, type LexicalJudgement, type QueryWeights } from './retrievalScore';
 import { semanticCandidates, type SemanticJudge, type SemanticSearchOptions } from './embeddings';
-import { CANDIDATE_COLUMNS, ELIGIBLE, rowIdentity, rowSelected, rowSource, type CandidateRow } from './retrievalRows';
+import { CANDIDATE_COLUMNS, ELIGIBLE, KeptRows, rowIdentity, rowSelected, rowSource, textLength, type CandidateRow } from './retrievalRows';
 import { jaccardAtLeast, overlap, shingles, type ShingleSet } from './shingles';
 import type { KnowledgeStore } from '../indexing';
 import { ALWAYS_INCLUDED_SQL, estimateTokens, isAlwaysIncluded, sourceExclusion, type KnowledgeClass, type Priority } from '../campaign';
@@ -117,7 +117,7 @@ const passageShingles = new WeakMap<StemmedText, ShingleSet>();
 function shinglesOf(w: Working): ShingleSet {
   const stemmed = stemmedPassage(w.row.content_hash, () => w.row.text);
   let built = passageShingles.get(stemmed);
-  if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words)));
+  if (!built) passageShingles.set(stemmed, (built = shingles(stemmed.words, true)));
   return built;
 }
 
@@ -192,6 +192,29 @@ function libraryNames(store: KnowledgeStore, version: string): string[] {
   return names;
 }
 
+/**
+ * The eligible passages of pinned canon (always_include), in placement order, read again only when the index
+ * changed: every prompt asks, and the query walks every source of the campaign (a tenth of a warm turn on the SRD).
+ */
+const pinnedCache = new WeakMap<KnowledgeStore, { key: string; byStage: Map<RetrievalStage, CandidateRow[]> }>();
+function pinnedRows(store: KnowledgeStore, version: string, stage: RetrievalStage): CandidateRow[] {
+  let cached = pinnedCache.get(store);
+  if (cached?.key !== version) pinnedCache.set(store, (cached = { key: version, byStage: new Map() }));
+  let rows = cached.byStage.get(stage);
+  if (!rows) {
+    rows = store
+      .statement(
+        // From the few pinned sources to their passages (CROSS JOIN keeps that order), never a scan of every passage.
+        `SELECT ${CANDIDATE_COLUMNS} FROM sources s CROSS JOIN passages p ON p.source_id = s.id
+         WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
+         ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
+      )
+      .all({ campaign: store.campaignId, stage }) as CandidateRow[];
+    cached.byStage.set(stage, rows);
+  }
+  return rows;
+}
+
 export interface RankedCandidates {
   queryText: string;
   terms: SearchTerm[];
@@ -227,9 +250,9 @@ interface RankInput {
  * Candidate rows read so far, by rowid, while the index stays as it is (see CampaignStatistics.key): a
  * passage many turns find is joined to its source and read out of the index once, not once a turn.
  */
-const candidateRows = new WeakMap<KnowledgeStore, { key: string; rows: Map<number, CandidateRow>; chars: number }>();
-/** Characters of passage text held as candidate rows before they are dropped and read afresh. */
-const CANDIDATE_CHARS_HELD = 8_000_000;
+const candidateRows = new WeakMap<KnowledgeStore, { key: string; rows: KeptRows }>();
+/** Bytes of passage text held as candidate rows before they are dropped and read afresh. */
+const CANDIDATE_TEXT_HELD = 8_000_000;
 
 /**
  * The pool: FTS5's bm25 (stems, heading weighted) best CANDIDATE_POOL passages of this campaign, best
@@ -247,24 +270,25 @@ function poolRows(store: KnowledgeStore, stats: CampaignStatistics, match: strin
     .pluck()
     .all({ match, campaign: store.campaignId }) as number[];
   let held = candidateRows.get(store);
-  if (!held || held.key !== stats.key || held.chars > CANDIDATE_CHARS_HELD) candidateRows.set(store, (held = { key: stats.key, rows: new Map(), chars: 0 }));
-  const rows = held.rows;
-  const unread = rowids.filter((rowid) => !rows.has(rowid));
+  if (!held || held.key !== stats.key || held.rows.textBytes > CANDIDATE_TEXT_HELD) candidateRows.set(store, (held = { key: stats.key, rows: new KeptRows() }));
+  const kept = held.rows;
+  const unread = rowids.filter((rowid) => !kept.has(rowid));
+  const read = new Map<number, CandidateRow>();
   if (unread.length > 0) {
     // From the pool's rowids to their rows (CROSS JOIN keeps that order): never a walk over every passage.
-    const read = store
+    const rows = store
       .statement(
         `SELECT ${CANDIDATE_COLUMNS} FROM (SELECT value AS rowid FROM json_each(@rowids)) f
          CROSS JOIN passages p ON p.rowid = f.rowid CROSS JOIN sources s ON s.id = p.source_id
          WHERE p.campaign_id = @campaign`,
       )
       .all({ rowids: JSON.stringify(unread), campaign: store.campaignId }) as CandidateRow[];
-    for (const row of read) {
-      rows.set(row.rowid, row);
-      held.chars += row.text.length;
+    for (const row of rows) {
+      kept.keep(row);
+      read.set(row.rowid, row);
     }
   }
-  return rowids.flatMap((rowid) => rows.get(rowid) ?? []);
+  return rowids.flatMap((rowid) => read.get(rowid) ?? kept.row(rowid) ?? []);
 }
 
 /**
@@ -283,12 +307,12 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
   // A pasted chapter's hundred small words would only add noise to the ranking its thousands of words decide.
   const weights = queryWeights(stats, terms, isPastedChapter(terms) ? [] : smallWords(query.input));
   // A prompt lets SillyTavern's activation decide the entries that carry its behaviour; a search finds them by mention.
-  const eligibleEntries = query.placePins ? worldInfoSources(store).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
+  const eligibleEntries = query.placePins ? worldInfoSources(store, stats.key).filter((source) => eligibilityOutcome(source.rows[0]!, query.stage) === null) : [];
   const wiQuery = eligibleEntries.length > 0 ? (query.worldInfo ?? defaultWorldInfoQuery({ input: query.input, recent: query.recent ?? [], budgets: query.budgets ?? DEFAULT_KNOWLEDGE_BUDGETS })) : null;
   const measure = query.measure;
   const activation = wiQuery ? activateSources(eligibleEntries, wiQuery, (text) => measure?.text?.(text) ?? estimateTokens(text), (source) => entryContent(store, source)) : null;
   // Mentions are read where SillyTavern scans: this turn and the newest story lines, never the standing state.
-  const fired = triggeredSources(store, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
+  const fired = triggeredSources(store, stats.key, [query.input, ...(query.recent ?? []).slice(-RECENT_LINES_IN_QUERY)].join('\n'), activation !== null);
   const judgeRow = (row: CandidateRow, files: FileUse | null): Working => {
     const trigger = fired.get(row.source_id) ?? null;
     // A mentioned key is what the writer said the entry is about: it counts as part of its heading.
@@ -296,7 +320,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
     const trail = () => (JSON.parse(row.heading_path) as string[]).join(' ');
     const heading = trigger ? stemText(`${trail()} ${trigger.mention}`) : stemmedPassage(row.heading_path, trail);
     const body = stemmedPassage(row.content_hash, () => row.text);
-    return toWorking(row, judge(stats, weights, terms, { heading, body, length: row.text.length, sourceId: row.source_id }, files), trigger);
+    return toWorking(row, judge(stats, weights, terms, { heading, body, length: textLength(row), sourceId: row.source_id }, files), trigger);
   };
   const pool = match ? poolRows(store, stats, match) : [];
   // An entry SillyTavern inserts is its whole text, every passage of it.
@@ -341,16 +365,7 @@ async function rankCandidates(store: KnowledgeStore, query: RankInput, options: 
 
   const alwaysInclude = !query.placePins
     ? []
-    : (
-    store
-      .statement(
-        // From the few pinned sources to their passages (CROSS JOIN keeps that order), never a scan of every passage.
-        `SELECT ${CANDIDATE_COLUMNS} FROM sources s CROSS JOIN passages p ON p.source_id = s.id
-         WHERE s.campaign_id = @campaign AND ${ALWAYS_INCLUDED_SQL} AND (${ELIGIBLE})
-         ORDER BY CASE s.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, s.path, p.idx`,
-      )
-      .all({ campaign: store.campaignId, stage: query.stage }) as CandidateRow[]
-  ).map((row) => byId.get(row.id) ?? { ...toWorking(row, null), ...(activation?.verdicts.has(row.source_id) ? { worldInfo: activation.verdicts.get(row.source_id)! } : {}) });
+    : pinnedRows(store, stats.key, query.stage).map((row) => byId.get(row.id) ?? { ...toWorking(row, null), ...(activation?.verdicts.has(row.source_id) ? { worldInfo: activation.verdicts.get(row.source_id)! } : {}) });
   const pinned = new Set(alwaysInclude.map((w) => w.row.id));
 
   const admitted: Working[] = [];

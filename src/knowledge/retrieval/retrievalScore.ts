@@ -160,46 +160,89 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
   };
   const docFrequency = (stem: string) => figuresOf(stem).doc;
   const termCount = (stem: string) => figuresOf(stem).cnt;
-  /** This campaign's passages by rowid, with their file: what a posting of the index belongs to. */
-  let fileOfPassage: Map<number, string> | undefined;
-  const fileOf = (): Map<number, string> => {
-    // The index by file covers both columns: reading the passages table itself would read every passage's text.
-    fileOfPassage ??= new Map(
-      (shared
-        ? store.statement('SELECT rowid, source_id FROM passages WHERE campaign_id = ?').raw().all(store.campaignId)
-        : store.statement('SELECT rowid, source_id FROM passages INDEXED BY passages_by_source').raw().all()) as [number, string][],
-    );
-    return fileOfPassage;
+  /**
+   * This campaign's files numbered, and each passage's file number by rowid: what a posting of the index
+   * belongs to. Numbers in typed arrays rather than maps of strings: they are kept for the whole session,
+   * and on the heap every kept object widens V8's young generation (see docs/benchmarks.md, issue 50).
+   */
+  let numbered: { fileNumber: Map<string, number>; fileOfRow: Int32Array; tally: Int32Array } | undefined;
+  const passageFiles = () => {
+    if (!numbered) {
+      const fileNumber = new Map<string, number>();
+      const last = (store.statement('SELECT coalesce(max(rowid), 0) AS n FROM passages').get() as { n: number }).n;
+      const fileOfRow = new Int32Array(last + 1).fill(-1);
+      // The index by file covers both columns: reading the passages table itself would read every passage's text.
+      const rows = shared
+        ? store.statement('SELECT rowid, source_id FROM passages WHERE campaign_id = ?').raw().iterate(store.campaignId)
+        : store.statement('SELECT rowid, source_id FROM passages INDEXED BY passages_by_source').raw().iterate();
+      for (const [rowid, source] of rows as Iterable<[number, string]>) {
+        let file = fileNumber.get(source);
+        if (file === undefined) fileNumber.set(source, (file = fileNumber.size));
+        fileOfRow[rowid] = file;
+      }
+      numbered = { fileNumber, fileOfRow, tally: new Int32Array(fileNumber.size) };
+    }
+    return numbered;
   };
-  /** Per file, how many of `rowids` (one per posting) are its passages'. */
-  const byFile = (rowids: readonly number[]): Map<string, number> => {
-    const files = fileOf();
-    const counts = new Map<string, number>();
+  /**
+   * Per file, how many of `rowids` (one per posting) are its passages': the files' numbers ascending, then
+   * their counts in the same order, in one array (see countIn).
+   */
+  const byFile = (rowids: readonly number[]): Int32Array => {
+    const { fileOfRow, tally } = passageFiles();
+    const found: number[] = [];
     for (const rowid of rowids) {
-      const file = files.get(rowid);
-      if (file !== undefined) counts.set(file, (counts.get(file) ?? 0) + 1);
+      const file = rowid < fileOfRow.length ? fileOfRow[rowid]! : -1;
+      if (file < 0) continue;
+      if (tally[file] === 0) found.push(file);
+      tally[file]! += 1;
+    }
+    const counts = new Int32Array(found.length * 2);
+    counts.set(found);
+    counts.subarray(0, found.length).sort();
+    for (let i = 0; i < found.length; i++) {
+      const file = counts[i]!;
+      counts[found.length + i] = tally[file]!;
+      tally[file] = 0;
     }
     return counts;
   };
+  /** A file's count in byFile's array, 0 when it has none. */
+  const countIn = (counts: Int32Array, sourceId: string): number => {
+    const file = passageFiles().fileNumber.get(sourceId);
+    if (file === undefined) return 0;
+    const files = counts.length / 2;
+    let low = 0;
+    let high = files - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const at = counts[middle]!;
+      if (at === file) return counts[files + middle]!;
+      if (at < file) low = middle + 1;
+      else high = middle - 1;
+    }
+    return 0;
+  };
   // Every term's counts by file, and files' sizes, kept until FILE_COUNTS_HELD entries; then started afresh.
   let held = 0;
-  let stemUses = new Map<string, Map<string, number>>();
-  let phraseUses = new Map<string, Map<string, number>>();
-  let sizes = new Map<string, number>();
-  const kept = (counts: Map<string, number>): Map<string, number> => {
-    held += counts.size;
+  let stemUses = new Map<string, Int32Array>();
+  let phraseUses = new Map<string, Int32Array>();
+  /** Files' sizes in characters by file number, -1 until asked for. */
+  let sizes: Float64Array | undefined;
+  const kept = (counts: Int32Array): Int32Array => {
+    held += counts.length / 2;
     return counts;
   };
   const occurrencesStatement = store.statement('SELECT doc FROM temp.passages_occurrences WHERE term = ?').pluck();
   const matchesStatement = store.statement('SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?').pluck();
   /** A stem's uses in each file that has it. */
-  const usesOfStem = (stem: string): Map<string, number> => {
+  const usesOfStem = (stem: string): Int32Array => {
     let counts = stemUses.get(stem);
     if (!counts) stemUses.set(stem, (counts = kept(byFile(occurrencesStatement.all(stem) as number[]))));
     return counts;
   };
   /** Passages holding a phrase's words side by side, in each file that has one. */
-  const usesOfPhrase = (term: SearchTerm): Map<string, number> => {
+  const usesOfPhrase = (term: SearchTerm): Int32Array => {
     const expression = buildMatchExpression([term])!;
     let counts = phraseUses.get(expression);
     if (!counts) phraseUses.set(expression, (counts = kept(byFile(matchesStatement.all(expression) as number[]))));
@@ -220,27 +263,35 @@ export function campaignStatistics(store: KnowledgeStore): CampaignStatistics {
     docFrequency,
     termCount,
     phraseFrequency(term) {
+      const counts = usesOfPhrase(term);
       let n = 0;
-      for (const count of usesOfPhrase(term).values()) n += count;
+      for (let i = counts.length / 2; i < counts.length; i++) n += counts[i]!;
       return n;
     },
     fileUse(sourceIds) {
-      if (held > FILE_COUNTS_HELD) {
+      const { fileNumber } = passageFiles();
+      if (held > FILE_COUNTS_HELD || !sizes) {
         held = 0;
-        [stemUses, phraseUses, sizes] = [new Map(), new Map(), new Map()];
-      }
-      const unsized = sourceIds.filter((id) => !sizes.has(id));
-      if (unsized.length > 0) {
-        for (const id of unsized) sizes.set(id, 0);
-        for (const r of store.statement(FILE_SIZES).all({ sources: JSON.stringify(unsized), campaign: store.campaignId }) as { source: string; n: number }[]) sizes.set(r.source, r.n);
-        held += unsized.length;
+        [stemUses, phraseUses, sizes] = [new Map(), new Map(), new Float64Array(fileNumber.size).fill(-1)];
       }
       const sized = sizes;
+      const unsized = sourceIds.filter((id) => {
+        const file = fileNumber.get(id);
+        return file !== undefined && sized[file]! < 0;
+      });
+      if (unsized.length > 0) {
+        for (const id of unsized) sized[fileNumber.get(id)!] = 0;
+        for (const r of store.statement(FILE_SIZES).all({ sources: JSON.stringify(unsized), campaign: store.campaignId }) as { source: string; n: number }[]) sized[fileNumber.get(r.source)!] = r.n;
+        held += unsized.length;
+      }
       // A file's share of the campaign's text: counting its words exactly would read every word it holds.
       const wordsPerChar = stats.words() / Math.max(1, n * chars);
       return {
-        count: (term, sourceId) => (term.capitalized ? (usesOfPhrase(term).get(sourceId) ?? 0) : perWord(term, (s) => usesOfStem(s).get(sourceId) ?? 0)),
-        words: (sourceId) => (sized.get(sourceId) ?? 0) * wordsPerChar,
+        count: (term, sourceId) => (term.capitalized ? countIn(usesOfPhrase(term), sourceId) : perWord(term, (s) => countIn(usesOfStem(s), sourceId))),
+        words: (sourceId) => {
+          const file = fileNumber.get(sourceId);
+          return file === undefined ? 0 : Math.max(0, sized[file]!) * wordsPerChar;
+        },
       };
     },
     writes(word) {

@@ -1,4 +1,5 @@
 import { CJK_CHARS, CJK_RUN, ftsText } from '../indexing';
+import { keptInt32Pair } from './keptArrays';
 import { otherSpellings } from './spelling';
 import { stem } from './stemmer';
 import { otherForms } from './wordForms';
@@ -313,10 +314,10 @@ export interface StemmedText {
   stems: Int32Array;
 }
 
-export function stemText(text: string): StemmedText {
+/** Stemmed text for one turn; `kept` for text kept across turns (see keptArrays.ts). */
+export function stemText(text: string, kept = false): StemmedText {
   const tokens = tokenize(text);
-  const words = new Int32Array(tokens.length);
-  const stems = new Int32Array(tokens.length);
+  const [words, stems] = kept ? keptInt32Pair(tokens.length) : [new Int32Array(tokens.length), new Int32Array(tokens.length)];
   for (let i = 0; i < tokens.length; i++) {
     const id = wordId(tokens[i]!);
     words[i] = id;
@@ -337,7 +338,7 @@ let tokensHeld = 0;
 export function stemmedPassage(key: string, text: () => string): StemmedText {
   let stemmed = stemmedCache.get(key);
   if (!stemmed) {
-    stemmed = stemText(text());
+    stemmed = stemText(text(), true);
     for (const [hash, old] of stemmedCache) {
       if (tokensHeld + stemmed.words.length <= TOKENS_HELD) break;
       stemmedCache.delete(hash);
@@ -450,7 +451,8 @@ export interface QueryParts {
   knownNames?: readonly string[];
 }
 
-const TITLE_WORD = String.raw`\p{Lu}[\p{L}\p{N}'’-]*\p{Ll}[\p{L}\p{N}'’-]*`;
+// \u2019 (’) as an escape: a raw template's text is what the bundle's ASCII-only output cannot rewrite.
+const TITLE_WORD = String.raw`\p{Lu}[\p{L}\p{N}'\u2019-]*\p{Ll}[\p{L}\p{N}'\u2019-]*`;
 /** Small words a name holds between its capitalised ones ("Circle of the Land"); "and" joins two names. */
 const NAME_LINK = String.raw`(?:(?:of|the|a|an|on|in|to|with|for|at|from)\s+)*`;
 const CAPITALIZED_RUN = new RegExp(`${TITLE_WORD}(?:\\s+${NAME_LINK}${TITLE_WORD})+`, 'gu');

@@ -1,6 +1,5 @@
 import type { KnowledgeStore } from '../indexing';
 import type { KnowledgeClass, SourceTriggers } from '../campaign';
-import { indexVersion } from './retrievalScore';
 import { isMeaningfulWord, nameTokens, tokenize } from './retrievalTerms';
 import { findWikiLinks } from '../names';
 import { plainKeyIn } from './worldInfo';
@@ -66,8 +65,8 @@ function linkNames(store: KnowledgeStore): Map<string, Set<string>> {
 
 const rulesCache = new WeakMap<KnowledgeStore, { key: string; rules: Rule[] }>();
 
-function rules(store: KnowledgeStore): Rule[] {
-  const version = indexVersion(store);
+/** `version`: the index's (indexVersion), as the search read it. */
+function rules(store: KnowledgeStore, version: string): Rule[] {
   const cached = rulesCache.get(store);
   if (cached && cached.key === version) return cached.rules;
   const linked = linkNames(store);
@@ -126,9 +125,9 @@ function containsPhrase(words: readonly string[], phrase: readonly string[]): bo
  * The sources the text mentions by a key or a name, each with the first mention found. With `worldInfoApart`,
  * sources carrying SillyTavern behaviour are left to its activation (a prompt's), never fired by a mention.
  */
-export function triggeredSources(store: KnowledgeStore, scanned: string, worldInfoApart = false): Map<string, Trigger> {
+export function triggeredSources(store: KnowledgeStore, version: string, scanned: string, worldInfoApart = false): Map<string, Trigger> {
   const fired = new Map<string, Trigger>();
-  const all = rules(store);
+  const all = rules(store, version);
   if (all.length === 0 || scanned.trim() === '') return fired;
   const text = { raw: scanned, lower: scanned.toLowerCase() };
   const words = tokenize(scanned);

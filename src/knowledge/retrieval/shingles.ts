@@ -3,6 +3,7 @@
  * bit sketch that rules most pairs out before their shingles are compared.
  */
 
+import { keptFloat64, keptUint32 } from './keptArrays';
 import { tokenize } from './retrievalTerms';
 
 /** Three word ids below this make one number exactly (3 × 17 bits): a shingle is then compared as a number. */
@@ -30,8 +31,9 @@ export interface ShingleSet {
 
 const NO_TEXTS: ReadonlySet<string> = new Set();
 
-export function shingles(words: Int32Array): ShingleSet {
-  const sketch = new Uint32Array(SKETCH_WORDS);
+/** `kept` for a set kept across turns (see keptArrays.ts). */
+export function shingles(words: Int32Array, kept = false): ShingleSet {
+  const sketch = kept ? keptUint32(SKETCH_WORDS) : new Uint32Array(SKETCH_WORDS);
   const mark = (a: number, b: number, c: number) => {
     let h = Math.imul(a, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b) ^ Math.imul(c + 2, 0xc2b2ae35);
     h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
@@ -57,7 +59,8 @@ export function shingles(words: Int32Array): ShingleSet {
   const sorted = runs.subarray(0, count).sort();
   let distinct = 0;
   for (let i = 0; i < count; i++) if (distinct === 0 || sorted[i] !== sorted[distinct - 1]) sorted[distinct++] = sorted[i]!;
-  const numbers = sorted.slice(0, distinct);
+  const numbers = kept ? keptFloat64(distinct) : new Float64Array(distinct);
+  numbers.set(sorted.subarray(0, distinct));
   return { numbers, texts: texts ?? NO_TEXTS, size: distinct + (texts?.size ?? 0), sketch };
 }
 

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { KnowledgeStore } from '../indexing';
 import { splitFrontMatter, type Campaign, type SourceTriggers, type WorldInfoFields } from '../campaign';
 import { CANDIDATE_COLUMNS, type CandidateRow } from './retrievalRows';
-import { indexVersion } from './retrievalScore';
 import type { RetrievalQuery, WorldInfoQuery, WorldInfoRecord } from './retrievalTypes';
 import { activateWorldInfo, DEFAULT_NAMES, NO_TIMED_EFFECTS, scannedMessage, WORLD_INFO_DEFAULTS, type ActivationEntry, type EntryVerdict } from './worldInfo';
 
@@ -19,9 +18,8 @@ export interface WorldInfoSource {
 
 const sourcesCache = new WeakMap<KnowledgeStore, { key: string; sources: WorldInfoSource[] }>();
 
-/** The campaign's sources with SillyTavern behaviour, read once per index version. */
-export function worldInfoSources(store: KnowledgeStore): WorldInfoSource[] {
-  const version = indexVersion(store);
+/** The campaign's sources with SillyTavern behaviour, read once per index version (indexVersion, as the search read it). */
+export function worldInfoSources(store: KnowledgeStore, version: string): WorldInfoSource[] {
   const cached = sourcesCache.get(store);
   if (cached && cached.key === version) return cached.sources;
   const rows = store

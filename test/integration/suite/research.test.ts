@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { StorytellerApi } from '../../../src/extension';
 import type { PlayPanel } from '../../../src/views/playPanel';
 import { FakeOllama } from '../../support/fakeOllama';
+import { offersTool } from '../../support/fakeModelServer';
 import { activatedExtension, capture, harnessConfig, settled, waitFor, webviewText } from './harness';
 
 const PANEL_MARKER = 'Preview Context';
@@ -116,7 +117,8 @@ describe('research before narration', () => {
 
   it('Evaluate Research on This Campaign opens the table for the narrator model as an untitled markdown document', async () => {
     const chatsBefore = fake.requestsTo('/api/chat').length;
-    // The starter eval.yaml: six questions and two off-topic ones; the model keeps nothing on each.
+    // The starter eval.yaml: six questions and two off-topic ones, the model keeping nothing on each; then three
+    // played exchanges, which the fake's default prose answers by proposing nothing.
     fake.queue(...Array.from({ length: 8 }, () => ({ toolCalls: [{ name: 'finish', arguments: { keep: [] } }] })));
     const document = await vscode.commands.executeCommand<vscode.TextDocument | undefined>('storyteller.evaluateResearch', undefined, { campaignRoot: root });
     assert.ok(document, 'a report opened');
@@ -125,7 +127,11 @@ describe('research before narration', () => {
     assert.match(text, /^# Research evaluation: llama3\.2 on /);
     assert.match(text, /\| llama3\.2 \(research\) \|.*\|\s+2\/2 \|\s+0\/8 \|\s+8\/0\/0 \|/, 'the row of the narrator model the settings name');
     assert.ok(text.split('\n').some((l) => l.startsWith("| today's selection")));
-    const chats = fake.requestsTo('/api/chat').slice(chatsBefore);
+    assert.match(text, /\| llama3\.2 \(proposals\) \|\s+0\/2 \|\s+0 \|\s+1\/1 \|/, 'the canon proposals row: nothing proposed, rightly on the exchange that expects nothing');
+    const chats = fake
+      .requestsTo('/api/chat')
+      .slice(chatsBefore)
+      .filter((r) => offersTool(r, 'finish'));
     assert.equal(chats.length, 8, 'one research request per question');
     assert.ok(chats.every((r) => (r.body as { model: string; tools?: unknown[] }).model === 'llama3.2' && (r.body as { tools?: unknown[] }).tools));
     assert.equal(vscode.window.activeTextEditor?.document, document, 'shown to the writer');
